@@ -1,0 +1,130 @@
+import { mkdirSync } from "node:fs";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { databasePath, resolveDataDir } from "./data-dir.ts";
+import { startServer } from "./serve.ts";
+import { runSeed } from "./seed-command.ts";
+import { runToken } from "./token-command.ts";
+import { UsageError } from "./usage-error.ts";
+
+const HELP: Record<string, string> = {
+  main: `inboxd — the Desktop Messaging API as a daemon
+
+Usage: inboxd <command> [options]
+
+Commands:
+  serve            run the API server (default 127.0.0.1:23373)
+  token            create, list and revoke access tokens
+  seed             fill the data directory with a deterministic sandbox dataset
+
+Every command takes --data-dir DIR (or INBOXD_DATA_DIR) and --help.`,
+  serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--verbose]
+
+Runs the API. On the first start with no token it creates one and prints it once.
+  --port N           port to listen on (default 23373; 0 picks a free one)
+  --host ADDR        address to bind (default 127.0.0.1, loopback only)
+  --allow-host NAME  also answer requests whose Host is NAME (remote access; repeatable)
+  --verbose          log one line per request to stderr
+Stops cleanly on SIGINT/SIGTERM.`,
+  token: `Usage: inboxd token create [--scope read] [--scope write] [--name NAME]
+       inboxd token list
+       inboxd token revoke ID-PREFIX|NAME
+
+create prints the new token alone on the last line of stdout (scopes default to read and write).
+Only a hash of each token is stored; a lost token cannot be shown again, revoke it and create another.`,
+  seed: `Usage: inboxd seed --chats N --messages M [--accounts K] [--seed S]
+
+Fills an empty data directory with a deterministic sandbox dataset (same options, same data). Stop the daemon first.`,
+};
+
+const common = { "data-dir": { type: "string" }, help: { type: "boolean", short: "h" } } as const;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === "--help" || command === "-h" || command === "help") {
+    console.log(HELP.main);
+    return command ? 0 : 1;
+  }
+  const parse = <T extends ParseArgsConfig["options"]>(options: T, positionals = false) =>
+    parseArgs({ args: rest, options: { ...common, ...options }, allowPositionals: positionals, strict: true });
+  try {
+    switch (command) {
+      case "serve": {
+        const { values } = parse({
+          port: { type: "string", default: process.env.INBOXD_PORT ?? "23373" },
+          host: { type: "string", default: "127.0.0.1" },
+          "allow-host": { type: "string", multiple: true },
+          verbose: { type: "boolean", short: "v" },
+        });
+        if (values.help) return help("serve");
+        const port = Number(values.port);
+        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0–65535, got ${values.port}`);
+        const dataDir = resolveDataDir(values["data-dir"] as string | undefined);
+        mkdirSync(dataDir, { recursive: true });
+        const server = await startServer({
+          port,
+          host: values.host as string,
+          dbPath: databasePath(dataDir),
+          allowHosts: (values["allow-host"] as string[] | undefined) ?? [],
+          verbose: Boolean(values.verbose || process.env.INBOXD_LOG === "debug"),
+          print: (line) => console.log(line),
+        });
+        console.log(`inboxd listening on ${server.url} (data: ${dataDir})`);
+        await new Promise<void>((resolve) => {
+          const stop = () => resolve();
+          process.once("SIGINT", stop);
+          process.once("SIGTERM", stop);
+        });
+        console.log("inboxd stopping");
+        await server.close();
+        return 0;
+      }
+      case "token": {
+        const { values, positionals } = parse({ scope: { type: "string", multiple: true }, name: { type: "string" } }, true);
+        if (values.help) return help("token");
+        return await runToken(resolveDataDir(values["data-dir"] as string | undefined), positionals, values as { scope?: string[]; name?: string });
+      }
+      case "seed": {
+        const { values } = parse({
+          chats: { type: "string" },
+          messages: { type: "string" },
+          accounts: { type: "string", default: "1" },
+          seed: { type: "string", default: "1" },
+        });
+        if (values.help) return help("seed");
+        const num = (name: string, min: number) => {
+          const raw = values[name as keyof typeof values] as string | undefined;
+          const n = Number(raw);
+          if (raw === undefined || !Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer ≥ ${min}`);
+          return n;
+        };
+        return await runSeed(resolveDataDir(values["data-dir"] as string | undefined), {
+          chats: num("chats", 1),
+          messages: num("messages", 0),
+          accounts: num("accounts", 1),
+          seed: num("seed", 0),
+        });
+      }
+      default:
+        throw new UsageError(`unknown command ${command}`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`inboxd: ${(error as Error).message}\nRun 'inboxd ${HELP[command] ? `${command} ` : ""}--help' for usage.`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+function help(command: string): number {
+  console.log(HELP[command]);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(`inboxd: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);

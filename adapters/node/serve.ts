@@ -1,0 +1,58 @@
+import os from "node:os";
+import { serve as listen } from "srvx";
+import { createApp, type App } from "../../src/app.ts";
+import { createToken, listTokens } from "../../src/services/tokens.ts";
+import { openSqliteStorage } from "./sqlite-storage.ts";
+
+export interface ServeOptions {
+  port: number;
+  host: string;
+  dbPath: string;
+  /** Extra host names to answer to (remote access). Loopback names are always allowed. */
+  allowHosts: string[];
+  verbose: boolean;
+  /** Where to print the one-time token and status lines. */
+  print: (line: string) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  app: App;
+  close(): Promise<void>;
+}
+
+/** Opens the store, creates a first token if there is none, and listens. */
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const { storage, close: closeStorage } = await openSqliteStorage(options.dbPath);
+  if ((await listTokens(storage)).length === 0) {
+    const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });
+    options.print(`Created an access token (read, write). It is shown only once; store it now:\n${token}`);
+  }
+  const app = await createApp({
+    storage,
+    allowedHosts: options.allowHosts,
+    info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
+    log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
+  });
+  const server = listen({
+    port: options.port,
+    hostname: options.host,
+    fetch: (request) => app.fetch(request),
+    silent: true,
+    gracefulShutdown: false,
+    maxRequestBodySize: 16 * 1024 * 1024,
+  });
+  await server.ready();
+  const address = server.node?.server?.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
+  return {
+    url,
+    app,
+    async close() {
+      await server.close(true);
+      await app.close();
+      await closeStorage();
+    },
+  };
+}

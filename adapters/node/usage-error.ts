@@ -1,0 +1,1 @@
+export class UsageError extends Error {}

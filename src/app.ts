@@ -1,0 +1,108 @@
+import { Router } from "itty-router";
+import type { Storage } from "unstorage";
+import type { NetworkConnector } from "./bridges/connector.ts";
+import { BridgeRuntime } from "./bridges/runtime.ts";
+import { ApiError, toErrorResponse } from "./http/errors.ts";
+import { authenticate, authorize, checkRequestOrigin, requiredScope, type GuardOptions } from "./http/guard.ts";
+import type { ApiRouter, RequestContext } from "./http/route-kit.ts";
+import { parseQuery } from "./http/validate.ts";
+import { accountRoutes } from "./routes/accounts.ts";
+import { chatRoutes } from "./routes/chats.ts";
+import { infoRoutes, type ServerInfo } from "./routes/info.ts";
+import { messageRoutes } from "./routes/messages.ts";
+import type { Context } from "./services/context.ts";
+import { ingest } from "./services/ingest.ts";
+import { Db } from "./store/db.ts";
+import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
+
+export const VERSION = "0.1.0";
+export const VERSION_HEADER = "X-Beeper-Desktop-Version";
+
+export interface AppOptions extends GuardOptions {
+  storage: Storage;
+  connectors?: NetworkConnector[];
+  info?: Partial<ServerInfo>;
+  /** Called once per request with a log line (no secrets, no query values). */
+  log?: (line: string) => void;
+  now?: () => number;
+  cacheBytes?: number;
+}
+
+export interface App {
+  fetch(request: Request): Promise<Response>;
+  context: Context;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the whole API as one fetch handler over the given storage. Runtime-free: the Node daemon and the Worker
+ * differ only in the storage driver and the listener they wrap around this.
+ *
+ * @example
+ * const app = await createApp({ storage: createStorage() });
+ * const res = await app.fetch(new Request("http://127.0.0.1/v1/accounts", { headers: { authorization: `Bearer ${token}` } }));
+ */
+export async function createApp(options: AppOptions): Promise<App> {
+  const db = await Db.open(options.storage, { cacheBytes: options.cacheBytes });
+  const bridges = new BridgeRuntime();
+  for (const c of options.connectors ?? [new SandboxConnector()]) bridges.register(c);
+  const context: Context = { db, bridges, now: options.now ?? Date.now };
+  bridges.onEvent = (account, event) => ingest(context, account, event);
+  for (const account of db.accounts) await bridges.attach(account);
+
+  const info: ServerInfo = {
+    version: VERSION,
+    platform: { os: "unknown", arch: "unknown" },
+    remoteAccess: options.allowedHosts === "*" || (Array.isArray(options.allowedHosts) && options.allowedHosts.length > 0),
+    ...options.info,
+  };
+  const router: ApiRouter = Router({
+    before: [
+      async (request: Request, rc: RequestContext) => {
+        checkRequestOrigin(request, rc.url, options);
+        const isPublicInfo = request.method === "GET" && rc.url.pathname === "/v1/info" && !request.headers.has("authorization");
+        if (isPublicInfo) return;
+        rc.principal = await authenticate(request, options.storage);
+        authorize(rc.principal, requiredScope(request.method));
+      },
+    ],
+    catch: (error: unknown) => {
+      if (!(error instanceof ApiError)) options.log?.(`error: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+      return toErrorResponse(error);
+    },
+  }) as unknown as ApiRouter;
+  infoRoutes(router, info);
+  accountRoutes(router);
+  chatRoutes(router);
+  messageRoutes(router);
+  router.all("*", (request: Request, rc: RequestContext) => {
+    throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
+  });
+
+  return {
+    context,
+    async fetch(request: Request): Promise<Response> {
+      const started = Date.now();
+      const url = new URL(request.url);
+      let response: Response;
+      try {
+        const rc: RequestContext = { app: context, url, query: parseQuery(url) };
+        response = toResponse(await router.fetch(request as never, rc));
+      } catch (error) {
+        response = toErrorResponse(error);
+      }
+      response.headers.set(VERSION_HEADER, VERSION);
+      options.log?.(`${request.method} ${url.pathname} ${response.status} ${Date.now() - started}ms`);
+      return response;
+    },
+    async close() {
+      await bridges.stop();
+      await db.commit();
+    },
+  };
+}
+
+function toResponse(result: unknown): Response {
+  if (result instanceof Response) return result;
+  return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json" } });
+}

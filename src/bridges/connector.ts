@@ -1,0 +1,100 @@
+import type { Attachment, User } from "../schema/wire.ts";
+import type { AccountRecord } from "../store/records.ts";
+
+/**
+ * The protocol-neutral bridge contract (after mautrix bridgev2's NetworkConnector / NetworkAPI split).
+ *
+ * - A `NetworkConnector` exists once per network. Constructing it does no IO.
+ * - A `NetworkClient` exists per connected account. `loadAccount` must be cheap; `connect()` does the IO.
+ * - Everything a network tells us arrives through `ConnectorHost.emit` as `InboundEvent`s, already converted to the
+ *   common model (no protocol types cross this boundary). Events may arrive at any time and in any order relative to
+ *   the API's own writes; the host turns them into stored messages and chat updates.
+ * - Optional features are optional methods. The core checks for a method before offering the feature and answers
+ *   422 "not supported by this network" otherwise; `capabilities()` describes what a particular chat allows.
+ * - IDs passed across are network IDs (`networkChatID`, `networkMessageID`); the host maps them to API IDs.
+ */
+export interface NetworkConnector {
+  /** Stable identifier, used in account IDs and bridge IDs. */
+  readonly network: string;
+  readonly displayName: string;
+  loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient;
+}
+
+export interface ChatCapabilities {
+  edits: boolean;
+  deletes: boolean;
+  reactions: boolean;
+  replies: boolean;
+  attachments: boolean;
+  /** Set when one participant may put several different reactions on a message. */
+  multipleReactions: boolean;
+}
+
+export interface NetworkChat {
+  networkChatID: string;
+  type: "single" | "group";
+  title: string;
+  participants: User[];
+}
+
+export interface OutgoingMessage {
+  text?: string;
+  /** Network ID of the message replied to, when it has one. */
+  replyTo?: string;
+  attachment?: Attachment;
+}
+
+export interface SendReceipt {
+  networkMessageID: string;
+  /** ms since epoch as the network stamped it */
+  timestamp: number;
+}
+
+export interface InboundMessage {
+  networkMessageID: string;
+  senderID: string;
+  senderName?: string;
+  timestamp: number;
+  text?: string;
+  isSender?: boolean;
+  replyTo?: string;
+  attachments?: Attachment[];
+}
+
+export type InboundEvent =
+  | { type: "message"; networkChatID: string; message: InboundMessage }
+  | { type: "edit"; networkChatID: string; networkMessageID: string; text: string; timestamp: number }
+  | { type: "delete"; networkChatID: string; networkMessageID: string }
+  | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean }
+  | { type: "chat"; chat: NetworkChat }
+  | { type: "status"; status: AccountRecord["status"]; statusText?: string };
+
+export interface ConnectorHost {
+  /** Delivers an event from the network; resolves once it is stored durably. */
+  emit(event: InboundEvent): Promise<void>;
+}
+
+export interface NetworkClient {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  capabilities(chat: NetworkChat): ChatCapabilities;
+  /** Resolves when the network has accepted the message. */
+  send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt>;
+  edit?(networkChatID: string, networkMessageID: string, text: string): Promise<void>;
+  delete?(networkChatID: string, networkMessageID: string): Promise<void>;
+  react?(networkChatID: string, networkMessageID: string, reactionKey: string): Promise<void>;
+  unreact?(networkChatID: string, networkMessageID: string, reactionKey: string): Promise<void>;
+  markRead?(networkChatID: string, networkMessageID: string): Promise<void>;
+  createChat?(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat>;
+  /** Resolves a partial identity (ID, username, phone, email) to a user the network can message. */
+  resolveIdentifier?(user: Partial<User>): Promise<User | null>;
+  searchContacts?(query: string): Promise<User[]>;
+  listContacts?(): Promise<User[]>;
+}
+
+/** What a connector throws; the host maps `kind` to an HTTP status (404, 422, 422, 503). */
+export class NetworkError extends Error {
+  constructor(readonly kind: "not_found" | "unsupported" | "rejected" | "unavailable", message: string) {
+    super(message);
+  }
+}

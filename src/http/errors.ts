@@ -1,0 +1,44 @@
+/**
+ * The one error type of the API. Services throw it; `toErrorResponse` is the only place that turns it into the
+ * /v1 wire body `{code, message, details?}` (wire-compat §2).
+ */
+export interface Issue {
+  code: string;
+  message: string;
+  path: (string | number)[];
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: { issues: Issue[] } | Record<string, unknown>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, issues?: Issue[]) =>
+  new ApiError(400, "INVALID_REQUEST", message, issues ? { issues } : undefined);
+export const unauthorized = () => new ApiError(401, "UNAUTHORIZED", "access token is missing or invalid");
+export const forbidden = (message = "access token does not have the required scope") =>
+  new ApiError(403, "FORBIDDEN", message);
+export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${what} not found`);
+export const unprocessable = (message: string, path?: (string | number)[]) =>
+  new ApiError(422, "UNPROCESSABLE_ENTITY", message, path ? { issues: [{ code: "invalid", message, path }] } : undefined);
+/** A conflict that retrying cannot fix: tell the SDKs (which retry 409s) not to. */
+export const conflict = (message: string) =>
+  new ApiError(409, "CONFLICT", message, undefined, { "x-should-retry": "false" });
+
+export function toErrorResponse(error: unknown, headers: Record<string, string> = {}): Response {
+  const apiError =
+    error instanceof ApiError ? error : new ApiError(500, "INTERNAL_ERROR", "internal server error");
+  const body: Record<string, unknown> = { code: apiError.code, message: apiError.message };
+  if (apiError.details) body.details = apiError.details;
+  return new Response(JSON.stringify(body), {
+    status: apiError.status,
+    headers: { "content-type": "application/json", ...headers, ...apiError.headers },
+  });
+}

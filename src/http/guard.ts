@@ -1,0 +1,66 @@
+import { ApiError, forbidden, unauthorized } from "./errors.ts";
+import { verifyToken, type Scope } from "../services/tokens.ts";
+import type { Storage } from "unstorage";
+
+export interface GuardOptions {
+  /**
+   * Host names (without port) the server answers to. Defaults to loopback names only, which defeats DNS rebinding:
+   * a page on evil.example that rebinds its name to 127.0.0.1 still sends `Host: evil.example`. "*" disables the
+   * check (remote access behind a proxy, or the Worker).
+   */
+  allowedHosts?: string[] | "*";
+}
+
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
+
+export function hostAllowed(host: string | null, options: GuardOptions): boolean {
+  if (options.allowedHosts === "*") return true;
+  if (!host) return false;
+  const name = host.replace(/:\d+$/, "").toLowerCase();
+  return LOOPBACK.test(name) || (options.allowedHosts ?? []).includes(name);
+}
+
+/**
+ * Refuses requests that a browser made on behalf of another site. A bearer token already stops blind CSRF (a form
+ * cannot set Authorization); this also stops a page from probing the API with a token it somehow holds.
+ */
+export function checkRequestOrigin(request: Request, url: URL, options: GuardOptions) {
+  if (!hostAllowed(request.headers.get("host") ?? url.host, options))
+    throw new ApiError(403, "HOST_NOT_ALLOWED", "this server only answers to loopback host names; configure remote access to use another");
+  const site = request.headers.get("sec-fetch-site");
+  const origin = request.headers.get("origin");
+  if (site === "cross-site" || (origin && origin !== "null" && !hostAllowed(safeHost(origin), options)))
+    throw new ApiError(403, "CROSS_SITE_REQUEST", "cross-site requests are not allowed");
+}
+
+function safeHost(origin: string): string | null {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return null;
+  }
+}
+
+export interface Principal {
+  id: string;
+  name: string;
+  scopes: Scope[];
+}
+
+export async function authenticate(request: Request, storage: Storage): Promise<Principal> {
+  const header = request.headers.get("authorization") ?? "";
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match) throw unauthorized();
+  const record = await verifyToken(storage, match[1]);
+  if (!record) throw unauthorized();
+  return { id: record.id, name: record.name, scopes: record.scopes };
+}
+
+/** Reads need `read`; anything that changes state needs `write`. */
+export function requiredScope(method: string): Scope {
+  return method === "GET" || method === "HEAD" ? "read" : "write";
+}
+
+export function authorize(principal: Principal, scope: Scope) {
+  if (!principal.scopes.includes(scope)) throw forbidden();
+}

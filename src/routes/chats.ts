@@ -1,0 +1,106 @@
+import * as v from "valibot";
+import { noContent, type ApiRouter } from "../http/route-kit.ts";
+import { direction, isoDate, pathParam, queryArray, queryBoolean, queryInt, validate, validateBody } from "../http/validate.ts";
+import {
+  archiveChat,
+  clearReminder,
+  createChat,
+  getChat,
+  listChats,
+  markRead,
+  markUnread,
+  notifyAnyway,
+  searchChats,
+  setReminder,
+  updateChat,
+} from "../services/chats.ts";
+
+const page = { cursor: v.optional(v.string()), direction: v.optional(direction) };
+const ListQuery = v.object({ ...page, accountIDs: v.optional(queryArray) });
+const SearchQuery = v.object({
+  ...page,
+  accountIDs: v.optional(queryArray),
+  inbox: v.optional(v.picklist(["primary", "low-priority", "archive"])),
+  includeMuted: v.optional(queryBoolean),
+  lastActivityAfter: v.optional(isoDate),
+  lastActivityBefore: v.optional(isoDate),
+  limit: v.optional(queryInt(1, 200)),
+  query: v.optional(v.string()),
+  scope: v.optional(v.picklist(["titles", "participants"])),
+  type: v.optional(v.picklist(["single", "group", "any"])),
+  unreadOnly: v.optional(queryBoolean),
+});
+const GetQuery = v.object({ maxParticipantCount: v.optional(queryInt(-1, 500)) });
+
+const nonEmpty = v.pipe(v.string(), v.minLength(1, "must not be empty"));
+const UserInput = v.object({
+  id: v.optional(v.string()),
+  email: v.optional(v.string()),
+  fullName: v.optional(v.string()),
+  phoneNumber: v.optional(v.string()),
+  username: v.optional(v.string()),
+});
+const CreateBody = v.object({
+  accountID: nonEmpty,
+  mode: v.optional(v.picklist(["create", "start"])),
+  participantIDs: v.optional(v.array(nonEmpty)),
+  type: v.optional(v.picklist(["single", "group"])),
+  title: v.optional(v.string()),
+  messageText: v.optional(v.string()),
+  allowInvite: v.optional(v.boolean()),
+  user: v.optional(UserInput),
+});
+const StartBody = v.object({
+  accountID: nonEmpty,
+  user: UserInput,
+  allowInvite: v.optional(v.boolean()),
+  messageText: v.optional(v.string()),
+});
+const PatchBody = v.object({
+  title: v.optional(v.nullable(v.string())),
+  description: v.optional(v.nullable(v.string())),
+  isArchived: v.optional(v.boolean()),
+  isLowPriority: v.optional(v.boolean()),
+  isPinned: v.optional(v.boolean()),
+  isMuted: v.optional(v.boolean()),
+  draft: v.optional(v.nullable(v.object({ text: v.string() }))),
+});
+const ArchiveBody = v.object({ archived: v.optional(v.boolean(), true) });
+const ReminderBody = v.object({
+  reminder: v.pipe(
+    v.object({
+      remindAtMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+      remindAt: v.optional(v.pipe(v.string(), v.isoTimestamp("expected an ISO 8601 date-time"))),
+      dismissOnIncomingMessage: v.optional(v.boolean(), false),
+    }),
+    v.check((r) => r.remindAtMs !== undefined || r.remindAt !== undefined, "remindAtMs or remindAt is required"),
+  ),
+});
+const ReadBody = v.object({ messageID: v.optional(nonEmpty) });
+
+export function chatRoutes(router: ApiRouter) {
+  const chatID = (req: { params: Record<string, string> }) => pathParam(req.params, "chatID");
+  router
+    .get("/v1/chats", (_req, rc) => listChats(rc.app, validate("query", ListQuery, rc.query)))
+    .get("/v1/chats/search", (_req, rc) => searchChats(rc.app, validate("query", SearchQuery, rc.query)))
+    .post("/v1/chats", async (req, rc) => createChat(rc.app, await validateBody(req, CreateBody)))
+    .post("/v1/chats/start", async (req, rc) => createChat(rc.app, { ...(await validateBody(req, StartBody)), mode: "start" }))
+    .get("/v1/chats/:chatID", (req, rc) => getChat(rc.app, chatID(req), validate("query", GetQuery, rc.query).maxParticipantCount))
+    .patch("/v1/chats/:chatID", async (req, rc) => updateChat(rc.app, chatID(req), await validateBody(req, PatchBody)))
+    .post("/v1/chats/:chatID/archive", async (req, rc) => {
+      await archiveChat(rc.app, chatID(req), (await validateBody(req, ArchiveBody)).archived);
+      return noContent();
+    })
+    .post("/v1/chats/:chatID/reminders", async (req, rc) => {
+      const { reminder } = await validateBody(req, ReminderBody);
+      await setReminder(rc.app, chatID(req), reminder.remindAtMs ?? Date.parse(reminder.remindAt!), reminder.dismissOnIncomingMessage);
+      return noContent();
+    })
+    .delete("/v1/chats/:chatID/reminders", async (req, rc) => {
+      await clearReminder(rc.app, chatID(req));
+      return noContent();
+    })
+    .post("/v1/chats/:chatID/read", async (req, rc) => markRead(rc.app, chatID(req), (await validateBody(req, ReadBody)).messageID))
+    .post("/v1/chats/:chatID/unread", async (req, rc) => markUnread(rc.app, chatID(req), (await validateBody(req, ReadBody)).messageID))
+    .post("/v1/chats/:chatID/notify-anyway", (req, rc) => notifyAnyway(rc.app, chatID(req)));
+}

@@ -1,0 +1,73 @@
+import type { Account, Page, User } from "../schema/wire.ts";
+import type { AccountRecord } from "../store/records.ts";
+import { callNetwork, requireAccount, unsupported, type Context } from "./context.ts";
+import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
+
+export function presentAccount(a: AccountRecord): Account {
+  const out: Account = {
+    accountID: a.accountID,
+    user: { ...a.user, isSelf: true },
+    bridge: { id: `local-${a.network}`, provider: "local", type: a.network },
+    status: a.status,
+    network: a.networkName,
+    loginID: a.loginID,
+  };
+  if (a.statusText) out.statusText = a.statusText;
+  return out;
+}
+
+export function listAccounts(ctx: Context): Account[] {
+  return ctx.db.accounts.map(presentAccount);
+}
+
+export function getAccount(ctx: Context, accountID: string): Account {
+  return presentAccount(requireAccount(ctx, accountID));
+}
+
+/** Network search plus exact identifier lookup, merged and de-duplicated. */
+export async function searchContacts(ctx: Context, accountID: string, query: string): Promise<{ items: User[] }> {
+  requireAccount(ctx, accountID);
+  const client = ctx.bridges.client(accountID);
+  if (!client.searchContacts) throw unsupported("contact search");
+  const [found, exact] = await Promise.all([
+    callNetwork(() => client.searchContacts!(query)),
+    client.resolveIdentifier ? callNetwork(() => client.resolveIdentifier!({ id: query, username: query, email: query, phoneNumber: query })) : null,
+  ]);
+  const items = exact ? [exact, ...found.filter((u) => u.id !== exact.id)] : found;
+  return { items };
+}
+
+/** Contacts sorted by name; cursors are positions (name, id) in that order. */
+export async function listContacts(
+  ctx: Context,
+  accountID: string,
+  q: { cursor?: string; direction?: "before" | "after"; limit?: number; query?: string },
+): Promise<Page<User>> {
+  requireAccount(ctx, accountID);
+  const client = ctx.bridges.client(accountID);
+  if (!client.listContacts) throw unsupported("contact lists");
+  const scope = fingerprint([accountID, q.query ?? ""]);
+  const limit = q.limit ?? 50;
+  const needle = q.query?.toLowerCase();
+  const key = (u: User) => `${(u.fullName ?? u.username ?? u.id).toLowerCase()}\u0000${u.id}`;
+  const all = (await callNetwork(() => client.listContacts!()))
+    .filter((u) => !needle || [u.fullName, u.username, u.email, u.phoneNumber, u.id].some((f) => f?.toLowerCase().includes(needle)))
+    .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  let start = 0, end = all.length;
+  if (q.cursor) {
+    const [pos] = decodeCursor(q.cursor, "contacts", scope, 1) as string[];
+    const at = all.findIndex((u) => key(u) >= pos);
+    const idx = at < 0 ? all.length : at;
+    if ((q.direction ?? "before") === "before") start = idx < all.length && key(all[idx]) === pos ? idx + 1 : idx;
+    else end = idx;
+  }
+  const after = q.cursor && q.direction === "after";
+  const slice = after ? all.slice(Math.max(start, end - limit), end) : all.slice(start, start + limit);
+  const hasMore = after ? end - limit > start : start + limit < end;
+  return {
+    items: slice,
+    hasMore,
+    oldestCursor: slice.length ? encodeCursor("contacts", scope, [key(slice[slice.length - 1])]) : null,
+    newestCursor: slice.length ? encodeCursor("contacts", scope, [key(slice[0])]) : null,
+  };
+}

@@ -1,0 +1,243 @@
+import { badRequest, unprocessable } from "../http/errors.ts";
+import type { Chat, Page, User } from "../schema/wire.ts";
+import type { ChatRecord } from "../store/records.ts";
+import { callNetwork, requireAccount, requireChat, unsupported, type Context } from "./context.ts";
+import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
+import { upsertChat } from "./ingest.ts";
+import { findMessage, sendMessage } from "./messages.ts";
+import { presentChat } from "./present.ts";
+
+export const CHAT_PAGE = 25;
+
+export interface ChatFilter {
+  accountIDs?: string[];
+  inbox?: "primary" | "low-priority" | "archive";
+  includeMuted?: boolean;
+  lastActivityAfter?: number;
+  lastActivityBefore?: number;
+  query?: string;
+  scope?: "titles" | "participants";
+  type?: "single" | "group" | "any";
+  unreadOnly?: boolean;
+}
+
+/** Case-insensitive word-prefix match: every query word must start some word of the haystack. */
+export function matchesWords(queryWords: string[], haystack: string): boolean {
+  const words = haystack.toLowerCase().split(/[^\p{L}\p{N}]+/u);
+  return queryWords.every((q) => words.some((w) => w.startsWith(q)));
+}
+
+function chatMatcher(ctx: Context, f: ChatFilter): (c: ChatRecord) => boolean {
+  const accounts = f.accountIDs ? new Set(f.accountIDs) : undefined;
+  const queryWords = f.query ? f.query.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean) : [];
+  return (c) => {
+    if (accounts && !accounts.has(c.accountID)) return false;
+    if (f.inbox === "primary" && (c.isArchived || c.isLowPriority)) return false;
+    if (f.inbox === "low-priority" && (c.isArchived || !c.isLowPriority)) return false;
+    if (f.inbox === "archive" && !c.isArchived) return false;
+    if (f.includeMuted === false && c.isMuted) return false;
+    if (f.lastActivityAfter !== undefined && !(c.lastActivity > f.lastActivityAfter)) return false;
+    if (f.lastActivityBefore !== undefined && !(c.lastActivity < f.lastActivityBefore)) return false;
+    if (f.type && f.type !== "any" && c.type !== f.type) return false;
+    if (f.unreadOnly && c.unreadCount === 0 && !c.markedUnread) return false;
+    if (queryWords.length) {
+      const titles = `${c.title} ${ctx.db.account(c.accountID)?.networkName ?? ""}`;
+      const people = c.participants.map((p) => `${p.fullName ?? ""} ${p.username ?? ""}`).join(" ");
+      const haystack = f.scope === "titles" ? titles : f.scope === "participants" ? people : `${titles} ${people}`;
+      if (!matchesWords(queryWords, haystack)) return false;
+    }
+    return true;
+  };
+}
+
+/** Pages through the in-memory chat order (lastActivity desc) with cursors at (lastActivity, no). */
+function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number, cursor?: string, direction?: "before" | "after"): Page<Chat> {
+  const scope = fingerprint(filter);
+  const order = ctx.db.chats.all();
+  const match = chatMatcher(ctx, filter);
+  const dir = direction ?? "before";
+  const picked: ChatRecord[] = [];
+  let hasMore = false;
+  if (dir === "before") {
+    let i = 0;
+    if (cursor) {
+      const [at, no] = decodeCursor(cursor, kind, scope, 2) as number[];
+      i = ctx.db.chats.positionAfter(at, no);
+      if (order[i]?.lastActivity === at && order[i]?.no === no) i++;
+    }
+    for (; i < order.length; i++) {
+      if (!match(order[i])) continue;
+      if (picked.length === limit) { hasMore = true; break; }
+      picked.push(order[i]);
+    }
+  } else {
+    let i = order.length - 1;
+    if (cursor) {
+      const [at, no] = decodeCursor(cursor, kind, scope, 2) as number[];
+      i = ctx.db.chats.positionAfter(at, no) - 1;
+    }
+    for (; i >= 0; i--) {
+      if (!match(order[i])) continue;
+      if (picked.length === limit) { hasMore = true; break; }
+      picked.push(order[i]);
+    }
+    picked.reverse();
+  }
+  const at = (c: ChatRecord) => encodeCursor(kind, scope, [c.lastActivity, c.no]);
+  return {
+    items: picked.map((c) => presentChat(ctx.db, c, { preview: true })),
+    hasMore,
+    oldestCursor: picked.length ? at(picked[picked.length - 1]) : null,
+    newestCursor: picked.length ? at(picked[0]) : null,
+  };
+}
+
+export function listChats(ctx: Context, q: { accountIDs?: string[]; cursor?: string; direction?: "before" | "after" }) {
+  return pageChats(ctx, "chats", { accountIDs: q.accountIDs }, CHAT_PAGE, q.cursor, q.direction);
+}
+
+export function searchChats(ctx: Context, q: ChatFilter & { cursor?: string; direction?: "before" | "after"; limit?: number }) {
+  const { cursor, direction, limit, ...filter } = q;
+  return pageChats(ctx, "chat-search", filter, limit ?? 50, cursor, direction);
+}
+
+export function getChat(ctx: Context, chatID: string, maxParticipantCount = -1): Chat {
+  return presentChat(ctx.db, requireChat(ctx, chatID), { maxParticipants: maxParticipantCount, preview: true });
+}
+
+export interface CreateInput {
+  accountID: string;
+  mode?: "create" | "start";
+  type?: "single" | "group";
+  participantIDs?: string[];
+  title?: string;
+  messageText?: string;
+  allowInvite?: boolean;
+  user?: Partial<User>;
+}
+
+export async function createChat(ctx: Context, input: CreateInput): Promise<Chat & { chatID: string; status?: "existing" | "created" }> {
+  const account = requireAccount(ctx, input.accountID);
+  const client = ctx.bridges.client(account.accountID);
+  let chat: ChatRecord;
+  let status: "existing" | "created" | undefined;
+  if (input.mode === "start") {
+    if (!input.user || Object.values(input.user).every((v) => !v))
+      throw badRequest("user is required when mode is start", [{ code: "required", message: "user is required", path: ["body", "user"] }]);
+    if (!client.resolveIdentifier) throw unsupported("starting chats");
+    const user = await callNetwork(() => client.resolveIdentifier!(input.user!));
+    if (!user) throw unprocessable("no user matches the given identifiers", ["body", "user"]);
+    const existing = ctx.db.chats
+      .all()
+      .find((c) => c.accountID === account.accountID && c.type === "single" && c.participants.some((p) => p.id === user.id && !p.isSelf));
+    if (existing) {
+      chat = existing;
+      status = "existing";
+    } else {
+      if (!client.createChat) throw unsupported("creating chats");
+      chat = upsertChat(ctx, account, await callNetwork(() => client.createChat!({ type: "single", participantIDs: [user.id] })));
+      status = "created";
+    }
+  } else {
+    const ids = input.participantIDs ?? [];
+    if (!input.type) throw badRequest("type is required when mode is create", [{ code: "required", message: "type is required", path: ["body", "type"] }]);
+    if (ids.length === 0) throw badRequest("participantIDs is required when mode is create", [{ code: "required", message: "at least one participant", path: ["body", "participantIDs"] }]);
+    if (input.type === "single" && ids.length !== 1) throw unprocessable("a single chat takes exactly one participantID", ["body", "participantIDs"]);
+    if (!client.createChat) throw unsupported("creating chats");
+    chat = upsertChat(ctx, account, await callNetwork(() => client.createChat!({ type: input.type!, participantIDs: ids, title: input.title })));
+  }
+  await ctx.db.commit();
+  if (input.messageText && (status !== "existing")) await sendMessage(ctx, chat.id, { text: input.messageText });
+  const out: Chat & { chatID: string; status?: "existing" | "created" } = { ...presentChat(ctx.db, chat, { preview: true }), chatID: chat.id };
+  if (status) out.status = status;
+  return out;
+}
+
+export interface ChatPatch {
+  title?: string | null;
+  description?: string | null;
+  isArchived?: boolean;
+  isLowPriority?: boolean;
+  isPinned?: boolean;
+  isMuted?: boolean;
+  draft?: { text: string } | null;
+}
+
+export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch): Promise<Chat> {
+  const chat = requireChat(ctx, chatID);
+  if (patch.draft && chat.draft?.text) throw unprocessable("a draft is already set: send draft=null first", ["body", "draft"]);
+  if (patch.title !== undefined) chat.title = patch.title ?? chat.title;
+  if (patch.description !== undefined) chat.description = patch.description;
+  if (patch.isArchived !== undefined) chat.isArchived = patch.isArchived;
+  if (patch.isLowPriority !== undefined) chat.isLowPriority = patch.isLowPriority;
+  if (patch.isPinned !== undefined) chat.isPinned = patch.isPinned;
+  if (patch.isMuted !== undefined) chat.isMuted = patch.isMuted;
+  if (patch.draft !== undefined) chat.draft = patch.draft;
+  ctx.db.saveChat(chat);
+  await ctx.db.commit();
+  return presentChat(ctx.db, chat, { preview: true });
+}
+
+export async function archiveChat(ctx: Context, chatID: string, archived: boolean) {
+  await updateChat(ctx, chatID, { isArchived: archived });
+}
+
+export async function setReminder(ctx: Context, chatID: string, at: number, dismissOnIncomingMessage: boolean) {
+  const chat = requireChat(ctx, chatID);
+  chat.reminder = { at, dismissOnIncomingMessage };
+  ctx.db.saveChat(chat);
+  await ctx.db.commit();
+}
+
+export async function clearReminder(ctx: Context, chatID: string) {
+  const chat = requireChat(ctx, chatID);
+  chat.reminder = undefined;
+  ctx.db.saveChat(chat);
+  await ctx.db.commit();
+}
+
+/** Marks read through a message (default: the newest) and recounts what stays unread. */
+export async function markRead(ctx: Context, chatID: string, messageID?: string): Promise<Chat> {
+  const chat = requireChat(ctx, chatID);
+  await ctx.db.withChat(chat.no, async () => {
+    const through = messageID ? (await findMessage(ctx, chat, messageID)).seq : chat.nextSeq - 1;
+    chat.lastReadSeq = Math.max(chat.lastReadSeq, through);
+    chat.markedUnread = false;
+    chat.unreadCount = await countUnread(ctx, chat);
+    ctx.db.saveChat(chat);
+  });
+  await ctx.db.commit();
+  const client = ctx.bridges.client(chat.accountID);
+  const last = chat.lastReadSeq >= 0 ? await ctx.db.message(chat.no, chat.lastReadSeq) : undefined;
+  if (client.markRead && last?.networkID) await callNetwork(() => client.markRead!(chat.networkChatID, last.networkID!));
+  return presentChat(ctx.db, chat, { preview: true });
+}
+
+/** Marks unread from a message (it and everything after become unread), or flags the chat unread. */
+export async function markUnread(ctx: Context, chatID: string, messageID?: string): Promise<Chat> {
+  const chat = requireChat(ctx, chatID);
+  await ctx.db.withChat(chat.no, async () => {
+    if (messageID) {
+      chat.lastReadSeq = (await findMessage(ctx, chat, messageID)).seq - 1;
+      chat.unreadCount = await countUnread(ctx, chat);
+    }
+    chat.markedUnread = true;
+    ctx.db.saveChat(chat);
+  });
+  await ctx.db.commit();
+  return presentChat(ctx.db, chat, { preview: true });
+}
+
+async function countUnread(ctx: Context, chat: ChatRecord): Promise<number> {
+  let n = 0;
+  for (let seq = chat.lastReadSeq + 1; seq < chat.nextSeq; seq++) {
+    const m = await ctx.db.message(chat.no, seq);
+    if (m && !m.deleted && !m.isSender) n++;
+  }
+  return n;
+}
+
+export async function notifyAnyway(ctx: Context, chatID: string): Promise<Chat> {
+  requireChat(ctx, chatID);
+  throw unsupported("notify-anyway");
+}

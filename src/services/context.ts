@@ -1,0 +1,41 @@
+import type { BridgeRuntime } from "../bridges/runtime.ts";
+import { NetworkError } from "../bridges/connector.ts";
+import { ApiError, notFound } from "../http/errors.ts";
+import type { Db } from "../store/db.ts";
+import type { AccountRecord, ChatRecord } from "../store/records.ts";
+
+/** What every service works with. Built once by `createApp`. */
+export interface Context {
+  db: Db;
+  bridges: BridgeRuntime;
+  now: () => number;
+}
+
+export function requireChat(ctx: Context, chatID: string): ChatRecord {
+  const chat = ctx.db.chats.find(chatID);
+  if (!chat) throw notFound(`chat ${chatID}`);
+  return chat;
+}
+
+export function requireAccount(ctx: Context, accountID: string): AccountRecord {
+  const account = ctx.db.account(accountID);
+  if (!account) throw notFound(`account ${accountID}`);
+  return account;
+}
+
+/** Calls a connector, turning its NetworkErrors into API errors. */
+export async function callNetwork<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof NetworkError) {
+      const status = { not_found: 404, unsupported: 422, rejected: 422, unavailable: 503 }[error.kind];
+      throw new ApiError(status, `NETWORK_${error.kind.toUpperCase()}`, error.message);
+    }
+    throw error;
+  }
+}
+
+export function unsupported(feature: string): ApiError {
+  return new ApiError(422, "NOT_SUPPORTED", `${feature} is not supported by this network`);
+}

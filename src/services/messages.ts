@@ -1,0 +1,206 @@
+import { badRequest, conflict, notFound, unprocessable } from "../http/errors.ts";
+import type { Message, Page } from "../schema/wire.ts";
+import { CHUNK_SIZE, keys, type ChatRecord, type MessageRecord } from "../store/records.ts";
+import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
+import { callNetwork, requireChat, type Context } from "./context.ts";
+import { seqOfSortKey, sortKeyOf } from "./cursor.ts";
+import { messageID, parseMessageID, presentMessage } from "./present.ts";
+
+export const MESSAGE_PAGE = 20;
+
+/** Terms a message is indexed under: its words, every-message, and its media kinds. */
+export function termsOf(m: MessageRecord): string[] {
+  const terms = tokenize(m.text);
+  terms.push(ALL_TERM);
+  if (m.text && /https?:\/\/\S/i.test(m.text)) terms.push(mediaTerm("link"));
+  for (const a of m.attachments ?? []) {
+    terms.push(mediaTerm("any"));
+    terms.push(mediaTerm(a.type === "img" ? "image" : a.type === "video" ? "video" : "file"));
+  }
+  return [...new Set(terms)];
+}
+
+/** Finds a message by API ID, sortKey-free pending ID (the same thing here) or network message ID. */
+export async function findMessage(ctx: Context, chat: ChatRecord, id: string): Promise<MessageRecord> {
+  const parsed = parseMessageID(id);
+  let seq: number | undefined;
+  if (parsed && parsed.chatNo === chat.no) seq = parsed.seq;
+  else if (!parsed) seq = await ctx.db.kv.get<number>(keys.networkMessage(chat.no, id));
+  const message = seq === undefined ? undefined : await ctx.db.message(chat.no, seq);
+  if (!message || message.deleted) throw notFound(`message ${id} in chat ${chat.id}`);
+  return message;
+}
+
+export async function listMessages(ctx: Context, chatID: string, cursor: string | undefined, direction: "before" | "after" | undefined): Promise<Page<Message>> {
+  const chat = requireChat(ctx, chatID);
+  const dir = direction ?? "before";
+  const items: MessageRecord[] = [];
+  let hasMore = false;
+  if (dir === "before") {
+    let seq = cursor === undefined ? chat.nextSeq - 1 : Math.min(seqOfSortKey(cursor) - 1, chat.nextSeq - 1);
+    for (; seq >= 0; seq--) {
+      const m = await ctx.db.message(chat.no, seq);
+      if (!m || m.deleted) continue;
+      if (items.length === MESSAGE_PAGE) { hasMore = true; break; }
+      items.push(m);
+    }
+  } else {
+    let seq = cursor === undefined ? 0 : seqOfSortKey(cursor) + 1;
+    for (; seq < chat.nextSeq; seq++) {
+      const m = await ctx.db.message(chat.no, seq);
+      if (!m || m.deleted) continue;
+      if (items.length === MESSAGE_PAGE) { hasMore = true; break; }
+      items.push(m);
+    }
+    items.reverse();
+  }
+  return {
+    items: items.map((m) => presentMessage(chat, m)),
+    hasMore,
+    oldestCursor: items.length ? sortKeyOf(items[items.length - 1].seq) : null,
+    newestCursor: items.length ? sortKeyOf(items[0].seq) : null,
+  };
+}
+
+export async function getMessage(ctx: Context, chatID: string, id: string): Promise<Message> {
+  const chat = requireChat(ctx, chatID);
+  return presentMessage(chat, await findMessage(ctx, chat, id));
+}
+
+/**
+ * Appends a message to a chat and updates the chat (activity, preview, unread, reminder). Caller holds the chat
+ * lock and commits.
+ */
+export async function appendMessage(ctx: Context, chat: ChatRecord, message: Omit<MessageRecord, "seq">): Promise<MessageRecord> {
+  const record: MessageRecord = { ...message, seq: chat.nextSeq };
+  await ctx.db.putMessage(chat.no, record);
+  ctx.db.chats.update(chat, (c) => {
+    c.nextSeq = record.seq + 1;
+    c.lastActivity = Math.max(c.lastActivity, record.ts);
+    c.preview = record;
+    if (record.isSender) {
+      c.lastReadSeq = record.seq;
+      c.unreadCount = 0;
+      c.markedUnread = false;
+    } else {
+      c.unreadCount++;
+      if (c.reminder?.dismissOnIncomingMessage) c.reminder = undefined;
+    }
+  });
+  ctx.db.saveChat(chat);
+  ctx.db.index.add(termsOf(record), [record.ts, chat.no, record.seq]);
+  return record;
+}
+
+export interface SendInput {
+  text?: string;
+  replyToMessageID?: string;
+  attachment?: { uploadID: string };
+}
+
+export async function sendMessage(ctx: Context, chatID: string, input: SendInput): Promise<{ chatID: string; pendingMessageID: string }> {
+  const chat = requireChat(ctx, chatID);
+  if (input.attachment) throw unprocessable(`unknown uploadID ${input.attachment.uploadID}`, ["body", "attachment", "uploadID"]);
+  if (!input.text || input.text.trim() === "")
+    throw badRequest("text is required", [{ code: "required", message: "text must not be empty", path: ["body", "text"] }]);
+  const client = ctx.bridges.client(chat.accountID);
+  const account = ctx.db.account(chat.accountID)!;
+  let replyTo: MessageRecord | undefined;
+  if (input.replyToMessageID) {
+    replyTo = await findMessage(ctx, chat, input.replyToMessageID).catch(() => {
+      throw unprocessable(`replyToMessageID ${input.replyToMessageID} is not a message of this chat`, ["body", "replyToMessageID"]);
+    });
+  }
+  const record = await ctx.db.withChat(chat.no, () =>
+    appendMessage(ctx, chat, {
+      senderID: account.user.id,
+      senderName: account.user.fullName,
+      ts: Math.max(ctx.now(), chat.lastActivity),
+      type: "TEXT",
+      text: input.text,
+      isSender: true,
+      linkedMessageID: replyTo ? messageID(chat, replyTo.seq) : undefined,
+      sendStatus: "pending",
+    }),
+  );
+  await ctx.db.commit();
+  // The network confirms on its own time; the message is already durable as pending.
+  void client
+    .send(chat.networkChatID, { text: input.text, replyTo: replyTo?.networkID })
+    .then(
+      (receipt) => settleSend(ctx, chat, record.seq, { networkID: receipt.networkMessageID }),
+      () => settleSend(ctx, chat, record.seq, { failed: true }),
+    )
+    .catch(() => undefined);
+  return { chatID: chat.id, pendingMessageID: messageID(chat, record.seq) };
+}
+
+async function settleSend(ctx: Context, chat: ChatRecord, seq: number, outcome: { networkID?: string; failed?: boolean }) {
+  await ctx.db.withChat(chat.no, async () => {
+    const m = await ctx.db.message(chat.no, seq);
+    if (!m) return;
+    m.sendStatus = outcome.failed ? "failed" : "sent";
+    m.statusTs = ctx.now();
+    if (outcome.networkID) {
+      m.networkID = outcome.networkID;
+      ctx.db.kv.put(keys.networkMessage(chat.no, outcome.networkID), seq);
+    }
+    await ctx.db.putMessage(chat.no, m);
+    if (chat.preview?.seq === seq) {
+      chat.preview = m;
+      ctx.db.saveChat(chat);
+    }
+  });
+  await ctx.db.commit();
+}
+
+export async function editMessage(ctx: Context, chatID: string, id: string, text: string): Promise<Message & { messageID: string; success: true }> {
+  const chat = requireChat(ctx, chatID);
+  const client = ctx.bridges.client(chat.accountID);
+  const updated = await ctx.db.withChat(chat.no, async () => {
+    const m = await findMessage(ctx, chat, id);
+    if (m.attachments?.length) throw unprocessable("messages with attachments cannot be edited", ["path", "messageID"]);
+    if (!m.isSender) throw unprocessable("only your own messages can be edited", ["path", "messageID"]);
+    if (m.sendStatus === "pending") throw conflict("the message is still being sent");
+    if (!client.edit) throw unprocessable("editing is not supported by this network");
+    if (m.networkID) await callNetwork(() => client.edit!(chat.networkChatID, m.networkID!, text));
+    m.text = text;
+    m.editedTs = ctx.now();
+    await ctx.db.putMessage(chat.no, m);
+    ctx.db.index.add(termsOf(m), [m.ts, chat.no, m.seq]);
+    if (chat.preview?.seq === m.seq) {
+      chat.preview = m;
+      ctx.db.saveChat(chat);
+    }
+    return m;
+  });
+  await ctx.db.commit();
+  const message = presentMessage(chat, updated);
+  return { ...message, messageID: message.id, success: true };
+}
+
+export async function deleteMessage(ctx: Context, chatID: string, id: string): Promise<void> {
+  const chat = requireChat(ctx, chatID);
+  const client = ctx.bridges.client(chat.accountID);
+  await ctx.db.withChat(chat.no, async () => {
+    const m = await findMessage(ctx, chat, id);
+    if (m.sendStatus === "pending") throw unprocessable("a message cannot be deleted while it is being sent", ["path", "messageID"]);
+    if (!client.delete) throw unprocessable("deleting messages is not supported by this network");
+    if (m.networkID) await callNetwork(() => client.delete!(chat.networkChatID, m.networkID!));
+    m.deleted = true;
+    await ctx.db.putMessage(chat.no, m);
+    if (chat.preview?.seq === m.seq) {
+      chat.preview = await newestVisible(ctx, chat, m.seq);
+      ctx.db.saveChat(chat);
+    }
+  });
+  await ctx.db.commit();
+}
+
+async function newestVisible(ctx: Context, chat: ChatRecord, below: number): Promise<MessageRecord | undefined> {
+  for (let seq = below - 1; seq >= 0 && seq >= below - 4 * CHUNK_SIZE; seq--) {
+    const m = await ctx.db.message(chat.no, seq);
+    if (m && !m.deleted) return m;
+  }
+  return undefined;
+}

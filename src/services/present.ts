@@ -1,0 +1,74 @@
+import type { Chat, Message } from "../schema/wire.ts";
+import type { Db } from "../store/db.ts";
+import type { ChatRecord, MessageRecord } from "../store/records.ts";
+import { sortKeyOf } from "./cursor.ts";
+
+/** Turns stored records into wire objects. Message IDs are `<chat no>.<seq>`: unique on the device and stable. */
+export function messageID(chat: ChatRecord, seq: number): string {
+  return `${chat.no}.${seq}`;
+}
+
+export function parseMessageID(id: string): { chatNo: number; seq: number } | undefined {
+  const m = /^(\d{1,9})\.(\d{1,12})$/.exec(id);
+  return m ? { chatNo: Number(m[1]), seq: Number(m[2]) } : undefined;
+}
+
+export function presentMessage(chat: ChatRecord, m: MessageRecord): Message {
+  const out: Message = {
+    id: messageID(chat, m.seq),
+    chatID: chat.id,
+    accountID: chat.accountID,
+    senderID: m.senderID,
+    sortKey: sortKeyOf(m.seq),
+    timestamp: new Date(m.ts).toISOString(),
+    type: m.type,
+    isSender: m.isSender,
+    isUnread: !m.isSender && m.seq > chat.lastReadSeq,
+  };
+  if (m.senderName !== undefined) out.senderName = m.senderName;
+  if (m.text !== undefined) out.text = m.text;
+  if (m.attachments?.length) out.attachments = m.attachments;
+  if (m.reactions?.length) out.reactions = m.reactions;
+  if (m.linkedMessageID !== undefined) out.linkedMessageID = m.linkedMessageID;
+  if (m.editedTs !== undefined) out.editedTimestamp = new Date(m.editedTs).toISOString();
+  if (m.sendStatus !== undefined)
+    out.sendStatus = {
+      status: m.sendStatus === "sent" ? "SUCCESS" : m.sendStatus === "pending" ? "PENDING" : "FAIL_PERMANENT",
+      timestamp: new Date(m.statusTs ?? m.ts).toISOString(),
+    };
+  return out;
+}
+
+export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants?: number; preview?: boolean } = {}): Chat {
+  const max = options.maxParticipants ?? -1;
+  const all = chat.participants;
+  const items = max < 0 ? all : all.slice(0, max);
+  const account = db.account(chat.accountID);
+  const out: Chat = {
+    id: chat.id,
+    localChatID: String(chat.no),
+    accountID: chat.accountID,
+    network: account?.networkName ?? "Unknown",
+    title: chat.title,
+    type: chat.type,
+    participants: { items, hasMore: items.length < all.length, total: all.length },
+    lastActivity: new Date(chat.lastActivity).toISOString(),
+    unreadCount: chat.unreadCount,
+    isArchived: chat.isArchived,
+    isMuted: chat.isMuted,
+    isPinned: chat.isPinned,
+    isLowPriority: chat.isLowPriority,
+    isMarkedUnread: chat.markedUnread === true,
+    draft: chat.draft ?? null,
+  };
+  if (chat.description !== undefined) out.description = chat.description;
+  if (chat.lastReadSeq >= 0) out.lastReadMessageSortKey = sortKeyOf(chat.lastReadSeq);
+  if (chat.reminder)
+    out.reminder = {
+      remindAt: new Date(chat.reminder.at).toISOString(),
+      remindAtMs: chat.reminder.at,
+      dismissOnIncomingMessage: chat.reminder.dismissOnIncomingMessage,
+    };
+  if (options.preview && chat.preview) out.preview = presentMessage(chat, chat.preview);
+  return out;
+}

@@ -1,0 +1,54 @@
+import { unprocessable } from "../http/errors.ts";
+import type { Reaction } from "../schema/wire.ts";
+import type { ChatRecord, MessageRecord } from "../store/records.ts";
+import { callNetwork, requireChat, type Context } from "./context.ts";
+import { findMessage } from "./messages.ts";
+import { messageID } from "./present.ts";
+
+const EMOJI = /\p{Extended_Pictographic}/u;
+
+/** Adds or removes one participant's reaction on a stored message (caller holds the chat lock). */
+export function applyReaction(message: MessageRecord, participantID: string, reactionKey: string, removed: boolean, multiple: boolean) {
+  const id = multiple ? `${participantID}${reactionKey}` : participantID;
+  const rest = (message.reactions ?? []).filter((r) => r.id !== id);
+  if (!removed) {
+    const reaction: Reaction = { id, participantID, reactionKey, emoji: EMOJI.test(reactionKey) };
+    rest.push(reaction);
+  }
+  message.reactions = rest;
+}
+
+async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reactionKey: string, removed: boolean) {
+  const client = ctx.bridges.client(chat.accountID);
+  const account = ctx.db.account(chat.accountID)!;
+  const method = removed ? client.unreact : client.react;
+  if (!method) throw unprocessable("reactions are not supported by this network");
+  const multiple = client.capabilities({ networkChatID: chat.networkChatID, type: chat.type, title: chat.title, participants: chat.participants }).multipleReactions;
+  const message = await ctx.db.withChat(chat.no, async () => {
+    const m = await findMessage(ctx, chat, id);
+    if (m.networkID) await callNetwork(() => method.call(client, chat.networkChatID, m.networkID!, reactionKey));
+    applyReaction(m, account.user.id, reactionKey, removed, multiple);
+    await ctx.db.putMessage(chat.no, m);
+    return m;
+  });
+  await ctx.db.commit();
+  return message;
+}
+
+export async function addReaction(ctx: Context, chatID: string, id: string, reactionKey: string, transactionID?: string) {
+  const chat = requireChat(ctx, chatID);
+  const m = await changeReaction(ctx, chat, id, reactionKey, false);
+  return {
+    success: true as const,
+    chatID: chat.id,
+    messageID: messageID(chat, m.seq),
+    reactionKey,
+    transactionID: transactionID ?? `txn_${crypto.randomUUID()}`,
+  };
+}
+
+export async function removeReaction(ctx: Context, chatID: string, id: string, reactionKey: string) {
+  const chat = requireChat(ctx, chatID);
+  const m = await changeReaction(ctx, chat, id, reactionKey, true);
+  return { success: true as const, chatID: chat.id, messageID: messageID(chat, m.seq), reactionKey };
+}

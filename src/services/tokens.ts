@@ -1,0 +1,66 @@
+import type { Storage } from "unstorage";
+import { keys, type TokenRecord } from "../store/records.ts";
+
+/**
+ * Access tokens. Only a SHA-256 of each token is stored (`tok:<hex>`); the token itself is shown once, at creation.
+ * Tokens are read from storage on every request rather than cached, so `inboxd token revoke` takes effect at once
+ * even while the daemon runs.
+ */
+export type Scope = "read" | "write";
+
+export async function hashToken(token: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function createToken(storage: Storage, options: { name?: string; scopes?: Scope[] } = {}): Promise<{ token: string; record: TokenRecord; id: string }> {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const token = `inbx_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  const id = await hashToken(token);
+  const record: TokenRecord = {
+    name: options.name ?? "token",
+    scopes: options.scopes?.length ? [...new Set(options.scopes)] : ["read", "write"],
+    createdAt: new Date().toISOString(),
+    hint: token.slice(0, 9),
+  };
+  await storage.setItem(keys.token(id), record);
+  return { token, record, id };
+}
+
+export async function verifyToken(storage: Storage, token: string): Promise<(TokenRecord & { id: string }) | undefined> {
+  if (!token || token.length > 200) return undefined;
+  const id = await hashToken(token);
+  const record = await storage.getItem<TokenRecord>(keys.token(id));
+  return record ? { ...record, id } : undefined;
+}
+
+export async function listTokens(storage: Storage): Promise<(TokenRecord & { id: string })[]> {
+  const ids = await storage.getKeys(keys.tokenPrefix);
+  const out: (TokenRecord & { id: string })[] = [];
+  for (const key of ids) {
+    const record = await storage.getItem<TokenRecord>(key);
+    if (record) out.push({ ...record, id: key.slice(keys.tokenPrefix.length) });
+  }
+  return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/** Revokes by id (the hash, or an unambiguous prefix of it) or by name. Returns how many were revoked. */
+export async function revokeToken(storage: Storage, idOrName: string): Promise<number> {
+  const all = await listTokens(storage);
+  const matches = all.filter((t) => t.name === idOrName || (idOrName.length >= 6 && t.id.startsWith(idOrName)));
+  for (const t of matches) await storage.removeItem(keys.token(t.id));
+  return matches.length;
+}
+
+/** Makes sure a known token (e.g. a Worker secret) is accepted; stores only its hash. */
+export async function ensureToken(storage: Storage, token: string, options: { name?: string; scopes?: Scope[] } = {}): Promise<void> {
+  const id = await hashToken(token);
+  if (await storage.hasItem(keys.token(id))) return;
+  const record: TokenRecord = {
+    name: options.name ?? "token",
+    scopes: options.scopes?.length ? [...new Set(options.scopes)] : ["read", "write"],
+    createdAt: new Date().toISOString(),
+    hint: token.slice(0, 9),
+  };
+  await storage.setItem(keys.token(id), record);
+}

@@ -1,0 +1,102 @@
+import type { ChatRecord } from "./records.ts";
+
+/**
+ * Every chat, in memory, in list order (lastActivity desc, then no desc).
+ *
+ * Why in memory: chat lists, filters and the per-posting chat checks of message search all need chat fields for
+ * thousands of chats per request; 10,000 chat records are a few MB. The records themselves are persisted by their
+ * owners (`chat:<no>`); this is the index over them, rebuilt at start-up.
+ */
+export class ChatTable {
+  private readonly byNo = new Map<number, ChatRecord>();
+  private readonly byId = new Map<string, ChatRecord>();
+  private readonly byNetwork = new Map<string, ChatRecord>();
+  /** list order: newest activity first */
+  private order: ChatRecord[] = [];
+
+  load(records: ChatRecord[]) {
+    for (const r of records) {
+      this.byNo.set(r.no, r);
+      this.byId.set(r.id, r);
+      this.byNetwork.set(networkKey(r.accountID, r.networkChatID), r);
+    }
+    this.order = [...records].sort(compareChats);
+  }
+
+  get size() {
+    return this.order.length;
+  }
+
+  get(no: number) {
+    return this.byNo.get(no);
+  }
+
+  /** Finds a chat by its ID or its localChatID. */
+  find(idOrLocal: string): ChatRecord | undefined {
+    const hit = this.byId.get(idOrLocal);
+    if (hit) return hit;
+    return /^\d+$/.test(idOrLocal) ? this.byNo.get(Number(idOrLocal)) : undefined;
+  }
+
+  /** Finds the chat a connector calls `networkChatID` on one account. */
+  findNetwork(accountID: string, networkChatID: string): ChatRecord | undefined {
+    return this.byNetwork.get(networkKey(accountID, networkChatID));
+  }
+
+  all(): readonly ChatRecord[] {
+    return this.order;
+  }
+
+  insert(chat: ChatRecord) {
+    this.byNo.set(chat.no, chat);
+    this.byId.set(chat.id, chat);
+    this.byNetwork.set(networkKey(chat.accountID, chat.networkChatID), chat);
+    this.order.splice(this.position(chat), 0, chat);
+  }
+
+  /** Applies a change that may move the chat in list order (lastActivity). */
+  update(chat: ChatRecord, change: (c: ChatRecord) => void) {
+    const at = this.indexOf(chat);
+    change(chat);
+    if (at >= 0) this.order.splice(at, 1);
+    this.order.splice(this.position(chat), 0, chat);
+  }
+
+  remove(chat: ChatRecord) {
+    const at = this.indexOf(chat);
+    if (at >= 0) this.order.splice(at, 1);
+    this.byNo.delete(chat.no);
+    this.byId.delete(chat.id);
+    this.byNetwork.delete(networkKey(chat.accountID, chat.networkChatID));
+  }
+
+  /** First index in list order whose chat sorts after (lastActivity, no). */
+  positionAfter(lastActivity: number, no: number): number {
+    let lo = 0, hi = this.order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const c = this.order[mid];
+      if (c.lastActivity > lastActivity || (c.lastActivity === lastActivity && c.no > no)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private position(chat: ChatRecord) {
+    return this.positionAfter(chat.lastActivity, chat.no);
+  }
+
+  private indexOf(chat: ChatRecord) {
+    let i = this.position(chat);
+    if (this.order[i] === chat) return i;
+    // Fallback when the caller mutated sort fields before calling update(): a linear scan.
+    i = this.order.indexOf(chat);
+    return i;
+  }
+}
+
+export function compareChats(a: ChatRecord, b: ChatRecord) {
+  return b.lastActivity - a.lastActivity || b.no - a.no;
+}
+
+const networkKey = (accountID: string, networkChatID: string) => `${accountID}\n${networkChatID}`;

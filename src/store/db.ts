@@ -1,0 +1,101 @@
+import type { Storage } from "unstorage";
+import { ChatTable } from "./chat-table.ts";
+import { Kv } from "./kv.ts";
+import { CHUNK_SIZE, keys, type AccountRecord, type ChatRecord, type MessageRecord, type MetaRecord } from "./records.ts";
+import { SearchIndex } from "./search-index.ts";
+
+/**
+ * The device's data: typed access to records over one unstorage `Storage`, plus the in-memory indexes rebuilt at
+ * start-up (chat table, accounts). All writes go through `kv.put` and become durable at `commit()`.
+ */
+export class Db {
+  readonly kv: Kv;
+  readonly chats = new ChatTable();
+  readonly index: SearchIndex;
+  accounts: AccountRecord[] = [];
+  private meta: MetaRecord = { schema: 1, nextChatNo: 0 };
+  private readonly locks = new Map<number, Promise<unknown>>();
+
+  private constructor(readonly storage: Storage, cacheBytes?: number) {
+    this.kv = new Kv(storage, { cacheBytes });
+    this.index = new SearchIndex(this.kv);
+    this.kv.beforeCommit = () => this.index.applyQueued();
+  }
+
+  static async open(storage: Storage, options: { cacheBytes?: number } = {}): Promise<Db> {
+    const db = new Db(storage, options.cacheBytes);
+    await db.reload();
+    return db;
+  }
+
+  /** (Re)reads meta, accounts and every chat record. */
+  async reload(): Promise<void> {
+    this.meta = (await this.storage.getItem<MetaRecord>(keys.meta)) ?? { schema: 1, nextChatNo: 0 };
+    this.accounts = (await this.storage.getItem<AccountRecord[]>(keys.accounts)) ?? [];
+    const chatKeys = Array.from({ length: this.meta.nextChatNo }, (_, no) => keys.chat(no));
+    const records: ChatRecord[] = [];
+    for (let i = 0; i < chatKeys.length; i += 2000) {
+      const batch = await this.storage.getItems<ChatRecord>(chatKeys.slice(i, i + 2000));
+      for (const { value } of batch) if (value) records.push(value as ChatRecord);
+    }
+    this.chats.load(records);
+  }
+
+  commit(): Promise<void> {
+    return this.kv.commit();
+  }
+
+  account(accountID: string): AccountRecord | undefined {
+    return this.accounts.find((a) => a.accountID === accountID);
+  }
+
+  saveAccounts() {
+    this.kv.put(keys.accounts, this.accounts);
+  }
+
+  allocateChatNo(): number {
+    const no = this.meta.nextChatNo++;
+    this.kv.put(keys.meta, this.meta);
+    return no;
+  }
+
+  saveChat(chat: ChatRecord) {
+    this.kv.put(keys.chat(chat.no), chat);
+  }
+
+  /**
+   * Serialises read-modify-write work on one chat's message chunks. Chat records themselves live in memory and are
+   * changed synchronously, so they need no lock; chunks are loaded asynchronously and do.
+   */
+  async withChat<T>(chatNo: number, work: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(chatNo) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.locks.set(chatNo, tail);
+    void tail.then(() => {
+      if (this.locks.get(chatNo) === tail) this.locks.delete(chatNo);
+    });
+    return run;
+  }
+
+  async chunk(chatNo: number, chunk: number): Promise<(MessageRecord | null)[]> {
+    return (await this.kv.get<(MessageRecord | null)[]>(keys.chunk(chatNo, chunk))) ?? [];
+  }
+
+  async message(chatNo: number, seq: number): Promise<MessageRecord | undefined> {
+    if (!Number.isInteger(seq) || seq < 0) return undefined;
+    const chunk = await this.chunk(chatNo, Math.floor(seq / CHUNK_SIZE));
+    return chunk[seq % CHUNK_SIZE] ?? undefined;
+  }
+
+  /** Stores a message at its seq (caller holds the chat lock). */
+  async putMessage(chatNo: number, message: MessageRecord): Promise<void> {
+    const index = Math.floor(message.seq / CHUNK_SIZE);
+    const chunk = await this.chunk(chatNo, index);
+    chunk[message.seq % CHUNK_SIZE] = message;
+    this.kv.put(keys.chunk(chatNo, index), chunk);
+  }
+}

@@ -1,0 +1,97 @@
+import type { Attachment, Reaction, User } from "../schema/wire.ts";
+
+/** Persisted shapes. Wire objects are derived from these in `services/present.ts`. */
+
+export interface AccountRecord {
+  accountID: string;
+  /** Connector (network) that serves the account, e.g. "sandbox". */
+  network: string;
+  networkName: string;
+  user: User;
+  loginID: string;
+  status: "connected" | "connecting" | "backfilling" | "connection_required" | "reconnect_required" | "attention_required" | "disconnected" | "disabled";
+  statusText?: string;
+  /** Connector-owned state (e.g. a sandbox seed); never returned by the API. */
+  state?: Record<string, unknown>;
+}
+
+export interface ChatRecord {
+  /** Device-local number: the key of every per-chat record, and the chat's localChatID. */
+  no: number;
+  id: string;
+  accountID: string;
+  /** Connector-side identifier of the conversation. */
+  networkChatID: string;
+  type: "single" | "group";
+  title: string;
+  description?: string | null;
+  participants: User[];
+  isArchived: boolean;
+  isMuted: boolean;
+  isPinned: boolean;
+  isLowPriority: boolean;
+  unreadCount: number;
+  markedUnread?: boolean;
+  /** Highest seq the user has read; -1 when nothing is read. */
+  lastReadSeq: number;
+  /** ms since epoch of the newest message or of creation. */
+  lastActivity: number;
+  /** seq the next message gets; messages are numbered 0… in arrival order. */
+  nextSeq: number;
+  preview?: MessageRecord;
+  reminder?: { at: number; dismissOnIncomingMessage: boolean };
+  draft?: { text: string } | null;
+}
+
+export interface MessageRecord {
+  seq: number;
+  senderID: string;
+  senderName?: string;
+  ts: number;
+  type: "TEXT" | "NOTICE" | "IMAGE" | "VIDEO" | "VOICE" | "AUDIO" | "FILE" | "STICKER" | "LOCATION" | "REACTION";
+  text?: string;
+  isSender: boolean;
+  linkedMessageID?: string;
+  reactions?: Reaction[];
+  attachments?: Attachment[];
+  editedTs?: number;
+  deleted?: boolean;
+  sendStatus?: "pending" | "sent" | "failed";
+  statusTs?: number;
+  /** Connector-side message ID once the network confirmed it. */
+  networkID?: string;
+}
+
+export interface TokenRecord {
+  name: string;
+  scopes: ("read" | "write")[];
+  createdAt: string;
+  /** First characters of the token, to tell tokens apart in `token list` without storing the secret. */
+  hint: string;
+}
+
+/** Storage keys. Raw IDs never appear in keys (they contain `:` and `!`); numbers do. */
+export const keys = {
+  meta: "meta",
+  accounts: "accounts",
+  chat: (no: number) => `chat:${no}`,
+  chunk: (chatNo: number, chunk: number) => `msg:${chatNo}:${chunk}`,
+  contacts: (accountID: string) => `contacts:${encodeKeyPart(accountID)}`,
+  networkMessage: (chatNo: number, networkID: string) => `nid:${chatNo}:${encodeKeyPart(networkID)}`,
+  term: (term: string) => `ix:${term}`,
+  segment: (term: string, id: number) => `ixs:${term}:${id}`,
+  token: (hash: string) => `tok:${hash}`,
+  tokenPrefix: "tok:",
+};
+
+/** Makes an arbitrary string safe as one unstorage key segment (no `:`, `/`, `\`, `?`). */
+export function encodeKeyPart(value: string): string {
+  return value.replace(/[^A-Za-z0-9._-]/g, (c) => `~${c.charCodeAt(0).toString(16)}~`);
+}
+
+export interface MetaRecord {
+  schema: 1;
+  nextChatNo: number;
+}
+
+export const CHUNK_SIZE = 64;

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+// One Node-side config: unit tests beside the code, and the scenario suite in test/ that drives the real daemon
+// over HTTP and workerd through Miniflare.
+export default defineConfig({
+  test: {
+    include: ["src/**/*.test.ts", "adapters/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    pool: "forks",
+  },
+});
