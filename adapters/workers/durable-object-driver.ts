@@ -9,10 +9,11 @@ const PAGE = 1000;
 /**
  * unstorage driver over a Durable Object's `state.storage`.
  *
- * Why a Durable Object: its storage is transactional and strongly consistent, and the object runs one event at a
- * time, so one device = one object gives the core the single-writer store it assumes (as the SQLite file does on
- * the daemon). The core commits with `setItems`; every `put()` below is issued without an intervening `await`, so
- * the runtime coalesces them into one atomic write, and the output gate holds the response until it is durable.
+ * Why a Durable Object: its storage is transactional and strongly consistent, and the object is single-threaded
+ * with input/output gates around storage I/O, so one device = one object gives the core the single-writer store it
+ * assumes (as the SQLite file does on the daemon). The core commits with `setItems`; every `put()` there is issued
+ * without an intervening `await`, so the runtime coalesces them into one atomic write, and the output gate holds
+ * the response until it is durable.
  *
  * Values are the JSON strings unstorage hands us; the runtime stores them as-is.
  *
@@ -20,8 +21,8 @@ const PAGE = 1000;
  * const storage = createStorage({ driver: durableObjectDriver(state.storage) });
  */
 export const durableObjectDriver = defineDriver((storage: DurableObjectStorage) => {
-  async function listKeys(base: string): Promise<string[]> {
-    // unstorage passes bases as "a:b:" (or "a:b"); keys are "a:b:c", so list by the colon-terminated prefix.
+  async function listKeys(base: string | undefined): Promise<string[]> {
+    // unstorage passes "a:b:" (or nothing, for all keys); keys are "a:b:c", so list by the colon-terminated prefix.
     const prefix = base && !base.endsWith(":") ? `${base}:` : base;
     const out: string[] = [];
     let startAfter: string | undefined;

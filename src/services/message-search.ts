@@ -1,6 +1,6 @@
 import type { Chat, Message } from "../schema/wire.ts";
 import type { ChatRecord, MessageRecord } from "../store/records.ts";
-import { ALL_TERM, mediaTerm, tokenize, type Posting } from "../store/search-index.ts";
+import { ALL_TERM, mediaTerm, PostingProbe, tokenize, type Posting } from "../store/search-index.ts";
 import type { Context } from "./context.ts";
 import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
 import { presentChat, presentMessage } from "./present.ts";
@@ -52,6 +52,9 @@ export async function searchMessages(ctx: Context, q: MessageSearch): Promise<Me
   const from = cursor ? (decodeCursor(cursor, "message-search", scope, 3) as Posting) : null;
   const found: { chat: ChatRecord; message: MessageRecord }[] = [];
   let hasMore = false;
+  // The other query words are checked against their own postings first (merge join), so common-word pairs
+  // load only the messages that contain both.
+  const probes = words.filter((w) => w !== driver).map((w) => new PostingProbe(ctx.db.index.walk(w, dir, from, { after: q.dateAfter, before: q.dateBefore }), dir));
   if (driver) {
     outer: for await (const batch of ctx.db.index.walk(driver, dir, from, { after: q.dateAfter, before: q.dateBefore })) {
       for (let j = 0; j < batch.length; j += 3) {
@@ -60,6 +63,9 @@ export async function searchMessages(ctx: Context, q: MessageSearch): Promise<Me
         if (q.dateBefore !== undefined && !(ts < q.dateBefore)) { if (dir === "after") break outer; continue; }
         const chat = ctx.db.chats.get(batch[j + 1]);
         if (!chat || !chatOk(chat)) continue;
+        let inAll = true;
+        for (const probe of probes) if (!(await probe.has(batch, j))) { inAll = false; break; }
+        if (!inAll) continue;
         const message = await ctx.db.message(chat.no, batch[j + 2]);
         if (!message || message.deleted || message.ts !== ts) continue;
         if (!messageOk(ctx, chat, message, words, q, media)) continue;

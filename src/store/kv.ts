@@ -31,8 +31,10 @@ export class Kv {
   private dirty = new Map<string, unknown>();
   private cachedBytes = 0;
   private readonly cacheBytes: number;
-  private running: Promise<void> | null = null;
-  private next: Promise<void> | null = null;
+  /** The batch being written right now: like dirty entries, never evicted. */
+  private writing?: Map<string, unknown>;
+  private tail: Promise<unknown> = Promise.resolve();
+  private queued: Promise<void> | null = null;
   beforeCommit?: () => Promise<void>;
 
   constructor(readonly storage: Storage, options: KvOptions = {}) {
@@ -86,57 +88,54 @@ export class Kv {
     this.put(key, null);
   }
 
-  /** Resolves once every put made before this call is durable. */
+  /**
+   * Resolves once every put made before this call is durable. Commits run strictly one after another; a caller
+   * joins the commit that has not started yet (it will snapshot after the caller's puts) or queues a new one.
+   */
   commit(): Promise<void> {
-    if (!this.running) {
-      this.running = this.runCommit();
-      return this.running;
-    }
-    // A commit is in flight and may have snapshotted before our put: wait for the one after it.
-    if (!this.next) {
-      this.next = this.running.then(
-        () => undefined,
-        () => undefined,
-      ).then(() => {
-        this.next = null;
-        this.running = this.runCommit();
-        return this.running;
-      });
-    }
-    return this.next;
+    if (this.queued) return this.queued;
+    const run = this.tail.then(() => {
+      this.queued = null;
+      return this.runCommit();
+    });
+    this.queued = run;
+    this.tail = run.catch(() => undefined);
+    return run;
   }
 
   private async runCommit(): Promise<void> {
-    try {
-      if (this.beforeCommit) await this.beforeCommit();
-      if (this.dirty.size === 0) return;
-      const batch = this.dirty;
-      this.dirty = new Map();
-      const items: { key: string; value: string | null }[] = [];
-      for (const [key, value] of batch) {
-        const text = value === null ? null : JSON.stringify(value);
-        items.push({ key, value: text });
-        const entry = this.cache.get(key);
-        if (entry && entry.value === value && !this.dirty.has(key)) {
-          entry.size = text?.length ?? 0;
-          this.cachedBytes += entry.size;
-        }
+    if (this.beforeCommit) await this.beforeCommit();
+    if (this.dirty.size === 0) return;
+    const batch = this.dirty;
+    this.dirty = new Map();
+    this.writing = batch;
+    const sets: { key: string; value: string }[] = [];
+    const removals: string[] = [];
+    for (const [key, value] of batch) {
+      if (value === null) {
+        removals.push(key);
+        continue;
       }
-      const sets = items.filter((i) => i.value !== null) as { key: string; value: string }[];
-      const removals = items.filter((i) => i.value === null);
-      try {
-        if (sets.length) await this.storage.setItems(sets);
-        for (const r of removals) await this.storage.removeItem(r.key);
-      } catch (error) {
-        // Put the batch back so nothing acknowledged later is lost; newer puts win.
-        for (const [key, value] of batch) if (!this.dirty.has(key)) this.dirty.set(key, value);
-        throw error;
+      const text = JSON.stringify(value);
+      sets.push({ key, value: text });
+      const entry = this.cache.get(key);
+      if (entry && entry.value === value && entry.size === 0) {
+        entry.size = text.length;
+        this.cachedBytes += entry.size;
       }
-      for (const r of removals) this.cache.delete(r.key);
-      this.evict();
-    } finally {
-      this.running = null;
     }
+    try {
+      if (sets.length) await this.storage.setItems(sets);
+      for (const key of removals) await this.storage.removeItem(key);
+    } catch (error) {
+      // Put the batch back so the next commit retries it; newer puts win.
+      for (const [key, value] of batch) if (!this.dirty.has(key)) this.dirty.set(key, value);
+      throw error;
+    } finally {
+      this.writing = undefined;
+    }
+    for (const key of removals) if (!this.dirty.has(key)) this.cache.delete(key);
+    this.evict();
   }
 
   private remember(key: string, value: unknown, size: number) {
@@ -149,7 +148,7 @@ export class Kv {
     if (this.cachedBytes <= this.cacheBytes) return;
     for (const [key, entry] of this.cache) {
       if (this.cachedBytes <= this.cacheBytes * 0.8) break;
-      if (this.dirty.has(key) || entry.size === 0) continue;
+      if (entry.size === 0 || this.dirty.has(key) || this.writing?.has(key)) continue;
       this.cache.delete(key);
       this.cachedBytes -= entry.size;
     }

@@ -13,6 +13,8 @@ import { keys } from "./records.ts";
  * so postings left behind by edits and deletions are harmless and never need rewriting.
  */
 export const SEGMENT = 1024;
+/** Size at which an appended-to head segment is closed and a new one started. */
+export const HEAD = 128;
 /** Pseudo-terms: every message, and one per media kind (never produced by `tokenize`). */
 export const ALL_TERM = "~all";
 export const mediaTerm = (kind: "image" | "video" | "file" | "link" | "any") => `~${kind}`;
@@ -79,15 +81,26 @@ export class SearchIndex {
 
   private async insert(term: string, postings: Posting[]): Promise<void> {
     const meta: TermMeta = (await this.meta(term)) ?? { n: 0, next: 0, segs: [] };
+    let metaChanged = meta.segs.length === 0;
     for (const p of postings) {
-      if (meta.segs.length === 0) meta.segs.push({ id: meta.next++, t: p[0], c: p[1], s: p[2], n: 0 });
-      const i = Math.max(0, this.findSegment(meta, p));
+      let i = Math.max(0, this.findSegment(meta, p));
+      const last = meta.segs.length - 1;
+      // New postings almost always sort last. They go to a small head segment, so a commit rewrites a few KB per
+      // term instead of a full 1,024-posting segment.
+      if (meta.segs.length === 0 || (i === last && meta.segs[last].n >= HEAD && comparePosting(p, 0, [meta.segs[last].t, meta.segs[last].c, meta.segs[last].s], 0) > 0)) {
+        meta.segs.push({ id: meta.next++, t: p[0], c: p[1], s: p[2], n: 0 });
+        i = meta.segs.length - 1;
+        metaChanged = true;
+      }
       const ref = meta.segs[i];
       const key = keys.segment(term, ref.id);
       const data = (await this.kv.get<number[]>(key)) ?? [];
       insertSorted(data, p);
-      ref.n++;
-      if (comparePosting(p, 0, [ref.t, ref.c, ref.s], 0) < 0) [ref.t, ref.c, ref.s] = p;
+      ref.n = data.length / 3;
+      if (comparePosting(p, 0, [ref.t, ref.c, ref.s], 0) < 0) {
+        [ref.t, ref.c, ref.s] = p;
+        metaChanged = true;
+      }
       if (ref.n > 2 * SEGMENT) {
         const half = Math.floor(ref.n / 2) * 3;
         const tail = data.splice(half);
@@ -95,11 +108,14 @@ export class SearchIndex {
         ref.n = data.length / 3;
         meta.segs.splice(i + 1, 0, split);
         this.kv.put(keys.segment(term, split.id), tail);
+        metaChanged = true;
       }
       this.kv.put(key, data);
     }
     meta.n += postings.length;
-    this.kv.put(keys.term(term), meta);
+    // Counts only steer the choice of the rarest term, so a count change alone does not rewrite the meta record
+    // (the cached copy stays exact; after a restart it may lag by the head segment's postings).
+    if (metaChanged) this.kv.put(keys.term(term), meta);
   }
 
   /** Index of the last segment whose smallest posting is ≤ p (-1 if p precedes them all). */
@@ -167,9 +183,47 @@ export class SearchIndex {
   }
 }
 
+/** Inserts p in order; an equal posting (an edit re-indexing its words) is not stored twice. */
 function insertSorted(data: number[], p: Posting) {
   let i = data.length;
   while (i > 0 && comparePosting(data, i - 3, p, 0) > 0) i -= 3;
+  if (i > 0 && comparePosting(data, i - 3, p, 0) === 0) return;
   if (i === data.length) data.push(p[0], p[1], p[2]);
   else data.splice(i, 0, p[0], p[1], p[2]);
+}
+
+/**
+ * Membership test against one term's postings for keys that arrive in walk order (a merge join): used to
+ * intersect several query words from the index alone, so only real matches are loaded.
+ */
+export class PostingProbe {
+  private batch: number[] = [];
+  private at = 0;
+  private done = false;
+
+  constructor(
+    private readonly source: AsyncGenerator<number[]>,
+    private readonly direction: "before" | "after",
+  ) {}
+
+  /** True when the term has posting `key`. Keys must be passed in walk order. */
+  async has(key: ArrayLike<number>, keyAt = 0): Promise<boolean> {
+    const sign = this.direction === "before" ? 1 : -1;
+    for (;;) {
+      if (this.at >= this.batch.length) {
+        if (this.done) return false;
+        const next = await this.source.next();
+        if (next.done) {
+          this.done = true;
+          return false;
+        }
+        this.batch = next.value;
+        this.at = 0;
+        continue;
+      }
+      const c = comparePosting(this.batch, this.at, key, keyAt) * sign;
+      if (c > 0) this.at += 3;
+      else return c === 0;
+    }
+  }
 }

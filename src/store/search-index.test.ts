@@ -1,0 +1,188 @@
+import { createStorage, type Storage } from "unstorage";
+import { describe, expect, it } from "vitest";
+import { prng } from "../connectors/sandbox/corpus.ts";
+import { Kv } from "./kv.ts";
+import { keys } from "./records.ts";
+import { SEGMENT, SearchIndex, tokenize, type Posting, type TermMeta } from "./search-index.ts";
+
+const TERM = "word";
+
+/** A Kv + SearchIndex wired as Db wires them: queued postings are folded in by each commit. */
+function openIndex(storage: Storage = createStorage()) {
+  const kv = new Kv(storage);
+  const index = new SearchIndex(kv);
+  kv.beforeCommit = () => index.applyQueued();
+  return { kv, index, storage };
+}
+
+const cmp = (a: Posting, b: Posting) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+
+/** n distinct postings, sorted ascending; several share a timestamp so chatNo/seq order matters too. */
+function makePostings(n: number, seed = 1): Posting[] {
+  const random = prng(seed);
+  const seen = new Set<string>();
+  const out: Posting[] = [];
+  while (out.length < n) {
+    const p: Posting = [1_600_000_000_000 + Math.floor(random() * n * 10) * 1000, Math.floor(random() * 5), Math.floor(random() * 100_000)];
+    if (seen.has(String(p))) continue;
+    seen.add(String(p));
+    out.push(p);
+  }
+  return out.sort(cmp);
+}
+
+function shuffled<T>(items: T[], seed: number): T[] {
+  const random = prng(seed);
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy;
+}
+
+async function insert(ix: ReturnType<typeof openIndex>, postings: Posting[], perCommit: number) {
+  for (let i = 0; i < postings.length; i += perCommit) {
+    for (const p of postings.slice(i, i + perCommit)) ix.index.add([TERM], p);
+    await ix.kv.commit();
+  }
+}
+
+async function walk(index: SearchIndex, direction: "before" | "after", from: Posting | null = null, bounds = {}): Promise<Posting[]> {
+  const out: Posting[] = [];
+  for await (const batch of index.walk(TERM, direction, from, bounds))
+    for (let j = 0; j < batch.length; j += 3) out.push([batch[j], batch[j + 1], batch[j + 2]]);
+  return out;
+}
+
+/** The stored layout: each segment sorted, its ref's min is its first posting, and it ends before the next one starts. */
+async function expectSegmentsConsistent(ix: ReturnType<typeof openIndex>) {
+  const meta = (await ix.kv.get<TermMeta>(keys.term(TERM)))!;
+  let previousMax: Posting | null = null;
+  for (const ref of meta.segs) {
+    const data = (await ix.kv.get<number[]>(keys.segment(TERM, ref.id))) ?? [];
+    const postings: Posting[] = [];
+    for (let j = 0; j < data.length; j += 3) postings.push([data[j], data[j + 1], data[j + 2]]);
+    expect(postings, `segment ${ref.id} is sorted`).toEqual([...postings].sort(cmp));
+    expect([ref.t, ref.c, ref.s], `segment ${ref.id} min`).toEqual(postings[0]);
+    if (previousMax) expect(cmp(previousMax, postings[0]), `segment ${ref.id} starts after the previous one ends`).toBeLessThan(0);
+    previousMax = postings[postings.length - 1];
+  }
+}
+
+describe("tokenize", () => {
+  it("lower-cases, splits on anything but letters and digits, and de-duplicates", () => {
+    expect(tokenize("Hello, hello WORLD! what's 2day?")).toEqual(["hello", "world", "what", "s", "2day"]);
+  });
+  it("keeps Unicode letters and digits", () => {
+    expect(tokenize("Café naïve 東京 Ünïcødé ٣٤")).toEqual(["café", "naïve", "東京", "ünïcødé", "٣٤"]);
+  });
+  it("returns nothing for empty, missing or symbol-only text", () => {
+    expect(tokenize(undefined)).toEqual([]);
+    expect(tokenize("")).toEqual([]);
+    expect(tokenize("👍 -- !!")).toEqual([]);
+  });
+  it("caps very long words at 48 characters", () => {
+    expect(tokenize("a".repeat(100))).toEqual(["a".repeat(48)]);
+  });
+});
+
+describe("SearchIndex", () => {
+  const all = makePostings(3 * SEGMENT);
+
+  it("gives the same walk whatever the insertion order and commit grouping", async () => {
+    const appended = openIndex();
+    await insert(appended, all, 1);
+    const shuffledIn = openIndex();
+    await insert(shuffledIn, shuffled(all, 7), 50);
+    const reversed = openIndex();
+    await insert(reversed, [...all].reverse(), all.length);
+    for (const ix of [appended, shuffledIn, reversed]) {
+      expect(await walk(ix.index, "after")).toEqual(all);
+      expect(await walk(ix.index, "before")).toEqual([...all].reverse());
+      await expectSegmentsConsistent(ix);
+    }
+  }, 60_000);
+
+  it("walks before and after a cursor, every posting exactly once and in order", async () => {
+    const ix = openIndex();
+    await insert(ix, shuffled(all, 3), 100);
+    const cursors: Posting[] = [all[0], all[1], all[all.length - 1], [0, 0, 0], [Number.MAX_SAFE_INTEGER, 0, 0]];
+    for (let i = 97; i < all.length; i += 397) cursors.push(all[i], [all[i][0], all[i][1], all[i][2] + 0.5]);
+    for (const c of cursors) {
+      const before = await walk(ix.index, "before", c);
+      const after = await walk(ix.index, "after", c);
+      expect(before).toEqual(all.filter((p) => cmp(p, c) < 0).reverse());
+      expect(after).toEqual(all.filter((p) => cmp(p, c) > 0));
+    }
+  }, 60_000);
+
+  it("splits a segment that grows past 2*SEGMENT and keeps the order", async () => {
+    const ix = openIndex();
+    const postings = makePostings(2 * SEGMENT + 500, 11);
+    // Descending insertion sends every posting to the first segment, which must split.
+    await insert(ix, [...postings].reverse(), 300);
+    const meta = (await ix.index.meta(TERM))!;
+    expect(meta.segs.length).toBeGreaterThan(1);
+    for (const ref of meta.segs) expect(ref.n).toBeLessThanOrEqual(2 * SEGMENT);
+    await expectSegmentsConsistent(ix);
+    expect(await walk(ix.index, "after")).toEqual(postings);
+  }, 60_000);
+
+  it("keeps order when a posting arrives out of order after the head segment filled up", async () => {
+    // Appends fill a head segment; then an older posting arrives (an inbound message with an older network
+    // timestamp, or an edit re-indexing an existing message) that sorts inside that segment.
+    const ix = openIndex();
+    const postings = makePostings(600, 5);
+    const late = postings.filter((_, i) => i % 10 === 5);
+    const early = postings.filter((_, i) => i % 10 !== 5);
+    await insert(ix, early, 1);
+    await insert(ix, late, 1);
+    await expectSegmentsConsistent(ix);
+    expect(await walk(ix.index, "after")).toEqual(postings);
+    expect(await walk(ix.index, "before")).toEqual([...postings].reverse());
+  }, 60_000);
+
+  it("stores a re-added posting (an edit) once", async () => {
+    const ix = openIndex();
+    const postings = makePostings(400, 9);
+    await insert(ix, postings, 1);
+    await insert(ix, [postings[10], postings[200], postings[390], postings[399]], 1);
+    expect(await walk(ix.index, "after")).toEqual(postings);
+    await expectSegmentsConsistent(ix);
+  }, 60_000);
+
+  it("prunes by date bounds without losing any posting inside them", async () => {
+    const ix = openIndex();
+    await insert(ix, shuffled(all, 5), 500);
+    const after = all[Math.floor(all.length * 0.4)][0];
+    const before = all[Math.floor(all.length * 0.6)][0];
+    const inside = all.filter((p) => p[0] > after && p[0] < before);
+    expect(inside.length).toBeGreaterThan(100);
+    for (const direction of ["before", "after"] as const) {
+      const walked = await walk(ix.index, direction, null, { after, before });
+      const expected = direction === "after" ? inside : [...inside].reverse();
+      expect(walked.filter((p) => p[0] > after && p[0] < before)).toEqual(expected);
+      expect(walked.length, "whole segments outside the bounds are skipped").toBeLessThan(all.length);
+    }
+  }, 60_000);
+
+  it("persists: a new index over the same storage walks the same postings", async () => {
+    const storage = createStorage();
+    const first = openIndex(storage);
+    await insert(first, shuffled(all, 13), 256);
+    const second = openIndex(storage);
+    expect(await walk(second.index, "after")).toEqual(all);
+    await expectSegmentsConsistent(second);
+  }, 60_000);
+
+  it("writeSorted produces the same walk as insertion", async () => {
+    const ix = openIndex();
+    const flat = all.flat();
+    ix.index.writeSorted(TERM, flat, all.length);
+    await ix.kv.commit();
+    expect(await walk(ix.index, "after")).toEqual(all);
+    expect((await ix.index.meta(TERM))!.n).toBe(all.length);
+    await expectSegmentsConsistent(ix);
+  });
+});

@@ -1,0 +1,45 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServer, type RunningServer } from "../../adapters/node/serve.ts";
+import { databasePath } from "../../adapters/node/data-dir.ts";
+import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
+import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
+import { ensureToken, type Scope } from "../../src/services/tokens.ts";
+import { Db } from "../../src/store/db.ts";
+
+export interface NodeHarness {
+  url: string;
+  dataDir: string;
+  server: RunningServer;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real daemon (SQLite in a temp dir, real HTTP on a free loopback port) with a seeded sandbox dataset
+ * and the given tokens.
+ */
+export async function startNode(options: { seed?: SeedOptions; tokens: { token: string; scopes: Scope[] }[]; verbose?: boolean }): Promise<NodeHarness> {
+  const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
+  const { storage, close } = await openSqliteStorage(databasePath(dataDir));
+  for (const t of options.tokens) await ensureToken(storage, t.token, { name: t.scopes.join("+"), scopes: t.scopes });
+  if (options.seed) await seedDataset(await Db.open(storage), options.seed);
+  await close();
+  const server = await startServer({
+    port: 0,
+    host: "127.0.0.1",
+    dbPath: databasePath(dataDir),
+    allowHosts: [],
+    verbose: options.verbose ?? false,
+    print: () => undefined,
+  });
+  return {
+    url: server.url,
+    dataDir,
+    server,
+    async stop() {
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
