@@ -17,7 +17,7 @@ export function hostAllowed(host: string | null, options: GuardOptions): boolean
   if (options.allowedHosts === "*") return true;
   if (!host) return false;
   const name = host.replace(/:\d+$/, "").toLowerCase();
-  return LOOPBACK.test(name) || (options.allowedHosts ?? []).includes(name);
+  return LOOPBACK.test(name) || (options.allowedHosts ?? []).some((allowed) => allowed.toLowerCase() === name);
 }
 
 /**

@@ -62,8 +62,10 @@ export async function seedDataset(db: Db, options: SeedOptions): Promise<void> {
   const weights = Array.from({ length: options.chats }, (_, i) => 1 / Math.pow(i + 1, 0.9));
   shuffle(random, weights);
   const totalWeight = weights.reduce((s, w) => s + w, 0);
+  // With fewer messages than chats, the first chats get one each and the rest none.
+  const base = options.messages >= options.chats ? 1 : 0;
   const spare = Math.max(0, options.messages - options.chats);
-  const counts = weights.map((w) => Math.min(1, options.messages) + Math.floor((w / totalWeight) * spare));
+  const counts = weights.map((w) => base + Math.floor((w / totalWeight) * spare));
   let assigned = counts.reduce((s, c) => s + c, 0);
   for (let i = 0; assigned < options.messages; i = (i + 1) % counts.length, assigned++) counts[i]++;
 

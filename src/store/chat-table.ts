@@ -15,6 +15,9 @@ export class ChatTable {
   private order: ChatRecord[] = [];
 
   load(records: ChatRecord[]) {
+    this.byNo.clear();
+    this.byId.clear();
+    this.byNetwork.clear();
     for (const r of records) {
       this.byNo.set(r.no, r);
       this.byId.set(r.id, r);

@@ -84,17 +84,19 @@ export class SearchIndex {
     let metaChanged = meta.segs.length === 0;
     for (const p of postings) {
       let i = Math.max(0, this.findSegment(meta, p));
-      const last = meta.segs.length - 1;
-      // New postings almost always sort last. They go to a small head segment, so a commit rewrites a few KB per
-      // term instead of a full 1,024-posting segment.
-      if (meta.segs.length === 0 || (i === last && meta.segs[last].n >= HEAD && comparePosting(p, 0, [meta.segs[last].t, meta.segs[last].c, meta.segs[last].s], 0) > 0)) {
+      let data = meta.segs.length ? ((await this.kv.get<number[]>(keys.segment(term, meta.segs[i].id))) ?? []) : [];
+      // New postings almost always sort after everything. Once the last segment is full they open a small head
+      // segment, so a commit rewrites a few KB per term instead of a full 1,024-posting segment. Only a posting
+      // past the last segment's largest may do so: segments must not overlap.
+      const isLast = i === meta.segs.length - 1;
+      if (meta.segs.length === 0 || (isLast && meta.segs[i].n >= HEAD && comparePosting(p, 0, data, data.length - 3) > 0)) {
         meta.segs.push({ id: meta.next++, t: p[0], c: p[1], s: p[2], n: 0 });
         i = meta.segs.length - 1;
+        data = [];
         metaChanged = true;
       }
       const ref = meta.segs[i];
       const key = keys.segment(term, ref.id);
-      const data = (await this.kv.get<number[]>(key)) ?? [];
       insertSorted(data, p);
       ref.n = data.length / 3;
       if (comparePosting(p, 0, [ref.t, ref.c, ref.s], 0) < 0) {

@@ -1,0 +1,148 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { createStorage, type Storage } from "unstorage";
+import { afterAll, describe, expect, it } from "vitest";
+import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
+import { Kv } from "./kv.ts";
+
+/** The memory driver's own Map: what is in it has reached storage. */
+const driverData = (storage: Storage) => (storage.getMount("").driver.getInstance!() as Map<string, unknown>);
+
+/** Counts storage.setItems calls (one per commit) while delegating to the real storage. */
+function countBatches(storage: Storage): number[] {
+  const sizes: number[] = [];
+  const setItems = storage.setItems.bind(storage);
+  storage.setItems = (items, options) => {
+    sizes.push(items.length);
+    return setItems(items, options);
+  };
+  return sizes;
+}
+
+describe("Kv", () => {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("group-commits concurrent writers, and each acknowledgment means the write reached storage", async () => {
+    const storage = createStorage();
+    const batches = countBatches(storage);
+    const kv = new Kv(storage);
+    const data = driverData(storage);
+    const writers = Array.from({ length: 1000 }, async (_, i) => {
+      for (let y = 0; y < i % 13; y++) await Promise.resolve(); // writers arrive while commits are in flight
+      kv.put(`k:${i}`, { i });
+      await kv.commit();
+      return data.has(`k:${i}`);
+    });
+    expect(await Promise.all(writers)).toEqual(Array(1000).fill(true));
+    expect(batches.reduce((s, n) => s + n, 0)).toBe(1000);
+    expect(batches.length, "commits are shared").toBeLessThan(100);
+    for (let i = 0; i < 1000; i++) expect(await storage.getItem(`k:${i}`)).toEqual({ i });
+  });
+
+  it("acknowledges back-to-back commits of the same writers only once they are durable", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage);
+    const data = driverData(storage);
+    const notYetDurable: string[] = [];
+    const writer = async (w: number) => {
+      for (let round = 0; round < 20; round++) {
+        for (let y = 0; y < (w * 7 + round) % 5; y++) await Promise.resolve();
+        kv.put(`${w}:${round}`, round);
+        await kv.commit();
+        if (!data.has(`${w}:${round}`)) notYetDurable.push(`${w}:${round}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 50 }, (_, w) => writer(w)));
+    expect(notYetDurable).toEqual([]);
+  });
+
+  it("sees a put before and after it is committed", async () => {
+    const kv = new Kv(createStorage());
+    kv.put("a", { v: 1 });
+    expect(await kv.get("a")).toEqual({ v: 1 });
+    await kv.commit();
+    expect(await kv.get("a")).toEqual({ v: 1 });
+    kv.put("a", { v: 2 });
+    expect(await kv.get("a")).toEqual({ v: 2 });
+    expect(await kv.get("missing")).toBeUndefined();
+  });
+
+  it("reads from storage after dropCache, but keeps uncommitted puts", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage);
+    kv.put("clean", "cached");
+    await kv.commit();
+    await storage.setItem("clean", JSON.stringify("from storage"));
+    expect(await kv.get("clean")).toBe("cached");
+    kv.put("dirty", "pending");
+    kv.dropCache();
+    expect(await kv.get("clean")).toBe("from storage");
+    expect(await kv.get("dirty")).toBe("pending");
+    await kv.commit();
+    expect(await storage.getItem("dirty")).toBe("pending");
+  });
+
+  it("serialises a value when its commit starts: a later change lands in the next commit", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage);
+    const record = { n: 1 };
+    kv.put("r", record);
+    const first = kv.commit();
+    record.n = 2;
+    kv.put("r", record);
+    await first;
+    await kv.commit();
+    expect(await storage.getItem("r")).toEqual({ n: 2 });
+  });
+
+  it("removes keys", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage);
+    kv.put("gone", 1);
+    await kv.commit();
+    kv.remove("gone");
+    expect(await kv.get("gone")).toBeFalsy();
+    await kv.commit();
+    expect(await storage.hasItem("gone")).toBe(false);
+    kv.dropCache();
+    expect(await kv.get("gone")).toBeUndefined();
+  });
+
+  it("never evicts uncommitted values, even with a tiny cache", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage, { cacheBytes: 64 });
+    for (let i = 0; i < 200; i++) kv.put(`e:${i}`, { text: "x".repeat(100), i });
+    for (let i = 0; i < 200; i++) expect(await kv.get(`e:${i}`)).toEqual({ text: "x".repeat(100), i });
+    await kv.commit();
+    for (let i = 0; i < 200; i++) expect(await kv.get(`e:${i}`)).toEqual({ text: "x".repeat(100), i });
+  });
+
+  it("retries a failed storage write in the next commit (SQLite locked by another connection)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "inboxd-kv-"));
+    dirs.push(dir);
+    const path = join(dir, "kv.sqlite3");
+    const { storage, close } = await openSqliteStorage(path);
+    await storage.setItem("init", 1);
+    const other = new Database(path);
+    try {
+      const kv = new Kv(storage);
+      kv.put("first", { attempt: 1 });
+      other.exec("BEGIN IMMEDIATE"); // holds the write lock: the commit fails after busy_timeout (5 s)
+      await expect(kv.commit()).rejects.toThrow(/locked|busy/i);
+      other.exec("COMMIT");
+      kv.put("second", { attempt: 2 });
+      await kv.commit();
+      const committed = (key: string) => other.prepare("SELECT value FROM inboxd WHERE key = ?").get(key) as { value: string } | undefined;
+      expect(JSON.parse(committed("first")!.value)).toEqual({ attempt: 1 });
+      expect(JSON.parse(committed("second")!.value)).toEqual({ attempt: 2 });
+    } finally {
+      other.close();
+      await close();
+    }
+  }, 30_000);
+});
