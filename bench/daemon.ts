@@ -1,0 +1,132 @@
+/** Child processes of the benchmark: the inboxd CLI (seed, token, serve) and the bare baseline server. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const CLI = join(ROOT, "adapters/node/cli.ts");
+const live = new Set<ChildProcess>();
+
+/** `node --import tsx FILE ...` with no npm/tsx wrapper, so the PID is the process that does the work. */
+export function spawnNode(file: string, args: string[]): ChildProcess {
+  return track(spawn(process.execPath, ["--import", "tsx", file, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+}
+
+/** Remembers a child so that killAll() can end it. */
+export function track(child: ChildProcess): ChildProcess {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  return child;
+}
+
+/** Kills every child still running, by PID (used on exit and on errors). */
+export function killAll(): void {
+  for (const child of live) if (child.pid && child.exitCode === null) {
+    try { process.kill(child.pid, "SIGKILL"); } catch { /* already gone */ }
+  }
+}
+
+/** Runs a CLI command to completion; returns stdout and wall-clock seconds, throws on a non-zero exit. */
+export async function runCli(args: string[]): Promise<{ stdout: string; seconds: number }> {
+  const started = performance.now();
+  const child = spawnNode(CLI, args);
+  let stdout = "", stderr = "";
+  child.stdout!.on("data", (d) => (stdout += d));
+  child.stderr!.on("data", (d) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  if (code !== 0) throw new Error(`inboxd ${args[0]} exited with ${code}:\n${stderr}${stdout}`);
+  return { stdout, seconds: (performance.now() - started) / 1000 };
+}
+
+export async function createToken(dir: string): Promise<string> {
+  const { stdout } = await runCli(["token", "create", "--data-dir", dir, "--scope", "read", "--scope", "write", "--name", "bench"]);
+  return stdout.trim().split("\n").pop()!.trim();
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** One GET with its own connection; resolves with the status and body, rejects on connection errors. */
+export function getOnce(url: string, token?: string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent: false, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+  });
+}
+
+export function memory(pid: number): { rssMB: number; peakMB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kB = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
+  return { rssMB: kB("VmRSS") / 1024, peakMB: kB("VmHWM") / 1024 };
+}
+
+/** CPU seconds (user + system) used so far by a process; assumes CLK_TCK = 100. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export interface Daemon {
+  pid: number;
+  url: string;
+  /** ms from spawn to the first successful GET /v1/chats. */
+  readyMs: number;
+  stop(): Promise<void>;
+}
+
+/** Starts `inboxd serve` and polls GET /v1/chats every 20 ms until it answers 200. */
+export async function startDaemon(dir: string, token: string): Promise<Daemon> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const started = performance.now();
+  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port)]);
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`inboxd serve exited with ${child.exitCode}:\n${output}`);
+    const status = await getOnce(`${url}/v1/chats`, token).then((r) => r.status, () => 0);
+    if (status === 200) break;
+    if (status !== 0) throw new Error(`GET /v1/chats answered ${status} during startup:\n${output}`);
+    if (performance.now() - started > 60_000) throw new Error(`inboxd not ready after 60 s:\n${output}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { pid: child.pid!, url, readyMs: performance.now() - started, stop: () => stopChild(child) };
+}
+
+/** Starts bench/baseline-server.ts answering every request with the given body. */
+export async function startBaseline(bodyFile: string): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawnNode(join(ROOT, "bench/baseline-server.ts"), [bodyFile, String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`baseline server exited with ${child.exitCode}`);
+    if (await getOnce(url).then((r) => r.status === 200, () => false)) break;
+    if (i > 1500) throw new Error("baseline server not ready after 30 s");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { pid: child.pid!, url, stop: () => stopChild(child) };
+}
