@@ -11,6 +11,7 @@ import { chatRoutes } from "./routes/chats.ts";
 import { infoRoutes, type ServerInfo } from "./routes/info.ts";
 import { messageRoutes } from "./routes/messages.ts";
 import type { Context } from "./services/context.ts";
+import { JsonText } from "./services/present.ts";
 import { ingest } from "./services/ingest.ts";
 import { Db } from "./store/db.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
@@ -104,5 +105,6 @@ export async function createApp(options: AppOptions): Promise<App> {
 
 function toResponse(result: unknown): Response {
   if (result instanceof Response) return result;
+  if (result instanceof JsonText) return new Response(result.text, { status: 200, headers: { "content-type": "application/json" } });
   return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json" } });
 }

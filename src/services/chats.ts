@@ -1,11 +1,11 @@
 import { badRequest, unprocessable } from "../http/errors.ts";
-import type { Chat, Page, User } from "../schema/wire.ts";
+import type { Chat, User } from "../schema/wire.ts";
 import type { ChatRecord } from "../store/records.ts";
 import { callNetwork, requireAccount, requireChat, unsupported, type Context } from "./context.ts";
 import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
 import { upsertChat } from "./ingest.ts";
 import { findMessage, sendMessage } from "./messages.ts";
-import { presentChat } from "./present.ts";
+import { chatListJSON, JsonText, presentChat } from "./present.ts";
 
 export const CHAT_PAGE = 25;
 
@@ -51,7 +51,7 @@ function chatMatcher(ctx: Context, f: ChatFilter): (c: ChatRecord) => boolean {
 }
 
 /** Pages through the in-memory chat order (lastActivity desc) with cursors at (lastActivity, no). */
-function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number, cursor?: string, direction?: "before" | "after"): Page<Chat> {
+function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number, cursor?: string, direction?: "before" | "after"): JsonText {
   const scope = fingerprint(filter);
   const order = ctx.db.chats.all();
   const match = chatMatcher(ctx, filter);
@@ -84,12 +84,10 @@ function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number
     picked.reverse();
   }
   const at = (c: ChatRecord) => encodeCursor(kind, scope, [c.lastActivity, c.no]);
-  return {
-    items: picked.map((c) => presentChat(ctx.db, c, { preview: true })),
-    hasMore,
-    oldestCursor: picked.length ? at(picked[picked.length - 1]) : null,
-    newestCursor: picked.length ? at(picked[0]) : null,
-  };
+  const oldest = picked.length ? at(picked[picked.length - 1]) : null;
+  const newest = picked.length ? at(picked[0]) : null;
+  const items = picked.map((c) => chatListJSON(ctx.db, c)).join(",");
+  return new JsonText(`{"items":[${items}],"hasMore":${hasMore},"oldestCursor":${JSON.stringify(oldest)},"newestCursor":${JSON.stringify(newest)}}`);
 }
 
 export function listChats(ctx: Context, q: { accountIDs?: string[]; cursor?: string; direction?: "before" | "after" }) {

@@ -146,10 +146,6 @@ async function settleSend(ctx: Context, chat: ChatRecord, seq: number, outcome: 
       ctx.db.kv.put(keys.networkMessage(chat.no, outcome.networkID), seq);
     }
     await ctx.db.putMessage(chat.no, m);
-    if (chat.preview?.seq === seq) {
-      chat.preview = m;
-      ctx.db.saveChat(chat);
-    }
   });
   await ctx.db.commit();
 }
@@ -168,10 +164,6 @@ export async function editMessage(ctx: Context, chatID: string, id: string, text
     m.editedTs = ctx.now();
     await ctx.db.putMessage(chat.no, m);
     ctx.db.index.add(termsOf(m), [m.ts, chat.no, m.seq]);
-    if (chat.preview?.seq === m.seq) {
-      chat.preview = m;
-      ctx.db.saveChat(chat);
-    }
     return m;
   });
   await ctx.db.commit();

@@ -72,3 +72,21 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
   if (options.preview && chat.preview) out.preview = presentMessage(chat, chat.preview);
   return out;
 }
+
+/** A response body already serialised (chat lists splice cached per-chat JSON instead of re-serialising). */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * The list form of a chat (all participants, with preview) as JSON, cached per chat. `Db.saveChat` — the one way
+ * every chat change is persisted — drops the entry, so the cache can never serve a stale chat.
+ */
+export function chatListJSON(db: Db, chat: ChatRecord): string {
+  let text = db.presented.get(chat.no);
+  if (text === undefined) {
+    text = JSON.stringify(presentChat(db, chat, { preview: true }));
+    db.presented.set(chat.no, text);
+  }
+  return text;
+}

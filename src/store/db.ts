@@ -15,6 +15,8 @@ export class Db {
   accounts: AccountRecord[] = [];
   private meta: MetaRecord = { schema: 1, nextChatNo: 0 };
   private readonly locks = new Map<number, Promise<unknown>>();
+  /** Serialised list form of chats, by chat no (see services/present.ts chatListJSON). */
+  readonly presented = new Map<number, string>();
 
   private constructor(readonly storage: Storage, cacheBytes?: number) {
     this.kv = new Kv(storage, { cacheBytes });
@@ -39,6 +41,7 @@ export class Db {
       for (const { value } of batch) if (value) records.push(value as ChatRecord);
     }
     this.chats.load(records);
+    this.presented.clear();
   }
 
   commit(): Promise<void> {
@@ -50,6 +53,7 @@ export class Db {
   }
 
   saveAccounts() {
+    this.presented.clear();
     this.kv.put(keys.accounts, this.accounts);
   }
 
@@ -60,6 +64,7 @@ export class Db {
   }
 
   saveChat(chat: ChatRecord) {
+    this.presented.delete(chat.no);
     this.kv.put(keys.chat(chat.no), chat);
   }
 
@@ -97,5 +102,11 @@ export class Db {
     const chunk = await this.chunk(chatNo, index);
     chunk[message.seq % CHUNK_SIZE] = message;
     this.kv.put(keys.chunk(chatNo, index), chunk);
+    // The chat's preview is a copy of its newest message: keep it in step with every change to that message.
+    const chat = this.chats.get(chatNo);
+    if (chat?.preview?.seq === message.seq && !message.deleted) {
+      chat.preview = message;
+      this.saveChat(chat);
+    }
   }
 }
