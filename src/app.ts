@@ -92,6 +92,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       } catch (error) {
         response = toErrorResponse(error);
       }
+      await discardUnreadBody(request);
       response.headers.set(VERSION_HEADER, VERSION);
       options.log?.(`${request.method} ${url.pathname} ${response.status} ${Date.now() - started}ms`);
       return response;
@@ -107,4 +108,19 @@ function toResponse(result: unknown): Response {
   if (result instanceof Response) return result;
   if (result instanceof JsonText) return new Response(result.text, { status: 200, headers: { "content-type": "application/json" } });
   return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json" } });
+}
+
+/**
+ * A request refused before its body was read (401, 403, 404…) still has the body on the connection; workerd then
+ * resets the kept-alive connection. Small bodies are read and dropped; large ones are cancelled.
+ */
+async function discardUnreadBody(request: Request) {
+  if (!request.body || request.bodyUsed) return;
+  const length = Number(request.headers.get("content-length") ?? "0");
+  try {
+    if (length > 0 && length <= 1024 * 1024) await request.arrayBuffer();
+    else await request.body.cancel();
+  } catch {
+    // The client went away; nothing to keep alive.
+  }
 }

@@ -77,6 +77,8 @@ describe("the daemon under kill -9 and SIGTERM", () => {
 
   it("keeps every acknowledged message after kill -9 right after the last acknowledgment", async () => {
     const daemon = await startDaemon(dataDir);
+    // Listen for the exit before killing: the event may fire before the workers finish.
+    const exited = once(daemon.child, "exit");
     const call = api(daemon.url);
     const chats = (await call("GET", "/v1/chats")).body.items as { id: string; title: string }[];
     const chatID = chats.find((c) => c.title !== "Echo")!.id;
@@ -92,7 +94,7 @@ describe("the daemon under kill -9 and SIGTERM", () => {
     };
     await Promise.all(Array.from({ length: 8 }, worker));
     process.kill(daemon.child.pid!, "SIGKILL");
-    const [, signal] = await once(daemon.child, "exit");
+    const [, signal] = await exited;
     expect(signal).toBe("SIGKILL");
     expect(acked).toHaveLength(200);
 
@@ -123,6 +125,8 @@ describe("the daemon under kill -9 and SIGTERM", () => {
 
   it("keeps acknowledged messages when killed while other sends are still in flight", async () => {
     const daemon = await startDaemon(dataDir);
+    // Listen for the exit before killing: the event may fire before the workers finish.
+    const exited = once(daemon.child, "exit");
     const call = api(daemon.url);
     const chats = (await call("GET", "/v1/chats")).body.items as { id: string; title: string }[];
     const chatID = chats.find((c) => c.title !== "Echo")!.id;
@@ -141,7 +145,7 @@ describe("the daemon under kill -9 and SIGTERM", () => {
       }
     };
     await Promise.all(Array.from({ length: 8 }, (_, w) => worker(w)));
-    await once(daemon.child, "exit").catch(() => undefined);
+    await exited;
 
     const restarted = await startDaemon(dataDir);
     const again = api(restarted.url);

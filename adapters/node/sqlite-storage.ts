@@ -21,7 +21,7 @@ const TABLE = "inboxd";
 export async function openSqliteStorage(path: string): Promise<{ storage: Storage; close(): Promise<void> }> {
   const database = createDatabase(sqlite({ path }));
   const sync = process.env.INBOXD_SQLITE_SYNC === "FULL" ? "FULL" : "NORMAL";
-  await database.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA busy_timeout=5000; PRAGMA cache_size=-32768;`);
+  await database.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384;`);
   const base = db0Driver({ database, tableName: TABLE });
   await base.hasItem("", {}); // lets the db0 driver create its table before statements are prepared
   const sqliteDb = (await database.getInstance()) as BetterSqlite3.Database;

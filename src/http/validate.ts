@@ -61,11 +61,16 @@ export async function readJson(request: Request): Promise<unknown> {
   const type = request.headers.get("content-type") ?? "";
   if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type))
     throw new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "request body must be application/json");
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw badRequest("request body is not valid JSON", [{ code: "invalid_json", message: "body is not valid JSON", path: ["body"] }]);
   }
+  // valibot's object() accepts arrays; every body of this API is an object.
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw badRequest("request body must be a JSON object", [{ code: "invalid_type", message: "expected a JSON object", path: ["body"] }]);
+  return parsed;
 }
 
 export async function validateBody<S extends v.GenericSchema>(request: Request, schema: S): Promise<v.InferOutput<S>> {

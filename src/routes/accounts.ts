@@ -3,7 +3,7 @@ import type { ApiRouter } from "../http/route-kit.ts";
 import { direction, pathParam, queryInt, validate } from "../http/validate.ts";
 import { getAccount, listAccounts, listContacts, searchContacts } from "../services/accounts.ts";
 
-const ContactsQuery = v.object({ query: v.pipe(v.string(), v.minLength(1, "query must not be empty")) });
+const ContactsQuery = v.object({ query: v.pipe(v.string(), v.trim(), v.minLength(1, "query must not be empty")) });
 const ContactListQuery = v.object({
   cursor: v.optional(v.string()),
   direction: v.optional(direction),

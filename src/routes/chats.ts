@@ -15,6 +15,7 @@ import {
   updateChat,
 } from "../services/chats.ts";
 
+const MAX_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 const page = { cursor: v.optional(v.string()), direction: v.optional(direction) };
 const ListQuery = v.object({ ...page, accountIDs: v.optional(queryArray) });
 const SearchQuery = v.object({
@@ -57,7 +58,7 @@ const StartBody = v.object({
   messageText: v.optional(v.string()),
 });
 const PatchBody = v.object({
-  title: v.optional(v.nullable(v.string())),
+  title: v.optional(v.nullable(v.pipe(v.string(), v.minLength(1, "title must not be empty (send null to reset it)")))),
   description: v.optional(v.nullable(v.string())),
   isArchived: v.optional(v.boolean()),
   isLowPriority: v.optional(v.boolean()),
@@ -69,8 +70,9 @@ const ArchiveBody = v.object({ archived: v.optional(v.boolean(), true) });
 const ReminderBody = v.object({
   reminder: v.pipe(
     v.object({
-      remindAtMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-      remindAt: v.optional(v.pipe(v.string(), v.isoTimestamp("expected an ISO 8601 date-time"))),
+      // Upper bound: the last millisecond of year 9999, the end of what ISO 8601 dates express without extension.
+      remindAtMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_DATE_MS))),
+      remindAt: v.optional(v.pipe(v.string(), v.isoTimestamp("expected an ISO 8601 date-time"), v.check((x) => Date.parse(x) <= MAX_DATE_MS, "date is after year 9999"))),
       dismissOnIncomingMessage: v.optional(v.boolean(), false),
     }),
     v.check((r) => r.remindAtMs !== undefined || r.remindAt !== undefined, "remindAtMs or remindAt is required"),

@@ -123,8 +123,9 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
       sendStatus: "pending",
     }),
   );
-  await ctx.db.commit();
-  // The network confirms on its own time; the message is already durable as pending.
+  // Hand the message to the network while the pending record is being committed: a network that confirms at once
+  // (the sandbox, a fast server) then lands its confirmation in the same commit instead of a second one. The
+  // response still waits for the pending record to be durable.
   void client
     .send(chat.networkChatID, { text: input.text, replyTo: replyTo?.networkID })
     .then(
@@ -132,6 +133,7 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
       () => settleSend(ctx, chat, record.seq, { failed: true }),
     )
     .catch(() => undefined);
+  await ctx.db.commit();
   return { chatID: chat.id, pendingMessageID: messageID(chat, record.seq) };
 }
 

@@ -38,7 +38,7 @@ export class Kv {
   beforeCommit?: () => Promise<void>;
 
   constructor(readonly storage: Storage, options: KvOptions = {}) {
-    this.cacheBytes = options.cacheBytes ?? 64 * 1024 * 1024;
+    this.cacheBytes = options.cacheBytes ?? 32 * 1024 * 1024;
     this.beforeCommit = options.beforeCommit;
   }
 
@@ -116,11 +116,10 @@ export class Kv {
         removals.push(key);
         continue;
       }
-      const text = JSON.stringify(value);
-      sets.push({ key, value: text });
+      sets.push({ key, value: JSON.stringify(value) });
       const entry = this.cache.get(key);
       if (entry && entry.value === value && entry.size === 0) {
-        entry.size = text.length;
+        entry.size = estimateSize(value);
         this.cachedBytes += entry.size;
       }
     }
@@ -161,8 +160,12 @@ export class Kv {
   }
 }
 
+/**
+ * Rough heap bytes of a decoded value, for the cache budget. Measured on the daemon's records: a message object
+ * with its strings costs about 250 bytes of heap, a posting number 8 bytes; anything else is counted as a small record.
+ */
 function estimateSize(value: unknown): number {
-  if (typeof value === "string") return value.length;
-  if (Array.isArray(value)) return 64 + value.length * (typeof value[0] === "number" ? 9 : 400);
-  return 512;
+  if (typeof value === "string") return 2 * value.length;
+  if (Array.isArray(value)) return 64 + value.length * (typeof value[0] === "number" ? 8 : 300);
+  return 2048;
 }

@@ -94,4 +94,4 @@ export interface MetaRecord {
   nextChatNo: number;
 }
 
-export const CHUNK_SIZE = 64;
+export const CHUNK_SIZE = 32;

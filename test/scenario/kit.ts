@@ -1,0 +1,372 @@
+/**
+ * Shared plumbing of the scenario suite: the per-runtime environment, a raw HTTP client that shows exactly what
+ * went over the wire, page walkers and small waiting helpers. Nothing here asserts; the scenario modules do.
+ */
+import { request as httpRequest } from "node:http";
+import { randomBytes } from "node:crypto";
+import BeeperDesktop from "@beeper/desktop-api";
+import BeeperDesktop4 from "desktop-api-4";
+
+export type Scope = "read" | "write";
+
+export interface StartOptions {
+  seed: { chats: number; messages: number; accounts?: number; seed?: number };
+  tokens: { token: string; scopes: Scope[] }[];
+}
+
+export type Start = (options: StartOptions) => Promise<{ url: string; stop(): Promise<void> }>;
+
+export interface SuiteOptions {
+  /** The Node daemon refuses non-loopback Host headers; the Worker answers any host. */
+  checksHost: boolean;
+}
+
+export const SEED = { chats: 40, messages: 1500, accounts: 2, seed: 7 };
+
+/** Everything a scenario needs; filled by the suite's beforeAll, read only inside tests. */
+export interface Env {
+  name: string;
+  options: SuiteOptions;
+  url: string;
+  /** read+write token */
+  rw: string;
+  /** read-only token */
+  ro: string;
+  sdk: BeeperDesktop;
+  sdkRO: BeeperDesktop;
+  sdk4: BeeperDesktop4;
+  accounts: Account[];
+}
+
+export const randomToken = (prefix: string) => `${prefix}_${randomBytes(18).toString("base64url")}`;
+
+/**
+ * SDK clients run with maxRetries 0 so that every error status reaches the test as it was sent; only a request
+ * that died on a reset kept-alive connection is sent once more (see RawInit.noRetry).
+ */
+export const sdkOptions = { maxRetries: 0, logLevel: "off" as const, fetch: retryingFetch };
+
+export function makeClients(env: Env) {
+  env.sdk = new BeeperDesktop({ baseURL: env.url, accessToken: env.rw, ...sdkOptions });
+  env.sdkRO = new BeeperDesktop({ baseURL: env.url, accessToken: env.ro, ...sdkOptions });
+  env.sdk4 = new BeeperDesktop4({ baseURL: env.url, accessToken: env.rw, ...sdkOptions });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Wire shapes as this suite reads them (loose on purpose: the assertions check fields one by one).
+
+export interface User {
+  id: string;
+  fullName?: string;
+  username?: string;
+  email?: string;
+  phoneNumber?: string;
+  isSelf?: boolean;
+}
+export interface Account {
+  accountID: string;
+  user: User;
+  bridge?: { id: string; provider: string; type: string };
+  network?: string;
+}
+export interface Attachment {
+  type: string;
+  id?: string;
+}
+export interface Reaction {
+  id: string;
+  participantID: string;
+  reactionKey: string;
+}
+export interface Message {
+  id: string;
+  accountID: string;
+  chatID: string;
+  senderID: string;
+  sortKey: string;
+  timestamp: string;
+  text?: string;
+  isSender?: boolean;
+  isUnread?: boolean;
+  attachments?: Attachment[];
+  reactions?: Reaction[];
+  linkedMessageID?: string;
+  sendStatus?: { status: string };
+}
+export interface Chat {
+  id: string;
+  localChatID?: string | null;
+  accountID: string;
+  network?: string;
+  title: string;
+  type: "single" | "group";
+  participants: { items: User[]; hasMore: boolean; total: number };
+  unreadCount: number;
+  lastActivity?: string;
+  lastReadMessageSortKey?: string;
+  isArchived?: boolean;
+  isMuted?: boolean;
+  isPinned?: boolean;
+  isLowPriority?: boolean;
+  isMarkedUnread?: boolean;
+  description?: string | null;
+  draft?: { text: string } | null;
+  reminder?: { remindAt?: string; remindAtMs?: number; dismissOnIncomingMessage?: boolean } | null;
+  preview?: Message;
+}
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+  oldestCursor: string | null;
+  newestCursor: string | null;
+}
+export interface ErrorBody {
+  code: string;
+  message: string;
+  details?: { issues?: { code: string; message: string; path: (string | number)[] }[] };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw HTTP
+
+export interface RawResponse<T = any> {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON when the body is JSON, else undefined. */
+  body: T;
+}
+
+export interface RawInit {
+  method?: string;
+  /** token to send; null sends no Authorization header; default: the read+write token */
+  token?: string | null;
+  /** JSON body (serialised with content-type application/json) */
+  json?: unknown;
+  /** verbatim body */
+  body?: string;
+  headers?: Record<string, string>;
+  /**
+   * By default a request that dies on a reset connection is sent once more, as the official SDKs do: a server
+   * that closes a kept-alive connection should not fail unrelated scenarios. The test about that sets this.
+   */
+  noRetry?: boolean;
+}
+
+const connectionError = (error: unknown) => {
+  const code = (error as { cause?: { code?: string } }).cause?.code;
+  return error instanceof TypeError && (code === "ECONNRESET" || code === "UND_ERR_SOCKET" || code === "EPIPE");
+};
+
+/** fetch, sent once more when the connection was reset under it (bodies here are strings, so re-sendable). */
+export async function retryingFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(input, init);
+  } catch (error) {
+    if (!connectionError(error)) throw error;
+    return fetch(input, init);
+  }
+}
+
+export async function raw<T = any>(env: Env, path: string, init: RawInit = {}): Promise<RawResponse<T>> {
+  const headers: Record<string, string> = { accept: "application/json", ...init.headers };
+  const token = init.token === undefined ? env.rw : init.token;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  let body = init.body;
+  if (init.json !== undefined) {
+    body = JSON.stringify(init.json);
+    headers["content-type"] ??= "application/json";
+  }
+  const request = { method: init.method ?? "GET", headers, body };
+  const res = init.noRetry ? await fetch(env.url + path, request) : await retryingFetch(env.url + path, request);
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  if (text && /json/i.test(res.headers.get("content-type") ?? "")) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+  }
+  return { status: res.status, headers: res.headers, text, body: parsed as T };
+}
+
+/** A request through node:http, which (unlike fetch) lets the test choose the Host header. */
+export function rawWithHost(env: Env, path: string, host: string, token: string | null = env.rw): Promise<{ status: number; text: string; headers: Record<string, string | string[] | undefined> }> {
+  const url = new URL(env.url + path);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: "GET",
+        headers: { host, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, headers: res.headers }));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** RFC 3986 query string; arrays repeat the key (wire-compat §3). Undefined values are left out. */
+export function qs(params: Record<string, string | number | boolean | (string | number)[] | undefined | null>): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null) continue;
+    for (const v of Array.isArray(value) ? value : [value]) parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(String(v))}`);
+  }
+  return parts.length ? `?${parts.join("&")}` : "";
+}
+
+export const enc = encodeURIComponent;
+export const chatPath = (chatID: string) => `/v1/chats/${enc(chatID)}`;
+export const messagePath = (chatID: string, messageID: string) => `${chatPath(chatID)}/messages/${enc(messageID)}`;
+
+/** Throws with the response shown when the status is not the expected one (for setup steps, not assertions). */
+export async function ok<T = any>(env: Env, path: string, init: RawInit = {}, status = 200): Promise<T> {
+  const res = await raw<T>(env, path, init);
+  if (res.status !== status) throw new Error(`${init.method ?? "GET"} ${path} → ${res.status} (wanted ${status}): ${res.text}`);
+  return res.body;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Page walking over raw HTTP
+
+export interface Walk<T> {
+  pages: Page<T>[];
+  items: T[];
+}
+
+/**
+ * Walks a list endpoint. `before` (default) follows oldestCursor; `after` follows newestCursor and collects every
+ * page's items reversed, so the result of an `after` walk is oldest → newest. Stops on hasMore=false, an empty
+ * page or a null cursor; refuses to loop forever.
+ */
+export async function walk<T>(
+  env: Env,
+  path: string,
+  params: Record<string, any> = {},
+  options: { direction?: "before" | "after"; cursor?: string; maxPages?: number } = {},
+): Promise<Walk<T>> {
+  const dir = options.direction ?? "before";
+  const pages: Page<T>[] = [];
+  const items: T[] = [];
+  let cursor = options.cursor;
+  for (let n = 0; ; n++) {
+    if (n >= (options.maxPages ?? 500)) throw new Error(`walk of ${path} did not end after ${n} pages`);
+    const query = { ...params, ...(cursor ? { cursor, ...(options.direction ? { direction: dir } : {}) } : {}) };
+    const page = await ok<Page<T>>(env, path + qs(query));
+    pages.push(page);
+    items.push(...(dir === "after" ? [...page.items].reverse() : page.items));
+    const next = dir === "after" ? page.newestCursor : page.oldestCursor;
+    if (!page.hasMore || page.items.length === 0 || !next) break;
+    cursor = next;
+  }
+  return { pages, items };
+}
+
+export async function allChats(env: Env): Promise<Chat[]> {
+  return (await walk<Chat>(env, "/v1/chats")).items;
+}
+
+export async function allMessages(env: Env, chatID: string): Promise<Message[]> {
+  return (await walk<Message>(env, `${chatPath(chatID)}/messages`)).items;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fixtures made through the API itself
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 3000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+/** Waits until a sent message is no longer pending (edits and deletes refuse pending messages). */
+export async function settled(env: Env, chatID: string, messageID: string): Promise<Message> {
+  return waitFor(`message ${messageID} to leave PENDING`, async () => {
+    const m = await ok<Message>(env, messagePath(chatID, messageID));
+    return m.sendStatus?.status === "PENDING" ? undefined : m;
+  });
+}
+
+/** Contacts of an account (the whole list), excluding Echo. */
+export async function contactsOf(env: Env, accountID: string): Promise<User[]> {
+  const list = await walk<User>(env, `/v1/accounts/${enc(accountID)}/contacts/list`, { limit: 200 });
+  return list.items.filter((u) => u.id !== ECHO_ID);
+}
+
+export const ECHO_ID = "@echo:sandbox.invalid";
+
+/** The Echo direct chat of an account, found through chat search as a client would. */
+export async function echoChat(env: Env, accountID: string): Promise<Chat> {
+  const page = await ok<Page<Chat>>(env, `/v1/chats/search${qs({ query: "echo", accountIDs: accountID, type: "single", limit: 200 })}`);
+  const chat = page.items.find((c) => c.participants.items.some((p) => p.id === ECHO_ID));
+  if (!chat) throw new Error(`no Echo chat for ${accountID}`);
+  return chat;
+}
+
+/** A chat with more than one page of messages (a seeded one: chats made by the suite are small). */
+export async function chatWithHistory(env: Env, type?: "single" | "group"): Promise<Chat> {
+  for (const chat of await allChats(env)) {
+    if (type && chat.type !== type) continue;
+    if (chat.participants.items.some((p) => p.id === ECHO_ID)) continue;
+    const page = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`);
+    if (page.hasMore) return chat;
+  }
+  throw new Error("no chat with more than one page of messages");
+}
+
+let groupCounter = 0;
+
+/** A new group chat of the given account with `size` of its contacts, created through POST /v1/chats. */
+export async function newGroup(env: Env, accountID = env.accounts[0].accountID, size = 2, title?: string): Promise<Chat & { chatID: string }> {
+  const contacts = await contactsOf(env, accountID);
+  const start = (groupCounter++ * 3) % Math.max(1, contacts.length - size);
+  const participantIDs = contacts.slice(start, start + size).map((u) => u.id);
+  return ok(env, "/v1/chats", {
+    method: "POST",
+    json: { accountID, type: "group", participantIDs, title: title ?? `Scenario group ${groupCounter} ${randomBytes(3).toString("hex")}` },
+  });
+}
+
+/** Sends a text and waits for it to settle; returns the stored message. */
+export async function sendSettled(env: Env, chatID: string, text: string): Promise<Message> {
+  const sent = await ok<{ chatID: string; pendingMessageID: string }>(env, `${chatPath(chatID)}/messages`, { method: "POST", json: { text } });
+  return settled(env, chatID, sent.pendingMessageID);
+}
+
+/** Waits for the Echo reply to a message in an Echo chat. */
+export async function echoReply(env: Env, chatID: string, messageID: string): Promise<Message> {
+  return waitFor(`Echo reply to ${messageID}`, async () => {
+    const page = await ok<Page<Message>>(env, `${chatPath(chatID)}/messages`);
+    return page.items.find((m) => m.linkedMessageID === messageID && m.senderID === ECHO_ID);
+  });
+}
+
+/** Lower-cased words as the spec's literal word search sees them. */
+export const words = (text: string | undefined): string[] => (text ?? "").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+
+export const ids = <T extends { id: string }>(xs: T[]) => xs.map((x) => x.id);
+
+export function duplicates(values: string[]): string[] {
+  const seen = new Set<string>();
+  const dup = new Set<string>();
+  for (const v of values) (seen.has(v) ? dup : seen).add(v);
+  return [...dup];
+}
+
+export const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);

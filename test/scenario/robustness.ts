@@ -1,0 +1,73 @@
+/**
+ * Behaviour under load a real client produces: parallel requests, and rejected writes on a kept-alive connection.
+ */
+import { describe, expect, it } from "vitest";
+import { allChats, chatPath, duplicates, echoChat, echoReply, ids, messagePath, newGroup, ok, raw, sendSettled, walk, type Env, type Message, type Page } from "./kit.ts";
+
+export function robustnessScenarios(env: Env) {
+  describe("parallel requests", () => {
+    it("parallel sends to one chat each get their own message, all listed once, in a consistent order", async () => {
+      const chat = await newGroup(env);
+      const sent = await Promise.all(
+        Array.from({ length: 25 }, (_, i) => ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `parallel ${i}` } })),
+      );
+      const pending = sent.map((s) => s.pendingMessageID as string);
+      expect(duplicates(pending)).toEqual([]);
+      const listed = await walk<Message>(env, `${chatPath(chat.id)}/messages`);
+      expect(ids(listed.items).sort()).toEqual([...pending].sort());
+      expect(duplicates(listed.items.map((m) => m.sortKey))).toEqual([]);
+      expect(listed.items.map((m) => m.text).sort()).toEqual(Array.from({ length: 25 }, (_, i) => `parallel ${i}`).sort());
+      for (let i = 1; i < listed.items.length; i++) expect(Date.parse(listed.items[i - 1].timestamp)).toBeGreaterThanOrEqual(Date.parse(listed.items[i].timestamp));
+      const found = await walk<Message>(env, "/v1/messages/search", { query: "parallel", chatIDs: chat.id });
+      expect(ids(found.items).sort()).toEqual([...pending].sort());
+    });
+
+    it("parallel reactions on one message all land", async () => {
+      const chat = await newGroup(env);
+      const m = await sendSettled(env, chat.id, "pile on");
+      const keys = ["👍", "❤️", "😂", "🎉", "😮", "🙏", "🔥", "👀"];
+      await Promise.all(keys.map((reactionKey) => ok(env, `${messagePath(chat.id, m.id)}/reactions`, { method: "POST", json: { reactionKey } })));
+      const got = ((await ok<Message>(env, messagePath(chat.id, m.id))).reactions ?? []).map((r) => r.reactionKey);
+      expect(got.sort()).toEqual([...keys].sort());
+    });
+
+    it("parallel sends across chats and Echo keep every list consistent", async () => {
+      const echo = await echoChat(env, env.accounts[0].accountID);
+      const groups = await Promise.all([newGroup(env), newGroup(env), newGroup(env)]);
+      const before = (await allChats(env)).length;
+      const results = await Promise.all([
+        ...groups.flatMap((g) => [1, 2, 3].map((i) => ok(env, `${chatPath(g.id)}/messages`, { method: "POST", json: { text: `fan out ${i}` } }))),
+        ok(env, `${chatPath(echo.id)}/messages`, { method: "POST", json: { text: "fan out echo" } }),
+      ]);
+      await echoReply(env, echo.id, results.at(-1)!.pendingMessageID);
+      for (const g of groups) expect((await ok<Page<Message>>(env, `${chatPath(g.id)}/messages`)).items.length).toBe(3);
+      const after = await allChats(env);
+      expect(after.length).toBe(before);
+      expect(duplicates(ids(after))).toEqual([]);
+      expect(after[0].id).toBe(echo.id);
+    });
+  });
+
+  describe("connections", () => {
+    it("a rejected write (401/403, body unread) does not break the kept-alive connection for the next request", async () => {
+      const chat = await newGroup(env);
+      const failures: string[] = [];
+      for (let i = 0; i < 150; i++) {
+        for (const token of [null, env.ro]) {
+          let step = "the rejected POST";
+          try {
+            const rejected = await raw(env, `${chatPath(chat.id)}/messages`, { method: "POST", token, json: { text: `rejected ${"x".repeat(1000)}` }, noRetry: true });
+            expect(rejected.status).toBe(token ? 403 : 401);
+            step = "the GET after it";
+            const next = await raw(env, "/v1/accounts", { noRetry: true });
+            expect(next.status).toBe(200);
+          } catch (error) {
+            const code = (error as { cause?: { code?: string } }).cause?.code ?? "";
+            failures.push(`round ${i}, ${token ? "403" : "401"} case, ${step}: ${(error as Error).message} ${code}`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+  });
+}
