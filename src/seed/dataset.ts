@@ -1,6 +1,6 @@
 import { groupTitle, prng, corpus, pick, type Random } from "../connectors/sandbox/corpus.ts";
 import { directChatID, echoUser, sandboxContacts, type SandboxState } from "../connectors/sandbox/sandbox.ts";
-import { chatIDFor } from "../services/ingest.ts";
+import { createChatRecord } from "../services/ingest.ts";
 import { termsOf } from "../services/messages.ts";
 import { messageID } from "../services/present.ts";
 import type { Db } from "../store/db.ts";
@@ -173,26 +173,7 @@ function chunkLast(n: number, stamps: number[]) {
 }
 
 function newChat(db: Db, account: AccountRecord, networkChatID: string, type: "single" | "group", title: string, participants: User[]): ChatRecord {
-  const no = db.allocateChatNo();
-  const chat: ChatRecord = {
-    no,
-    id: chatIDFor(account.accountID, networkChatID, no),
-    accountID: account.accountID,
-    networkChatID,
-    type,
-    title,
-    participants,
-    isArchived: false,
-    isMuted: false,
-    isPinned: false,
-    isLowPriority: false,
-    unreadCount: 0,
-    lastReadSeq: -1,
-    lastActivity: 0,
-    nextSeq: 0,
-  };
-  db.chats.insert(chat);
-  return chat;
+  return createChatRecord(db, account.accountID, { networkChatID, type, title, participants }, 0);
 }
 
 function addAttachment(random: Random, m: MessageRecord, seq: number) {

@@ -164,7 +164,7 @@ export interface ChatPatch {
 export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch): Promise<Chat> {
   const chat = requireChat(ctx, chatID);
   if (patch.draft && chat.draft?.text) throw unprocessable("a draft is already set: send draft=null first", ["body", "draft"]);
-  if (patch.title !== undefined) chat.title = patch.title ?? chat.title;
+  if (patch.title !== undefined) chat.title = patch.title ?? defaultTitle(chat);
   if (patch.description !== undefined) chat.description = patch.description;
   if (patch.isArchived !== undefined) chat.isArchived = patch.isArchived;
   if (patch.isLowPriority !== undefined) chat.isLowPriority = patch.isLowPriority;
@@ -174,6 +174,13 @@ export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch)
   ctx.db.saveChat(chat);
   await ctx.db.commit();
   return presentChat(ctx.db, chat, { preview: true });
+}
+
+/** The title a chat has without a custom one: the other person, or the first names of the members. */
+function defaultTitle(chat: ChatRecord): string {
+  const others = chat.participants.filter((p) => !p.isSelf);
+  if (chat.type === "single") return others[0]?.fullName ?? others[0]?.id ?? chat.title;
+  return others.slice(0, 4).map((p) => p.fullName?.split(" ")[0] ?? p.id).join(", ") || chat.title;
 }
 
 export async function archiveChat(ctx: Context, chatID: string, archived: boolean) {

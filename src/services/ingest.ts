@@ -1,5 +1,6 @@
 import type { InboundEvent, NetworkChat } from "../bridges/connector.ts";
 import { keys, type AccountRecord, type ChatRecord } from "../store/records.ts";
+import type { Db } from "../store/db.ts";
 import type { Context } from "./context.ts";
 import { appendMessage, termsOf } from "./messages.ts";
 import { messageID } from "./present.ts";
@@ -75,11 +76,16 @@ export function upsertChat(ctx: Context, account: AccountRecord, network: Networ
     db.saveChat(existing);
     return existing;
   }
+  return createChatRecord(db, account.accountID, network, ctx.now());
+}
+
+/** Allocates, stores and lists a new chat with the defaults of a fresh conversation. */
+export function createChatRecord(db: Db, accountID: string, network: NetworkChat, lastActivity: number): ChatRecord {
   const no = db.allocateChatNo();
   const chat: ChatRecord = {
     no,
-    id: chatIDFor(account.accountID, network.networkChatID, no),
-    accountID: account.accountID,
+    id: chatIDFor(accountID, network.networkChatID, no),
+    accountID,
     networkChatID: network.networkChatID,
     type: network.type,
     title: network.title,
@@ -90,7 +96,7 @@ export function upsertChat(ctx: Context, account: AccountRecord, network: Networ
     isLowPriority: false,
     unreadCount: 0,
     lastReadSeq: -1,
-    lastActivity: ctx.now(),
+    lastActivity,
     nextSeq: 0,
   };
   db.chats.insert(chat);

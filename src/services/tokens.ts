@@ -16,6 +16,11 @@ export async function hashToken(token: string): Promise<string> {
 export async function createToken(storage: Storage, options: { name?: string; scopes?: Scope[] } = {}): Promise<{ token: string; record: TokenRecord; id: string }> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const token = `inbx_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  const { id, record } = await storeToken(storage, token, options);
+  return { token, record, id };
+}
+
+async function storeToken(storage: Storage, token: string, options: { name?: string; scopes?: Scope[] }): Promise<{ id: string; record: TokenRecord }> {
   const id = await hashToken(token);
   const record: TokenRecord = {
     name: options.name ?? "token",
@@ -24,7 +29,7 @@ export async function createToken(storage: Storage, options: { name?: string; sc
     hint: token.slice(0, 9),
   };
   await storage.setItem(keys.token(id), record);
-  return { token, record, id };
+  return { id, record };
 }
 
 export async function verifyToken(storage: Storage, token: string): Promise<(TokenRecord & { id: string }) | undefined> {
@@ -54,13 +59,6 @@ export async function revokeToken(storage: Storage, idOrName: string): Promise<n
 
 /** Makes sure a known token (e.g. a Worker secret) is accepted; stores only its hash. */
 export async function ensureToken(storage: Storage, token: string, options: { name?: string; scopes?: Scope[] } = {}): Promise<void> {
-  const id = await hashToken(token);
-  if (await storage.hasItem(keys.token(id))) return;
-  const record: TokenRecord = {
-    name: options.name ?? "token",
-    scopes: options.scopes?.length ? [...new Set(options.scopes)] : ["read", "write"],
-    createdAt: new Date().toISOString(),
-    hint: token.slice(0, 9),
-  };
-  await storage.setItem(keys.token(id), record);
+  if (await storage.hasItem(keys.token(await hashToken(token)))) return;
+  await storeToken(storage, token, options);
 }

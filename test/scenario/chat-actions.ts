@@ -66,6 +66,12 @@ export function chatActionScenarios(env: Env) {
       const unchanged = await env.sdk.chats.update(chat.id, {});
       expect(unchanged.title).toBe("Renamed by the scenario");
       expect(unchanged.isArchived).toBe(true);
+
+      // title: null drops the custom title: the group is named after its other members again.
+      const reset = await env.sdk.chats.update(chat.id, { title: null });
+      const firstNames = chat.participants.items.filter((p) => !p.isSelf).map((p) => p.fullName!.split(" ")[0]);
+      expect(reset.title).not.toBe("Renamed by the scenario");
+      for (const name of reset.title.split(", ")) expect(firstNames).toContain(name);
     });
 
     it("sets a draft only when none is set, and clears it with draft=null", async () => {
