@@ -233,6 +233,26 @@ export function authScenarios(env: Env) {
       }
     });
 
+    it("sends no CORS permission and refuses requests a browser marks cross-site", async () => {
+      // A preflight from another site gets no Access-Control-Allow-* header, so a browser will not send the request.
+      const preflight = await raw(env, "/v1/accounts", {
+        method: "OPTIONS",
+        token: null,
+        headers: { origin: "https://evil.example", "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+      });
+      expect(preflight.status).toBeGreaterThanOrEqual(400);
+      for (const [name] of preflight.headers) expect(name).not.toMatch(/^access-control-/);
+      const read = await raw(env, "/v1/accounts", { headers: { origin: "https://evil.example" } });
+      for (const [name] of read.headers) expect(name).not.toMatch(/^access-control-/);
+      if (env.options.checksHost) {
+        // Even holding a token, a page on another site is refused by the daemon.
+        expect(read.status).toBe(403);
+        const write = await raw(env, "/v1/accounts", { headers: { "sec-fetch-site": "cross-site" } });
+        expect(write.status).toBe(403);
+        expect(write.body.code).toBe("CROSS_SITE_REQUEST");
+      }
+    });
+
     it("checks the Host header as the runtime promises", async () => {
       const port = new URL(env.url).port;
       for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "localhost"]) {
