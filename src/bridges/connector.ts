@@ -12,6 +12,10 @@ import type { AccountRecord } from "../store/records.ts";
  * - Optional features are optional methods. The core checks for a method before offering the feature and answers
  *   422 "not supported by this network" otherwise; `capabilities()` describes what a particular chat allows.
  * - IDs passed across are network IDs (`networkChatID`, `networkMessageID`); the host maps them to API IDs.
+ * - Delivery is idempotent per `networkMessageID`: redelivering a message (after a reconnect) is harmless.
+ * - A chat's messages are ordered by arrival (their sortKey). A connector backfills a chat's history, oldest first,
+ *   before it delivers live traffic for that chat (as bridgev2's forward backfill does); history older than what is
+ *   already stored is not inserted before it.
  */
 export interface NetworkConnector {
   /** Stable identifier, used in account IDs and bridge IDs. */
