@@ -12,6 +12,7 @@ import { infoRoutes, type ServerInfo } from "./routes/info.ts";
 import { messageRoutes } from "./routes/messages.ts";
 import type { Context } from "./services/context.ts";
 import { JsonText } from "./services/present.ts";
+import { TokenVerifier } from "./services/tokens.ts";
 import { ingest } from "./services/ingest.ts";
 import { Db } from "./store/db.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
@@ -57,13 +58,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     remoteAccess: options.allowedHosts === "*" || (Array.isArray(options.allowedHosts) && options.allowedHosts.length > 0),
     ...options.info,
   };
+  const tokens = new TokenVerifier(options.storage);
   const router: ApiRouter = Router({
     before: [
       async (request: Request, rc: RequestContext) => {
         checkRequestOrigin(request, rc.url, options);
         const isPublicInfo = request.method === "GET" && rc.url.pathname === "/v1/info" && !request.headers.has("authorization");
         if (isPublicInfo) return;
-        rc.principal = await authenticate(request, options.storage);
+        rc.principal = await authenticate(request, tokens);
         authorize(rc.principal, requiredScope(request.method));
       },
     ],

@@ -1,7 +1,7 @@
 import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../app.ts";
-import { ensureToken, revokeToken } from "../services/tokens.ts";
+import { ensureToken, revokeToken, TokenVerifier } from "../services/tokens.ts";
 import { ApiError } from "./errors.ts";
 import { authenticate, authorize, checkRequestOrigin, hostAllowed, requiredScope, type GuardOptions } from "./guard.ts";
 
@@ -73,13 +73,27 @@ describe("tokens and scopes", () => {
   it("authenticates a stored token and refuses missing, malformed, unknown and revoked ones with 401", async () => {
     const storage = createStorage();
     await ensureToken(storage, "reader-token", { name: "reader", scopes: ["read"] });
-    const principal = await authenticate(request("Bearer reader-token"), storage);
+    const tokens = new TokenVerifier(storage, 0);
+    const principal = await authenticate(request("Bearer reader-token"), tokens);
     expect(principal).toMatchObject({ name: "reader", scopes: ["read"] });
-    expect((await authenticate(request("bearer   reader-token  "), storage)).name).toBe("reader");
+    expect((await authenticate(request("bearer   reader-token  "), tokens)).name).toBe("reader");
     for (const header of [undefined, "reader-token", "Basic cmVhZGVyLXRva2Vu", "Bearer", "Bearer wrong", `Bearer ${"x".repeat(500)}`])
-      await expect(authenticate(request(header), storage), String(header)).rejects.toMatchObject({ status: 401, code: "UNAUTHORIZED" });
+      await expect(authenticate(request(header), tokens), String(header)).rejects.toMatchObject({ status: 401, code: "UNAUTHORIZED" });
     await revokeToken(storage, "reader");
-    await expect(authenticate(request("Bearer reader-token"), storage)).rejects.toMatchObject({ status: 401 });
+    await expect(authenticate(request("Bearer reader-token"), tokens)).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("remembers a verification for the TTL only, so a revocation shows within it", async () => {
+    const storage = createStorage();
+    await ensureToken(storage, "short-lived", { name: "short", scopes: ["read", "write"] });
+    let clock = 0;
+    const tokens = new TokenVerifier(storage, 1000, () => clock);
+    expect((await authenticate(request("Bearer short-lived"), tokens)).name).toBe("short");
+    await revokeToken(storage, "short");
+    clock = 999;
+    expect((await authenticate(request("Bearer short-lived"), tokens)).name).toBe("short");
+    clock = 1000;
+    await expect(authenticate(request("Bearer short-lived"), tokens)).rejects.toMatchObject({ status: 401 });
   });
 
   it("needs read for GET and HEAD, write for everything else", () => {

@@ -1,6 +1,5 @@
 import { ApiError, forbidden, unauthorized } from "./errors.ts";
-import { verifyToken, type Scope } from "../services/tokens.ts";
-import type { Storage } from "unstorage";
+import type { Scope, TokenVerifier } from "../services/tokens.ts";
 
 export interface GuardOptions {
   /**
@@ -47,11 +46,11 @@ export interface Principal {
   scopes: Scope[];
 }
 
-export async function authenticate(request: Request, storage: Storage): Promise<Principal> {
+export async function authenticate(request: Request, tokens: TokenVerifier): Promise<Principal> {
   const header = request.headers.get("authorization") ?? "";
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match) throw unauthorized();
-  const record = await verifyToken(storage, match[1]);
+  const record = await tokens.verify(match[1]);
   if (!record) throw unauthorized();
   return { id: record.id, name: record.name, scopes: record.scopes };
 }
