@@ -10,6 +10,9 @@ import { accountRoutes } from "./routes/accounts.ts";
 import { chatRoutes } from "./routes/chats.ts";
 import { infoRoutes, type ServerInfo } from "./routes/info.ts";
 import { messageRoutes } from "./routes/messages.ts";
+import { bridgeRoutes } from "./routes/bridges.ts";
+import { LoginSessions } from "./bridges/login-sessions.ts";
+import { completeLogin } from "./services/bridges.ts";
 import type { Context } from "./services/context.ts";
 import { JsonText } from "./services/present.ts";
 import { TokenVerifier } from "./services/tokens.ts";
@@ -28,6 +31,21 @@ export interface AppOptions extends GuardOptions {
   log?: (line: string) => void;
   now?: () => number;
   cacheBytes?: number;
+  /** Idle login sessions expire after this long (default 10 minutes). */
+  loginSessionTtlMs?: number;
+  /** How long the sandbox QR login waits before completing on its own (default 1.5 s). */
+  sandboxQrDelayMs?: number;
+}
+
+/**
+ * The built-in networks: the sandbox (up to 10 accounts), and a single-account variant of it that behaves like
+ * networks bound to one phone or device.
+ */
+function defaultConnectors(options: AppOptions): NetworkConnector[] {
+  return [
+    new SandboxConnector({ qrDelayMs: options.sandboxQrDelayMs }),
+    new SandboxConnector({ network: "sandbox-solo", displayName: "Sandbox (single account)", maxAccounts: 1, qrDelayMs: options.sandboxQrDelayMs }),
+  ];
 }
 
 export interface App {
@@ -47,9 +65,15 @@ export interface App {
 export async function createApp(options: AppOptions): Promise<App> {
   const db = await Db.open(options.storage, { cacheBytes: options.cacheBytes });
   const bridges = new BridgeRuntime();
-  for (const c of options.connectors ?? [new SandboxConnector()]) bridges.register(c);
-  const context: Context = { db, bridges, now: options.now ?? Date.now };
+  for (const c of options.connectors ?? defaultConnectors(options)) bridges.register(c);
+  const sessions = new LoginSessions({ ttlMs: options.loginSessionTtlMs, complete: (session, result) => completeLogin(context, session, result) });
+  const context: Context = { db, bridges, sessions, now: options.now ?? Date.now };
   bridges.onEvent = (account, event) => ingest(context, account, event);
+  bridges.onSaveState = async (account, state) => {
+    account.state = state;
+    db.saveAccounts();
+    await db.commit();
+  };
   for (const account of db.accounts) await bridges.attach(account);
 
   const info: ServerInfo = {
@@ -78,6 +102,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   accountRoutes(router);
   chatRoutes(router);
   messageRoutes(router);
+  bridgeRoutes(router);
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });

@@ -1,6 +1,6 @@
 import os from "node:os";
 import { serve as listen } from "srvx";
-import { createApp, type App } from "../../src/app.ts";
+import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 
@@ -13,6 +13,8 @@ export interface ServeOptions {
   verbose: boolean;
   /** Where to print the one-time token and status lines. */
   print: (line: string) => void;
+  /** Overrides for tests (e.g. short login-session expiry). */
+  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs">;
 }
 
 export interface RunningServer {
@@ -31,6 +33,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const app = await createApp({
     storage,
     allowedHosts: options.allowHosts,
+    ...options.tuning,
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });

@@ -12,6 +12,9 @@ export interface InboxEnv {
   INBOXD_ADMIN_TOKEN?: string;
   /** A secret: accepted as a read-only token (dashboards, scripts that must not write). */
   INBOXD_READ_TOKEN?: string;
+  /** Test tuning: idle login sessions expire after this many ms; the sandbox QR login completes after this many. */
+  INBOXD_LOGIN_SESSION_TTL_MS?: string;
+  INBOXD_SANDBOX_QR_DELAY_MS?: string;
   /** JSON `{"chats":40,"messages":800,"accounts":2,"seed":7}`: fill an empty store with a sandbox dataset. */
   INBOXD_SEED?: string;
 }
@@ -53,6 +56,8 @@ export class InboxObject {
     const app = await createApp({
       storage,
       allowedHosts: "*",
+      loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),
+      sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       info: { platform: { os: "workerd", arch: "unknown" } },
       // Workers logs record every request already; forward only the unexpected errors the core reports.
       log: (line) => {
@@ -74,4 +79,9 @@ function parseSeed(text: string): SeedOptions {
   if (!Number.isInteger(options.chats) || !Number.isInteger(options.messages))
     throw new Error(`INBOXD_SEED must be JSON like {"chats":40,"messages":800,"accounts":2,"seed":7}; got ${text}`);
   return { chats: options.chats!, messages: options.messages!, accounts: options.accounts, seed: options.seed };
+}
+
+function optionalNumber(text: string | undefined): number | undefined {
+  const n = text === undefined ? NaN : Number(text);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
 }

@@ -76,6 +76,8 @@ export type InboundEvent =
 export interface ConnectorHost {
   /** Delivers an event from the network; resolves once it is stored durably. */
   emit(event: InboundEvent): Promise<void>;
+  /** Replaces the connector-owned state of this account (stored with it, never returned by the API). */
+  saveState(state: Record<string, unknown>): Promise<void>;
 }
 
 export interface NetworkClient {

@@ -7,28 +7,43 @@ import type { InboundEvent, NetworkClient, NetworkConnector } from "./connector.
  * handler the app installs (the message service's `ingest`).
  */
 export class BridgeRuntime {
-  private readonly connectors = new Map<string, NetworkConnector>();
+  private readonly registered = new Map<string, NetworkConnector>();
   private readonly clients = new Map<string, NetworkClient>();
   onEvent: (account: AccountRecord, event: InboundEvent) => Promise<void> = async () => undefined;
+  onSaveState: (account: AccountRecord, state: Record<string, unknown>) => Promise<void> = async () => undefined;
 
   register(connector: NetworkConnector) {
-    this.connectors.set(connector.network, connector);
+    this.registered.set(connector.network, connector);
   }
 
   connector(network: string): NetworkConnector | undefined {
-    return this.connectors.get(network);
+    return this.registered.get(network);
   }
 
   /** Loads and connects a client for the account (idempotent). */
   async attach(account: AccountRecord): Promise<NetworkClient | undefined> {
     const existing = this.clients.get(account.accountID);
     if (existing) return existing;
-    const connector = this.connectors.get(account.network);
+    const connector = this.registered.get(account.network);
     if (!connector) return undefined;
-    const client = connector.loadAccount(account, { emit: (event) => this.onEvent(account, event) });
+    const client = connector.loadAccount(account, {
+      emit: (event) => this.onEvent(account, event),
+      saveState: (state) => this.onSaveState(account, state),
+    });
     this.clients.set(account.accountID, client);
     await client.connect();
     return client;
+  }
+
+  /** Disconnects and forgets an account's client (removal, or before reconnecting it). */
+  async detach(accountID: string): Promise<void> {
+    const client = this.clients.get(accountID);
+    this.clients.delete(accountID);
+    await client?.disconnect();
+  }
+
+  connectors(): NetworkConnector[] {
+    return [...this.registered.values()];
   }
 
   client(accountID: string): NetworkClient {

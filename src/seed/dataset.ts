@@ -49,14 +49,17 @@ export async function seedDataset(db: Db, options: SeedOptions): Promise<void> {
       network: "sandbox",
       networkName: "Sandbox",
       user: { id: `@me${a}:sandbox.invalid`, fullName: `Sandbox User ${a + 1}`, username: `me${a}`, isSelf: true },
-      loginID: `sandbox-login-${a}`,
+      loginID: `local-sandbox_login_seed${a}`,
+      remoteID: `me${a}`,
       status: "connected",
       state: state as unknown as Record<string, unknown>,
     };
     accounts.push({ record, contacts: sandboxContacts(state) });
   }
   db.accounts = accounts.map((a) => a.record);
+  db.logins = accounts.map(({ record }) => ({ loginID: record.loginID, network: "sandbox", remoteID: record.remoteID!, user: record.user, createdAt: new Date(now).toISOString() }));
   db.saveAccounts();
+  db.saveLogins();
 
   // Heavy-tailed message counts: weight 1/(rank+1)^0.9, every chat at least one message.
   const weights = Array.from({ length: options.chats }, (_, i) => 1 / Math.pow(i + 1, 0.9));

@@ -1,3 +1,4 @@
+import type { LoginSessions } from "../bridges/login-sessions.ts";
 import type { BridgeRuntime } from "../bridges/runtime.ts";
 import { NetworkError } from "../bridges/connector.ts";
 import { ApiError, notFound } from "../http/errors.ts";
@@ -8,6 +9,7 @@ import type { AccountRecord, ChatRecord } from "../store/records.ts";
 export interface Context {
   db: Db;
   bridges: BridgeRuntime;
+  sessions: LoginSessions;
   now: () => number;
 }
 

@@ -1,7 +1,7 @@
 import type { Storage } from "unstorage";
 import { ChatTable } from "./chat-table.ts";
 import { Kv } from "./kv.ts";
-import { CHUNK_SIZE, keys, type AccountRecord, type ChatRecord, type MessageRecord, type MetaRecord } from "./records.ts";
+import { CHUNK_SIZE, keys, type AccountRecord, type ChatRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 
 /**
@@ -13,6 +13,7 @@ export class Db {
   readonly chats = new ChatTable();
   readonly index: SearchIndex;
   accounts: AccountRecord[] = [];
+  logins: LoginRecord[] = [];
   private meta: MetaRecord = { schema: 1, nextChatNo: 0 };
   private readonly locks = new Map<number, Promise<unknown>>();
   /** Serialised list form of chats, by chat no (see services/present.ts chatListJSON). */
@@ -34,6 +35,7 @@ export class Db {
   async reload(): Promise<void> {
     this.meta = (await this.storage.getItem<MetaRecord>(keys.meta)) ?? { schema: 1, nextChatNo: 0 };
     this.accounts = (await this.storage.getItem<AccountRecord[]>(keys.accounts)) ?? [];
+    this.logins = (await this.storage.getItem<LoginRecord[]>(keys.logins)) ?? [];
     const chatKeys = Array.from({ length: this.meta.nextChatNo }, (_, no) => keys.chat(no));
     const records: ChatRecord[] = [];
     for (let i = 0; i < chatKeys.length; i += 2000) {
@@ -55,6 +57,19 @@ export class Db {
   saveAccounts() {
     this.presented.clear();
     this.kv.put(keys.accounts, this.accounts);
+  }
+
+  saveLogins() {
+    this.kv.put(keys.logins, this.logins);
+  }
+
+  /** Forgets a chat and its messages (account removal). Search postings left behind are filtered out on read. */
+  async dropChat(chat: ChatRecord): Promise<void> {
+    this.chats.remove(chat);
+    this.presented.delete(chat.no);
+    this.kv.remove(keys.chat(chat.no));
+    for (let i = 0; i * CHUNK_SIZE < chat.nextSeq; i++) this.kv.remove(keys.chunk(chat.no, i));
+    for (const key of await this.storage.getKeys(`nid:${chat.no}:`)) this.kv.remove(key);
   }
 
   allocateChatNo(): number {

@@ -9,10 +9,22 @@ export interface AccountRecord {
   networkName: string;
   user: User;
   loginID: string;
+  /** The network's ID of this account (stable across reconnects). */
+  remoteID?: string;
   status: "connected" | "connecting" | "backfilling" | "connection_required" | "reconnect_required" | "attention_required" | "disconnected" | "disabled";
   statusText?: string;
   /** Connector-owned state (e.g. a sandbox seed); never returned by the API. */
   state?: Record<string, unknown>;
+}
+
+/** A bridge login: one signed-in network identity, holding one or more accounts. */
+export interface LoginRecord {
+  loginID: string;
+  /** Connector network of the login. */
+  network: string;
+  remoteID: string;
+  user: User;
+  createdAt: string;
 }
 
 export interface ChatRecord {
@@ -74,6 +86,7 @@ export interface TokenRecord {
 export const keys = {
   meta: "meta",
   accounts: "accounts",
+  logins: "logins",
   chat: (no: number) => `chat:${no}`,
   chunk: (chatNo: number, chunk: number) => `msg:${chatNo}:${chunk}`,
   contacts: (accountID: string) => `contacts:${encodeKeyPart(accountID)}`,

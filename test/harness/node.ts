@@ -19,7 +19,12 @@ export interface NodeHarness {
  * Starts the real daemon (SQLite in a temp dir, real HTTP on a free loopback port) with a seeded sandbox dataset
  * and the given tokens.
  */
-export async function startNode(options: { seed?: SeedOptions; tokens: { token: string; scopes: Scope[] }[]; verbose?: boolean }): Promise<NodeHarness> {
+export async function startNode(options: {
+  seed?: SeedOptions;
+  tokens: { token: string; scopes: Scope[] }[];
+  verbose?: boolean;
+  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number };
+}): Promise<NodeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
   const { storage, close } = await openSqliteStorage(databasePath(dataDir));
   for (const t of options.tokens) await ensureToken(storage, t.token, { name: t.scopes.join("+"), scopes: t.scopes });
@@ -31,6 +36,7 @@ export async function startNode(options: { seed?: SeedOptions; tokens: { token: 
     dbPath: databasePath(dataDir),
     allowHosts: [],
     verbose: options.verbose ?? false,
+    tuning: options.tuning,
     print: () => undefined,
   });
   return {

@@ -33,6 +33,7 @@ export async function startWorkerd(options: {
   token?: string;
   /** The same shape as the Node harness: at most one read+write and one read-only token. */
   tokens?: { token: string; scopes: ("read" | "write")[] }[];
+  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number };
 }): Promise<WorkerdServer> {
   const admin = options.token ?? options.tokens?.find((t) => t.scopes.includes("write"))?.token;
   const reader = options.tokens?.find((t) => !t.scopes.includes("write"))?.token;
@@ -61,6 +62,8 @@ export async function startWorkerd(options: {
       bindings: {
         ...(admin ? { INBOXD_ADMIN_TOKEN: admin } : {}),
         ...(reader ? { INBOXD_READ_TOKEN: reader } : {}),
+        ...(options.tuning?.loginSessionTtlMs ? { INBOXD_LOGIN_SESSION_TTL_MS: String(options.tuning.loginSessionTtlMs) } : {}),
+        ...(options.tuning?.sandboxQrDelayMs ? { INBOXD_SANDBOX_QR_DELAY_MS: String(options.tuning.sandboxQrDelayMs) } : {}),
         ...(options.seed ? { INBOXD_SEED: JSON.stringify(options.seed) } : {}),
       },
       // false = a temporary directory of this Miniflare instance: kept across restart(), deleted by dispose().

@@ -10,7 +10,11 @@ import {
 } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
-import { person, prng } from "./corpus.ts";
+import type { BridgeFacts, LoginCapable } from "../../bridges/login.ts";
+import { corpus, groupTitle, person, pick, prng } from "./corpus.ts";
+import { createSandboxLogin, sandboxFlows } from "./login.ts";
+
+const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"];
 
 /**
  * The built-in simulated network. Each account has a deterministic address book (derived from its seed) and an
@@ -53,14 +57,58 @@ const everything: ChatCapabilities = {
   multipleReactions: true,
 };
 
-export class SandboxConnector implements NetworkConnector {
-  readonly network = "sandbox";
-  readonly displayName = "Sandbox";
+export interface SandboxOptions {
+  /** Network ID (bridge "local-<network>"), so that several sandbox bridges can coexist. */
+  network?: string;
+  displayName?: string;
+  maxAccounts?: number;
+  /** How long the QR flow waits before it completes on its own. */
+  qrDelayMs?: number;
+}
+
+export class SandboxConnector implements NetworkConnector, LoginCapable {
+  readonly network: string;
+  readonly displayName: string;
+  readonly bridge: BridgeFacts;
+  private readonly qrDelayMs: number;
+
+  constructor(options: SandboxOptions = {}) {
+    this.network = options.network ?? "sandbox";
+    this.displayName = options.displayName ?? "Sandbox";
+    this.qrDelayMs = options.qrDelayMs ?? 1500;
+    this.bridge = { maxAccounts: options.maxAccounts ?? 10, capabilities: sandboxCapabilities };
+  }
 
   loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient {
     return new SandboxClient(account, host);
   }
+
+  loginFlows() {
+    return sandboxFlows;
+  }
+
+  createLogin(flowID: string, reauth?: AccountRecord[]) {
+    return createSandboxLogin(flowID, { qrDelayMs: this.qrDelayMs, reauth });
+  }
 }
+
+/** ProvisioningCapabilities: what group creation accepts on the sandbox network. */
+const sandboxCapabilities = {
+  group_creation: {
+    group: {
+      type_description: "A sandbox group chat",
+      name: { allowed: true, required: false, max_length: 100 },
+      participants: { allowed: true, required: true, min_length: 1, max_length: 200 },
+      topic: { allowed: true, max_length: 500 },
+      avatar: { allowed: false },
+      disappear: { allowed: false },
+      parent: { allowed: false },
+      username: { allowed: false },
+    },
+  },
+  resolve_identifier: { create_dm: true, lookup_phone: true, lookup_email: true, lookup_username: true, any_phone: false, contact_list: true, search: true },
+  image_pack_import: { supported: false },
+};
 
 class SandboxClient implements NetworkClient {
   private contacts?: User[];
@@ -79,6 +127,44 @@ class SandboxClient implements NetworkClient {
 
   async connect() {
     this.connected = true;
+    const state = this.account.state as unknown as SandboxState & { synced?: boolean };
+    if (state.synced === false) await this.initialSync(state);
+  }
+
+  /**
+   * A freshly logged-in account: report backfilling, deliver its first chats (Echo, a few direct chats and two
+   * groups, each with a little history), then report connected. Seeded accounts arrive already synced.
+   */
+  private async initialSync(state: SandboxState & { synced?: boolean }) {
+    await this.host.emit({ type: "status", status: "backfilling", statusText: "Fetching your chats" });
+    const random = prng(state.seed ^ 0x5eed);
+    const book = this.addressBook();
+    const self = { ...this.account.user, isSelf: true };
+    const text = corpus();
+    const chats = [
+      ...book.slice(0, 6).map((u) => ({ networkChatID: directChatID(u.id), type: "single" as const, title: u.fullName ?? u.id, participants: [self, u] })),
+      ...[0, 1].map((g) => {
+        const members = book.slice(6 + g * 5, 11 + g * 5);
+        return { networkChatID: `grp:initial-${g}`, type: "group" as const, title: groupTitle(random), participants: [self, ...members] };
+      }),
+    ];
+    const start = Date.now() - 3 * 86_400_000;
+    let n = 0;
+    for (const chat of chats) {
+      await this.host.emit({ type: "chat", chat });
+      const others = chat.participants.filter((p) => !p.isSelf);
+      for (let i = 0; i < 5; i++) {
+        const mine = random() < 0.4;
+        const sender = mine ? self : pick(random, others);
+        await this.host.emit({
+          type: "message",
+          networkChatID: chat.networkChatID,
+          message: { networkMessageID: `sbx-init-${chat.networkChatID}-${i}`, senderID: sender.id, senderName: sender.fullName, timestamp: start + n++ * 60_000, text: text.sentence(random), isSender: mine },
+        });
+      }
+    }
+    await this.host.saveState({ ...state, synced: true });
+    await this.host.emit({ type: "status", status: "connected" });
   }
 
   async disconnect() {
@@ -94,7 +180,13 @@ class SandboxClient implements NetworkClient {
   async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
     if (!this.connected) throw new NetworkError("unavailable", "sandbox account is not connected");
     const receipt = { networkMessageID: `sbx-${Date.now().toString(36)}-${(this.counter++).toString(36)}`, timestamp: Date.now() };
-    if (networkChatID === directChatID(ECHO_ID)) this.echo(networkChatID, receipt.networkMessageID, message);
+    if (networkChatID !== directChatID(ECHO_ID)) return receipt;
+    // "!status <state> [text]" to Echo makes the network report that account state (for trying reconnects).
+    const command = /^!status\s+(\w+)\s*(.*)$/.exec(message.text ?? "");
+    if (command && STATUSES.includes(command[1] as AccountRecord["status"])) {
+      const status = command[1] as AccountRecord["status"];
+      queueMicrotask(() => void this.host.emit({ type: "status", status, statusText: command[2] || undefined }).catch(() => undefined));
+    } else this.echo(networkChatID, receipt.networkMessageID, message);
     return receipt;
   }
 

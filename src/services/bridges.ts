@@ -1,0 +1,233 @@
+import type { NetworkConnector } from "../bridges/connector.ts";
+import type { LoginCapable, LoginResult } from "../bridges/login.ts";
+import type { LoginSession } from "../bridges/login-sessions.ts";
+import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import type { AccountRecord, LoginRecord } from "../store/records.ts";
+import { presentAccount } from "./accounts.ts";
+import { callNetwork, type Context } from "./context.ts";
+
+/**
+ * Bridges (one per connector: `local-<network>`), their logins, and connecting, reconnecting and removing
+ * accounts through login sessions.
+ */
+export const bridgeIDOf = (network: string) => `local-${network}`;
+
+type Bridgeable = NetworkConnector & LoginCapable;
+
+function requireBridge(ctx: Context, bridgeID: string): Bridgeable {
+  const connector = ctx.bridges.connectors().find((c) => bridgeIDOf(c.network) === bridgeID);
+  if (!connector || !("loginFlows" in connector)) throw notFound(`bridge ${bridgeID}`);
+  return connector as Bridgeable;
+}
+
+const activeAccounts = (ctx: Context, network: string) => ctx.db.accounts.filter((a) => a.network === network && a.status !== "disabled");
+
+export function presentBridge(ctx: Context, connector: Bridgeable) {
+  const accounts = ctx.db.accounts.filter((a) => a.network === connector.network);
+  const active = activeAccounts(ctx, connector.network).length;
+  const max = connector.bridge.maxAccounts;
+  const status = active >= max ? "limit_reached" : active > 0 ? "connected" : "available";
+  return {
+    id: bridgeIDOf(connector.network),
+    type: connector.network,
+    provider: "local" as const,
+    displayName: connector.displayName,
+    network: connector.displayName,
+    status,
+    statusText:
+      status === "limit_reached"
+        ? `${connector.displayName} allows ${max} account${max === 1 ? "" : "s"} on this device`
+        : status === "connected"
+          ? `${active} account${active === 1 ? "" : "s"} connected`
+          : "Ready to connect",
+    supportsMultipleAccounts: max > 1,
+    activeAccountCount: active,
+    accounts: accounts.map(presentAccount),
+  };
+}
+
+export function listBridges(ctx: Context) {
+  const items = ctx.bridges
+    .connectors()
+    .filter((c): c is Bridgeable => "loginFlows" in c)
+    .map((c) => presentBridge(ctx, c));
+  return { items };
+}
+
+export const getBridge = (ctx: Context, bridgeID: string) => presentBridge(ctx, requireBridge(ctx, bridgeID));
+export const bridgeCapabilities = (ctx: Context, bridgeID: string) => requireBridge(ctx, bridgeID).bridge.capabilities;
+export const loginFlows = (ctx: Context, bridgeID: string) => ({ items: requireBridge(ctx, bridgeID).loginFlows() });
+
+export function presentLogin(ctx: Context, login: LoginRecord) {
+  const accounts = ctx.db.accounts.filter((a) => a.loginID === login.loginID);
+  const statuses = new Set(accounts.map((a) => a.status));
+  const status =
+    accounts.length === 0 ? "logged_out"
+    : [...statuses].every((s) => s === "connected") ? "connected"
+    : statuses.has("connecting") || statuses.has("backfilling") ? "connecting"
+    : statuses.has("reconnect_required") || statuses.has("connection_required") || statuses.has("attention_required") ? "needs_login"
+    : statuses.has("disconnected") || statuses.has("disabled") ? "logged_out"
+    : "unknown";
+  const out: Record<string, unknown> = {
+    bridgeID: bridgeIDOf(login.network),
+    loginID: login.loginID,
+    status,
+    removeScopes: ["current-device", "all-devices"],
+    accountIDs: accounts.map((a) => a.accountID),
+    user: login.user,
+  };
+  const text = accounts.find((a) => a.statusText)?.statusText;
+  if (text) out.statusText = text;
+  return out;
+}
+
+function requireLogin(ctx: Context, bridgeID: string, loginID: string): LoginRecord {
+  const login = ctx.db.logins.find((l) => l.loginID === loginID && bridgeIDOf(l.network) === bridgeID);
+  if (!login) throw notFound(`login ${loginID} on bridge ${bridgeID}`);
+  return login;
+}
+
+export function listLogins(ctx: Context, bridgeID: string) {
+  const connector = requireBridge(ctx, bridgeID);
+  return { items: ctx.db.logins.filter((l) => l.network === connector.network).map((l) => presentLogin(ctx, l)) };
+}
+
+export const getLogin = (ctx: Context, bridgeID: string, loginID: string) => presentLogin(ctx, requireLogin(ctx, bridgeID, loginID));
+
+/** The LoginSession wire object: `currentStep` only while waiting, the account and login once complete. */
+export function presentSession(ctx: Context, session: LoginSession) {
+  const out: Record<string, unknown> = { bridgeID: session.bridgeID, loginSessionID: session.id, status: session.status };
+  if (session.step) {
+    const { ...step } = session.step as Record<string, unknown>;
+    delete step.result;
+    out.currentStep = step;
+  }
+  if (session.error) out.error = session.error;
+  const loginID = session.outcome?.loginID ?? session.reauth?.loginID;
+  if (loginID) out.loginID = loginID;
+  const accountID = session.outcome?.accountIDs[0] ?? session.reauth?.accountID;
+  if (accountID) out.accountID = accountID;
+  if (session.outcome) {
+    const account = ctx.db.account(session.outcome.accountIDs[0]);
+    if (account) out.account = presentAccount(account);
+    const login = ctx.db.logins.find((l) => l.loginID === session.outcome!.loginID);
+    if (login) out.login = presentLogin(ctx, login);
+  }
+  return out;
+}
+
+export async function startLoginSession(ctx: Context, bridgeID: string, input: { flowID?: string; accountID?: string; loginID?: string }) {
+  const connector = requireBridge(ctx, bridgeID);
+  const flows = connector.loginFlows();
+  const flowID = input.flowID ?? flows[0]?.id;
+  if (!flowID || !flows.some((f) => f.id === flowID))
+    throw badRequest(`unknown flowID ${input.flowID}`, [{ code: "invalid_value", message: `one of ${flows.map((f) => f.id).join(", ")}`, path: ["body", "flowID"] }]);
+  let reauth: LoginSession["reauth"];
+  let reauthAccounts: AccountRecord[] | undefined;
+  if (input.accountID || input.loginID) {
+    const account = input.accountID ? ctx.db.account(input.accountID) : undefined;
+    if (input.accountID && (!account || account.network !== connector.network)) throw notFound(`account ${input.accountID} on bridge ${bridgeID}`);
+    const loginID = input.loginID ?? account!.loginID;
+    if (account && account.loginID !== loginID) throw badRequest("accountID and loginID do not belong together", [{ code: "invalid_value", message: "mismatch", path: ["body", "loginID"] }]);
+    requireLogin(ctx, bridgeID, loginID);
+    reauth = { accountID: input.accountID, loginID };
+    reauthAccounts = ctx.db.accounts.filter((a) => a.loginID === loginID);
+  } else if (activeAccounts(ctx, connector.network).length >= connector.bridge.maxAccounts) {
+    throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device; remove one first`, undefined, { "x-should-retry": "false" });
+  }
+  const process = await callNetwork(async () => connector.createLogin(flowID, reauthAccounts));
+  return presentSession(ctx, await ctx.sessions.start(bridgeID, process, reauth));
+}
+
+/** Stores what a finished login yields (called by the session machine). */
+export async function completeLogin(ctx: Context, session: LoginSession, result: LoginResult): Promise<{ loginID: string; accountIDs: string[] }> {
+  const connector = requireBridge(ctx, session.bridgeID);
+  const { db } = ctx;
+  let login = session.reauth ? db.logins.find((l) => l.loginID === session.reauth!.loginID) : db.logins.find((l) => l.network === connector.network && l.remoteID === result.remoteID);
+  if (session.reauth && login && login.remoteID !== result.remoteID)
+    throw new ApiError(422, "WRONG_ACCOUNT", "signed in as a different account than the one being reconnected");
+  const fresh: AccountRecord[] = [];
+  if (!login) {
+    const newAccounts = result.accounts.length;
+    if (activeAccounts(ctx, connector.network).length + newAccounts > connector.bridge.maxAccounts)
+      throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device`);
+    login = { loginID: `${bridgeIDOf(connector.network)}_login_${randomID()}`, network: connector.network, remoteID: result.remoteID, user: result.user, createdAt: new Date(ctx.now()).toISOString() };
+    db.logins.push(login);
+  }
+  login.user = result.user;
+  const accountIDs: string[] = [];
+  for (const a of result.accounts) {
+    let account = db.accounts.find((x) => x.loginID === login!.loginID && x.remoteID === a.remoteID);
+    if (account) {
+      // Reconnect in place: same accountID and history; keep what the connector already synced.
+      await ctx.bridges.detach(account.accountID);
+      account.user = a.user;
+      account.state = { ...a.state, ...account.state, ...pickCredentials(a.state) };
+      account.status = "connecting";
+      account.statusText = undefined;
+    } else {
+      account = {
+        accountID: `local-${connector.network}_ba_${randomID()}`,
+        network: connector.network,
+        networkName: a.networkName ?? connector.displayName,
+        user: a.user,
+        loginID: login.loginID,
+        remoteID: a.remoteID,
+        status: "connecting",
+        state: a.state,
+      };
+      db.accounts.push(account);
+      fresh.push(account);
+    }
+    accountIDs.push(account.accountID);
+  }
+  db.saveLogins();
+  db.saveAccounts();
+  await db.commit();
+  // Connect in the background: the session is complete; the account reports backfilling, then connected.
+  for (const id of accountIDs) {
+    const account = db.account(id)!;
+    void ctx.bridges.attach(account).then(
+      async () => {
+        if (account.status === "connecting") {
+          account.status = "connected";
+          db.saveAccounts();
+          await db.commit();
+        }
+      },
+      async (error: unknown) => {
+        account.status = "connection_required";
+        account.statusText = error instanceof Error ? error.message : "could not connect";
+        db.saveAccounts();
+        await db.commit();
+      },
+    );
+  }
+  return { loginID: login.loginID, accountIDs };
+}
+
+/** Connector state that a reconnect refreshes (credentials), as opposed to sync progress, which it keeps. */
+function pickCredentials(state: Record<string, unknown>): Record<string, unknown> {
+  const { synced: _synced, ...rest } = state;
+  return rest;
+}
+
+export async function removeLogin(ctx: Context, bridgeID: string, loginID: string, scope: "current-device" | "all-devices") {
+  const login = requireLogin(ctx, bridgeID, loginID);
+  const { db } = ctx;
+  const accounts = db.accounts.filter((a) => a.loginID === loginID);
+  for (const account of accounts) await ctx.bridges.detach(account.accountID);
+  // Removing a login deletes its chats and messages from this device; they disappear from every list and search.
+  for (const chat of [...db.chats.all()]) if (accounts.some((a) => a.accountID === chat.accountID)) await db.dropChat(chat);
+  db.accounts = db.accounts.filter((a) => a.loginID !== loginID);
+  db.logins = db.logins.filter((l) => l.loginID !== loginID);
+  db.saveAccounts();
+  db.saveLogins();
+  await db.commit();
+  return { bridgeID, loginID, scope, removedAccountIDs: accounts.map((a) => a.accountID), success: true };
+}
+
+function randomID(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(15));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_");
+}
