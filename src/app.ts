@@ -18,6 +18,7 @@ import { JsonText } from "./services/present.ts";
 import { TokenVerifier } from "./services/tokens.ts";
 import { ingest } from "./services/ingest.ts";
 import { Db } from "./store/db.ts";
+import { EventHub } from "./events/hub.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 
 export const VERSION = "0.1.0";
@@ -50,9 +51,19 @@ function defaultConnectors(options: AppOptions): NetworkConnector[] {
 
 export interface App {
   fetch(request: Request): Promise<Response>;
+  /**
+   * Vets a WebSocket upgrade of /v1/ws: host and origin checks, then a token with the read scope, from the
+   * Authorization header or — for browsers, which cannot set headers on a WebSocket — from a
+   * `Sec-WebSocket-Protocol` entry `bearer.<token>`. Answers the subprotocol to select, or the refusal to send.
+   */
+  checkUpgrade(request: Request): Promise<{ ok: true; protocol?: string } | { ok: false; response: Response }>;
+  events: EventHub;
   context: Context;
   close(): Promise<void>;
 }
+
+/** The subprotocol a browser offers next to `bearer.<token>`; the server selects it. */
+export const WS_PROTOCOL = "inboxd.v1";
 
 /**
  * Builds the whole API as one fetch handler over the given storage. Runtime-free: the Node daemon and the Worker
@@ -107,8 +118,28 @@ export async function createApp(options: AppOptions): Promise<App> {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });
 
+  const events = new EventHub(db);
   return {
     context,
+    events,
+    async checkUpgrade(request) {
+      try {
+        const url = new URL(request.url);
+        if (url.pathname !== "/v1/ws") throw new ApiError(404, "NOT_FOUND", `no WebSocket endpoint at ${url.pathname}`);
+        checkRequestOrigin(request, url, options);
+        const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(Boolean);
+        const fromProtocol = offered.find((p) => p.startsWith("bearer."))?.slice("bearer.".length);
+        const headers = new Headers(request.headers);
+        if (!headers.has("authorization") && fromProtocol) headers.set("authorization", `Bearer ${fromProtocol}`);
+        const principal = await authenticate(new Request(request.url, { headers }), tokens);
+        authorize(principal, "read");
+        return { ok: true, protocol: offered.includes(WS_PROTOCOL) ? WS_PROTOCOL : undefined };
+      } catch (error) {
+        const response = toErrorResponse(error);
+        response.headers.set(VERSION_HEADER, VERSION);
+        return { ok: false, response };
+      }
+    },
     async fetch(request: Request): Promise<Response> {
       const started = Date.now();
       const url = new URL(request.url);

@@ -3,6 +3,7 @@ import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
+import { attachWebSockets } from "./websocket.ts";
 
 export interface ServeOptions {
   port: number;
@@ -46,6 +47,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     maxRequestBodySize: 16 * 1024 * 1024,
   });
   await server.ready();
+  const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
   const address = server.node?.server?.address();
   const port = typeof address === "object" && address ? address.port : options.port;
   const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
@@ -53,6 +55,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     url,
     app,
     async close() {
+      sockets.close();
       await server.close(true);
       await app.close();
       await closeStorage();

@@ -5,6 +5,16 @@ import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
 import { ensureToken } from "../../src/services/tokens.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
+import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
+
+/** The parts of workerd's WebSocket used here (its full type clashes with the DOM one in this tsconfig). */
+interface HibernatingSocket {
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  serializeAttachment(value: unknown): void;
+  deserializeAttachment(): unknown;
+}
+declare const WebSocketPair: { new (): { 0: HibernatingSocket; 1: HibernatingSocket } };
 
 /** The vars and secrets the object reads (see wrangler.toml). */
 export interface InboxEnv {
@@ -32,19 +42,75 @@ export class InboxObject {
   ) {}
 
   async fetch(request: Request): Promise<Response> {
-    // Memoised promise: concurrent first requests share one boot; a failed boot is retried by the next request.
-    this.app ??= this.boot().catch((error: unknown) => {
-      this.app = undefined;
-      throw error;
-    });
     let app: App;
     try {
-      app = await this.app;
+      app = await this.ready();
     } catch (error) {
       console.error("inboxd: boot failed:", error);
       return toErrorResponse(error);
     }
+    if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return this.upgrade(app, request);
     return app.fetch(request);
+  }
+
+  /** Memoised boot: concurrent first requests share one; a failed boot is retried by the next request. */
+  private ready(): Promise<App> {
+    this.app ??= this.boot().catch((error: unknown) => {
+      this.app = undefined;
+      throw error;
+    });
+    return this.app;
+  }
+
+  /**
+   * /v1/ws with the hibernation API: the runtime holds the sockets while the object sleeps, and each socket's
+   * protocol state (subscriptions, seq) lives in its attachment, so it survives the object waking up again.
+   */
+  private async upgrade(app: App, request: Request): Promise<Response> {
+    const verdict = await app.checkUpgrade(request);
+    if (!verdict.ok) return verdict.response;
+    const pair = new WebSocketPair();
+    const [client, server] = [pair[0], pair[1]];
+    this.state.acceptWebSocket(server as never);
+    server.serializeAttachment(initialState());
+    server.send(readyMessage());
+    const headers = verdict.protocol ? { "sec-websocket-protocol": verdict.protocol } : undefined;
+    return new Response(null, { status: 101, webSocket: client, headers } as ResponseInit);
+  }
+
+  async webSocketMessage(ws: HibernatingSocket, message: string | ArrayBuffer): Promise<void> {
+    await this.ready();
+    const { state, replies } = handleClientFrame(ws.deserializeAttachment() as ConnectionState, message);
+    ws.serializeAttachment(state);
+    for (const reply of replies) ws.send(reply);
+  }
+
+  async webSocketClose(ws: HibernatingSocket, code: number): Promise<void> {
+    ws.close(code === 1005 ? 1000 : code, "closed");
+  }
+
+  async webSocketError(): Promise<void> {
+    // The runtime drops the socket; nothing is kept per connection outside its attachment.
+  }
+
+  /** Fans events out to every accepted socket, including those accepted before the object last slept. */
+  private deliver(events: DomainEvent[]) {
+    for (const ws of this.state.getWebSockets() as unknown as HibernatingSocket[]) {
+      const state = ws.deserializeAttachment() as ConnectionState | null;
+      if (!state) continue;
+      let sent = false;
+      for (const event of events) {
+        const frame = frameFor(state, event);
+        if (frame === null) continue;
+        try {
+          ws.send(frame);
+          sent = true;
+        } catch {
+          break; // the socket is closing
+        }
+      }
+      if (sent) ws.serializeAttachment(state);
+    }
   }
 
   private async boot(): Promise<App> {
@@ -64,6 +130,7 @@ export class InboxObject {
         if (line.startsWith("error:")) console.error(line);
       },
     });
+    app.events.add({ deliver: (events) => this.deliver(events) });
     if (this.env.INBOXD_SEED && app.context.db.accounts.length === 0) {
       const { db, bridges } = app.context;
       await seedDataset(db, parseSeed(this.env.INBOXD_SEED));

@@ -164,13 +164,4 @@ export class LoginSessions {
       }
     }
   }
-
-  /** Sessions that are still running for a bridge (for its limit check). */
-  pending(bridgeID: string): number {
-    this.sweep();
-    let n = 0;
-    for (const { session } of this.live.values())
-      if (session.bridgeID === bridgeID && !session.reauth && session.step) n++;
-    return n;
-  }
 }

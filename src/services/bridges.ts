@@ -97,11 +97,7 @@ export const getLogin = (ctx: Context, bridgeID: string, loginID: string) => pre
 /** The LoginSession wire object: `currentStep` only while waiting, the account and login once complete. */
 export function presentSession(ctx: Context, session: LoginSession) {
   const out: Record<string, unknown> = { bridgeID: session.bridgeID, loginSessionID: session.id, status: session.status };
-  if (session.step) {
-    const { ...step } = session.step as Record<string, unknown>;
-    delete step.result;
-    out.currentStep = step;
-  }
+  if (session.step) out.currentStep = session.step;
   if (session.error) out.error = session.error;
   const loginID = session.outcome?.loginID ?? session.reauth?.loginID;
   if (loginID) out.loginID = loginID;

@@ -18,7 +18,7 @@ export function applyReaction(message: MessageRecord, participantID: string, rea
   message.reactions = rest;
 }
 
-async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reactionKey: string, removed: boolean) {
+async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reactionKey: string, removed: boolean, transactionID?: string) {
   const client = ctx.bridges.client(chat.accountID);
   const account = ctx.db.account(chat.accountID)!;
   const method = removed ? client.unreact : client.react;
@@ -29,6 +29,7 @@ async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reacti
     if (m.networkID) await callNetwork(() => method.call(client, chat.networkChatID, m.networkID!, reactionKey));
     applyReaction(m, account.user.id, reactionKey, removed, multiple);
     await ctx.db.putMessage(chat.no, m);
+    if (transactionID) ctx.db.noteTransaction(chat.no, m.seq, transactionID);
     return m;
   });
   await ctx.db.commit();
@@ -37,14 +38,9 @@ async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reacti
 
 export async function addReaction(ctx: Context, chatID: string, id: string, reactionKey: string, transactionID?: string) {
   const chat = requireChat(ctx, chatID);
-  const m = await changeReaction(ctx, chat, id, reactionKey, false);
-  return {
-    success: true as const,
-    chatID: chat.id,
-    messageID: messageID(chat, m.seq),
-    reactionKey,
-    transactionID: transactionID ?? `txn_${crypto.randomUUID()}`,
-  };
+  const txn = transactionID ?? `txn_${crypto.randomUUID()}`;
+  const m = await changeReaction(ctx, chat, id, reactionKey, false, txn);
+  return { success: true as const, chatID: chat.id, messageID: messageID(chat, m.seq), reactionKey, transactionID: txn };
 }
 
 export async function removeReaction(ctx: Context, chatID: string, id: string, reactionKey: string) {

@@ -3,6 +3,7 @@ import { ChatTable } from "./chat-table.ts";
 import { Kv } from "./kv.ts";
 import { CHUNK_SIZE, keys, type AccountRecord, type ChatRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
+import { ChangeSet } from "./changes.ts";
 
 /**
  * The device's data: typed access to records over one unstorage `Storage`, plus the in-memory indexes rebuilt at
@@ -16,6 +17,12 @@ export class Db {
   logins: LoginRecord[] = [];
   private meta: MetaRecord = { schema: 1, nextChatNo: 0 };
   private readonly locks = new Map<number, Promise<unknown>>();
+  private changes = new ChangeSet();
+  /**
+   * Commit observers (the event hub): `snapshot` runs at the instant a commit takes its batch, so what it derives
+   * matches exactly what is being written; `committed` gets that result once the batch is durable.
+   */
+  observer?: { snapshot(changes: ChangeSet): unknown; committed(result: unknown): void };
   /** Serialised list form of chats, by chat no (see services/present.ts chatListJSON). */
   readonly presented = new Map<number, string>();
 
@@ -23,6 +30,12 @@ export class Db {
     this.kv = new Kv(storage, { cacheBytes });
     this.index = new SearchIndex(this.kv);
     this.kv.beforeCommit = () => this.index.applyQueued();
+    this.kv.takeBatchNotes = () => {
+      const taken = this.changes;
+      this.changes = new ChangeSet();
+      return taken.empty || !this.observer ? undefined : this.observer.snapshot(taken);
+    };
+    this.kv.afterCommit = (result) => this.observer?.committed(result);
   }
 
   static async open(storage: Storage, options: { cacheBytes?: number } = {}): Promise<Db> {
@@ -59,6 +72,11 @@ export class Db {
     this.kv.put(keys.accounts, this.accounts);
   }
 
+  /** Ties an API transactionID to the reaction change it caused, for the event that reports it. */
+  noteTransaction(chatNo: number, seq: number, transactionID: string) {
+    this.changes.transactions.set(`${chatNo}.${seq}`, transactionID);
+  }
+
   saveLogins() {
     this.kv.put(keys.logins, this.logins);
   }
@@ -67,6 +85,7 @@ export class Db {
   async dropChat(chat: ChatRecord): Promise<void> {
     this.chats.remove(chat);
     this.presented.delete(chat.no);
+    this.changes.chatDeleted(chat);
     this.kv.remove(keys.chat(chat.no));
     for (let i = 0; i * CHUNK_SIZE < chat.nextSeq; i++) this.kv.remove(keys.chunk(chat.no, i));
     for (const key of await this.storage.getKeys(`nid:${chat.no}:`)) this.kv.remove(key);
@@ -80,6 +99,7 @@ export class Db {
 
   saveChat(chat: ChatRecord) {
     this.presented.delete(chat.no);
+    this.changes.chat(chat);
     this.kv.put(keys.chat(chat.no), chat);
   }
 
@@ -117,6 +137,7 @@ export class Db {
     const chunk = await this.chunk(chatNo, index);
     chunk[message.seq % CHUNK_SIZE] = message;
     this.kv.put(keys.chunk(chatNo, index), chunk);
+    this.changes.message(chatNo, message);
     // The chat's preview is a copy of its newest message: keep it in step with every change to that message.
     const chat = this.chats.get(chatNo);
     if (chat?.preview?.seq === message.seq && !message.deleted) {

@@ -36,6 +36,9 @@ export class Kv {
   private tail: Promise<unknown> = Promise.resolve();
   private queued: Promise<void> | null = null;
   beforeCommit?: () => Promise<void>;
+  /** Taken at the instant a commit snapshots its batch; handed to `afterCommit` once that batch is durable. */
+  takeBatchNotes?: () => unknown;
+  afterCommit?: (notes: unknown) => void;
 
   constructor(readonly storage: Storage, options: KvOptions = {}) {
     this.cacheBytes = options.cacheBytes ?? 32 * 1024 * 1024;
@@ -108,6 +111,7 @@ export class Kv {
     if (this.dirty.size === 0) return;
     const batch = this.dirty;
     this.dirty = new Map();
+    const notes = this.takeBatchNotes?.();
     this.writing = batch;
     const sets: { key: string; value: string }[] = [];
     const removals: string[] = [];
@@ -135,6 +139,7 @@ export class Kv {
     }
     for (const key of removals) if (!this.dirty.has(key)) this.cache.delete(key);
     this.evict();
+    if (notes !== undefined) this.afterCommit?.(notes);
   }
 
   private remember(key: string, value: unknown, size: number) {

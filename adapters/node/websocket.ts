@@ -1,0 +1,105 @@
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocketServer, type WebSocket } from "ws";
+import type { App } from "../../src/app.ts";
+import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
+
+export interface WebSocketOptions {
+  /** Bytes a connection may have queued before it is closed as too slow (default 4 MiB). */
+  maxBufferedBytes?: number;
+  /** Ping interval; a peer that has not answered the previous ping by the next one is dropped (default 30 s). */
+  pingIntervalMs?: number;
+}
+
+/** Close code for a consumer that cannot keep up (in the private-use range; documented in the README). */
+export const CLOSE_SLOW_CONSUMER = 4008;
+
+/**
+ * Serves /v1/ws on the daemon's HTTP server with the `ws` library. The protocol itself (subscriptions, frames,
+ * errors) lives in src/events/protocol.ts; this file only moves frames and enforces the per-connection limits.
+ */
+export function attachWebSockets(server: Server, app: App, options: WebSocketOptions = {}) {
+  const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024, handleProtocols: (offered) => (offered.has("inboxd.v1") ? "inboxd.v1" : false) });
+  const connections = new Map<WebSocket, { state: ConnectionState; alive: boolean }>();
+
+  const detach = app.events.add({
+    deliver(events: DomainEvent[]) {
+      for (const [ws, conn] of connections) {
+        for (const event of events) {
+          const frame = frameFor(conn.state, event);
+          if (frame === null) continue;
+          if (ws.bufferedAmount > maxBuffered) {
+            connections.delete(ws);
+            ws.close(CLOSE_SLOW_CONSUMER, "slow consumer: too many undelivered events");
+            break;
+          }
+          ws.send(frame);
+        }
+      }
+    },
+  });
+
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void (async () => {
+      const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, { headers: toHeaders(req) });
+      const verdict = await app.checkUpgrade(request);
+      if (!verdict.ok) return refuse(socket, verdict.response);
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const conn = { state: initialState(), alive: true };
+        connections.set(ws, conn);
+        ws.on("pong", () => (conn.alive = true));
+        ws.on("message", (data, isBinary) => {
+          const { state, replies } = handleClientFrame(conn.state, isBinary ? new Uint8Array() : data.toString());
+          conn.state = state;
+          for (const reply of replies) ws.send(reply);
+        });
+        ws.on("close", () => connections.delete(ws));
+        ws.on("error", () => connections.delete(ws));
+        ws.send(readyMessage());
+      });
+    })().catch(() => socket.destroy());
+  });
+
+  const pinger = setInterval(() => {
+    for (const [ws, conn] of connections) {
+      if (!conn.alive) {
+        connections.delete(ws);
+        ws.terminate();
+        continue;
+      }
+      conn.alive = false;
+      ws.ping();
+    }
+  }, options.pingIntervalMs ?? 30_000);
+  pinger.unref();
+
+  return {
+    connections: () => connections.size,
+    close() {
+      clearInterval(pinger);
+      detach();
+      for (const ws of connections.keys()) ws.close(1001, "server shutting down");
+      connections.clear();
+      wss.close();
+    },
+  };
+}
+
+function toHeaders(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return headers;
+}
+
+/** Answers a refused upgrade with a plain HTTP response (status and JSON error body) and closes the socket. */
+async function refuse(socket: Duplex, response: Response) {
+  const body = await response.text();
+  const lines = [`HTTP/1.1 ${response.status} ${response.statusText || "Refused"}`];
+  response.headers.forEach((value, name) => lines.push(`${name}: ${value}`));
+  lines.push(`content-length: ${Buffer.byteLength(body)}`, "connection: close", "", body);
+  socket.end(lines.join("\r\n"));
+}

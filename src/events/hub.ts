@@ -1,0 +1,64 @@
+import { presentChat, presentMessage } from "../services/present.ts";
+import type { ChangeSet } from "../store/changes.ts";
+import type { Db } from "../store/db.ts";
+import type { DomainEvent } from "./protocol.ts";
+
+/** Receives every batch of domain events, in commit order, after the commit is durable. */
+export interface EventSink {
+  deliver(events: DomainEvent[]): void;
+}
+
+/**
+ * Turns each durable commit's changes into domain events (built and serialised once) and hands them to every sink:
+ * the WebSocket connections of the runtime, and the webhook dispatcher.
+ */
+export class EventHub {
+  private readonly sinks = new Set<EventSink>();
+
+  constructor(db: Db) {
+    db.observer = {
+      // Built when the commit takes its batch, so events show exactly the state being written...
+      snapshot: (changes) => (this.sinks.size ? buildEvents(db, changes, new Date().toISOString()) : undefined),
+      // ...and delivered only once it is durable.
+      committed: (events) => {
+        const list = events as DomainEvent[] | undefined;
+        if (list?.length) for (const sink of this.sinks) sink.deliver(list);
+      },
+    };
+  }
+
+  add(sink: EventSink): () => void {
+    this.sinks.add(sink);
+    return () => this.sinks.delete(sink);
+  }
+}
+
+/**
+ * Per chat: message.upserted, message.deleted, then chat.upserted (so a client sees the message before the chat
+ * preview that points at it); chat.deleted last. A reaction added through the API carries its transactionID.
+ */
+export function buildEvents(db: Db, changes: ChangeSet, ts: string): DomainEvent[] {
+  const events: DomainEvent[] = [];
+  const event = (type: string, chatID: string, ids: string[], entries?: unknown[], extra?: Record<string, unknown>): DomainEvent => {
+    const body: Record<string, unknown> = { type, ts, chatID, ids };
+    if (entries) body.entries = entries;
+    Object.assign(body, extra);
+    return { chatID, body: JSON.stringify(body).slice(1) };
+  };
+  const chatNos = new Set([...changes.messages.keys(), ...changes.deletedMessages.keys(), ...changes.chats.keys()]);
+  for (const no of chatNos) {
+    const chat = db.chats.get(no);
+    if (!chat) continue;
+    const upserted = [...(changes.messages.get(no)?.values() ?? [])].sort((a, b) => a.seq - b.seq);
+    if (upserted.length) {
+      const entries = upserted.map((m) => presentMessage(chat, m));
+      const transactions = upserted.map((m) => changes.transactions.get(`${no}.${m.seq}`)).filter((t): t is string => t !== undefined);
+      events.push(event("message.upserted", chat.id, entries.map((m) => m.id), entries, transactions.length === 1 ? { transactionID: transactions[0] } : transactions.length ? { transactionIDs: transactions } : undefined));
+    }
+    const deleted = [...(changes.deletedMessages.get(no)?.values() ?? [])];
+    if (deleted.length) events.push(event("message.deleted", chat.id, deleted.map((m) => presentMessage(chat, m).id)));
+    if (changes.chats.has(no)) events.push(event("chat.upserted", chat.id, [chat.id], [presentChat(db, chat, { preview: true })]));
+  }
+  for (const chatID of changes.deletedChats.values()) events.push(event("chat.deleted", chatID, [chatID]));
+  return events;
+}
