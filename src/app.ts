@@ -19,6 +19,7 @@ import { TokenVerifier } from "./services/tokens.ts";
 import { ingest } from "./services/ingest.ts";
 import { Db } from "./store/db.ts";
 import { EventHub } from "./events/hub.ts";
+import { fireDueReminders, nextReminderAt } from "./services/reminders.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 
 export const VERSION = "0.1.0";
@@ -36,6 +37,11 @@ export interface AppOptions extends GuardOptions {
   loginSessionTtlMs?: number;
   /** How long the sandbox QR login waits before completing on its own (default 1.5 s). */
   sandboxQrDelayMs?: number;
+  /**
+   * Asks the runtime to call `App.wake()` at the given time (ms since epoch), replacing any earlier request;
+   * undefined cancels it. The daemon uses a timer, the Worker a Durable Object alarm.
+   */
+  schedule?: (at: number | undefined) => void;
 }
 
 /**
@@ -59,6 +65,8 @@ export interface App {
   checkUpgrade(request: Request): Promise<{ ok: true; protocol?: string } | { ok: false; response: Response }>;
   events: EventHub;
   context: Context;
+  /** Does what is due (reminders) and schedules the next wake-up; see AppOptions.schedule. */
+  wake(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -78,7 +86,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const bridges = new BridgeRuntime();
   for (const c of options.connectors ?? defaultConnectors(options)) bridges.register(c);
   const sessions = new LoginSessions({ ttlMs: options.loginSessionTtlMs, complete: (session, result) => completeLogin(context, session, result) });
-  const context: Context = { db, bridges, sessions, now: options.now ?? Date.now };
+  const context: Context = { db, bridges, sessions, now: options.now ?? Date.now, rearm: () => options.schedule?.(nextReminderAt(context)) };
   bridges.onEvent = (account, event) => ingest(context, account, event);
   bridges.onSaveState = async (account, state) => {
     account.state = state;
@@ -119,9 +127,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   const events = new EventHub(db);
+  context.rearm();
   return {
     context,
     events,
+    async wake() {
+      await fireDueReminders(context);
+      context.rearm();
+    },
     async checkUpgrade(request) {
       try {
         const url = new URL(request.url);

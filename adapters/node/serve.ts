@@ -31,7 +31,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });
     options.print(`Created an access token (read, write). It is shown only once; store it now:\n${token}`);
   }
-  const app = await createApp({
+  // Reminders (and later retries) wake the app at their time; a timer cannot wait longer than ~24.8 days.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let app: App | undefined;
+  const schedule = (at: number | undefined) => {
+    clearTimeout(timer);
+    if (at === undefined) return;
+    timer = setTimeout(() => void app?.wake().catch((error) => process.stderr.write(`inboxd: wake failed: ${error}\n`)), Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1));
+    timer.unref();
+  };
+  app = await createApp({
+    schedule,
     storage,
     allowedHosts: options.allowHosts,
     ...options.tuning,
@@ -41,13 +51,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const server = listen({
     port: options.port,
     hostname: options.host,
-    fetch: (request) => app.fetch(request),
+    fetch: (request) => app!.fetch(request),
     silent: true,
     gracefulShutdown: false,
     maxRequestBodySize: 16 * 1024 * 1024,
   });
   await server.ready();
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
+  await app.wake(); // reminders that came due while the daemon was down
   const address = server.node?.server?.address();
   const port = typeof address === "object" && address ? address.port : options.port;
   const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
@@ -55,6 +66,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     url,
     app,
     async close() {
+      clearTimeout(timer);
       sockets.close();
       await server.close(true);
       await app.close();

@@ -78,6 +78,10 @@ export class InboxObject {
     return new Response(null, { status: 101, webSocket: client, headers } as ResponseInit);
   }
 
+  async alarm(): Promise<void> {
+    await (await this.ready()).wake();
+  }
+
   async webSocketMessage(ws: HibernatingSocket, message: string | ArrayBuffer): Promise<void> {
     await this.ready();
     const { state, replies } = handleClientFrame(ws.deserializeAttachment() as ConnectionState, message);
@@ -122,6 +126,8 @@ export class InboxObject {
     const app = await createApp({
       storage,
       allowedHosts: "*",
+      // Reminders wake the object with an alarm, which also survives eviction and restarts.
+      schedule: (at) => void (at === undefined ? this.state.storage.deleteAlarm() : this.state.storage.setAlarm(at)),
       loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       info: { platform: { os: "workerd", arch: "unknown" } },

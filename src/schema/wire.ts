@@ -111,7 +111,7 @@ export interface Chat {
   isLowPriority: boolean;
   isMarkedUnread: boolean;
   draft: { text: string } | null;
-  reminder?: { remindAt: string; remindAtMs: number; dismissOnIncomingMessage: boolean };
+  reminder?: { remindAt: string; remindAtMs: number; dismissOnIncomingMessage: boolean; isFired: boolean; firedAt?: string };
   preview?: Message;
 }
 

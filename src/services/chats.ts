@@ -192,6 +192,7 @@ export async function setReminder(ctx: Context, chatID: string, at: number, dism
   chat.reminder = { at, dismissOnIncomingMessage };
   ctx.db.saveChat(chat);
   await ctx.db.commit();
+  ctx.rearm();
 }
 
 export async function clearReminder(ctx: Context, chatID: string) {
@@ -199,6 +200,7 @@ export async function clearReminder(ctx: Context, chatID: string) {
   chat.reminder = undefined;
   ctx.db.saveChat(chat);
   await ctx.db.commit();
+  ctx.rearm();
 }
 
 /** Marks read through a message (default: the newest) and recounts what stays unread. */

@@ -11,6 +11,8 @@ export interface Context {
   bridges: BridgeRuntime;
   sessions: LoginSessions;
   now: () => number;
+  /** Recomputes when the runtime must next call `App.wake` (after a reminder is set or cleared). */
+  rearm: () => void;
 }
 
 export function requireChat(ctx: Context, chatID: string): ChatRecord {

@@ -68,6 +68,8 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
       remindAt: new Date(chat.reminder.at).toISOString(),
       remindAtMs: chat.reminder.at,
       dismissOnIncomingMessage: chat.reminder.dismissOnIncomingMessage,
+      isFired: chat.reminder.firedAt !== undefined,
+      ...(chat.reminder.firedAt !== undefined ? { firedAt: new Date(chat.reminder.firedAt).toISOString() } : {}),
     };
   if (options.preview && chat.preview) out.preview = presentMessage(chat, chat.preview);
   return out;

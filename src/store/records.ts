@@ -51,7 +51,8 @@ export interface ChatRecord {
   /** seq the next message gets; messages are numbered 0… in arrival order. */
   nextSeq: number;
   preview?: MessageRecord;
-  reminder?: { at: number; dismissOnIncomingMessage: boolean };
+  /** `firedAt` is set when the reminder has gone off; it stays on the chat until cleared. */
+  reminder?: { at: number; dismissOnIncomingMessage: boolean; firedAt?: number };
   draft?: { text: string } | null;
 }
 

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe } from "vitest";
 import { accountScenarios } from "./accounts.ts";
 import { authScenarios } from "./auth.ts";
+import { bridgeScenarios } from "./bridges.ts";
 import { chatActionScenarios } from "./chat-actions.ts";
 import { chatScenarios } from "./chats.ts";
 import { chatSearchScenarios } from "./chat-search.ts";
@@ -60,5 +61,6 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
     encodingScenarios(env);
     sdk4Scenarios(env);
     robustnessScenarios(env);
+    bridgeScenarios(env, start);
   });
 }
