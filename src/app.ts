@@ -20,6 +20,8 @@ import { ingest } from "./services/ingest.ts";
 import { Db } from "./store/db.ts";
 import { EventHub } from "./events/hub.ts";
 import { fireDueReminders, nextReminderAt } from "./services/reminders.ts";
+import { WebhookDispatcher } from "./services/webhooks.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 
 export const VERSION = "0.1.0";
@@ -42,7 +44,14 @@ export interface AppOptions extends GuardOptions {
    * undefined cancels it. The daemon uses a timer, the Worker a Durable Object alarm.
    */
   schedule?: (at: number | undefined) => void;
+  /** The fetch webhooks are delivered with (default: the global one). */
+  fetch?: typeof fetch;
 }
+
+const earliest = (...times: (number | undefined)[]) => {
+  const defined = times.filter((t): t is number => t !== undefined);
+  return defined.length ? Math.min(...defined) : undefined;
+};
 
 /**
  * The built-in networks: the sandbox (up to 10 accounts), and a single-account variant of it that behaves like
@@ -86,7 +95,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   const bridges = new BridgeRuntime();
   for (const c of options.connectors ?? defaultConnectors(options)) bridges.register(c);
   const sessions = new LoginSessions({ ttlMs: options.loginSessionTtlMs, complete: (session, result) => completeLogin(context, session, result) });
-  const context: Context = { db, bridges, sessions, now: options.now ?? Date.now, rearm: () => options.schedule?.(nextReminderAt(context)) };
+  const webhooks = new WebhookDispatcher(db.kv, { fetch: options.fetch, onIdleUntil: () => context.rearm() });
+  const context: Context = {
+    db,
+    bridges,
+    sessions,
+    webhooks,
+    now: options.now ?? Date.now,
+    rearm: () => options.schedule?.(earliest(nextReminderAt(context), webhooks.nextAt())),
+  };
   bridges.onEvent = (account, event) => ingest(context, account, event);
   bridges.onSaveState = async (account, state) => {
     account.state = state;
@@ -122,17 +139,25 @@ export async function createApp(options: AppOptions): Promise<App> {
   chatRoutes(router);
   messageRoutes(router);
   bridgeRoutes(router);
+  webhookRoutes(router);
+  router.get("/v1/ws", () => {
+    throw new ApiError(426, "UPGRADE_REQUIRED", "/v1/ws is a WebSocket endpoint: connect with a WebSocket client", undefined, { upgrade: "websocket" });
+  });
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });
 
   const events = new EventHub(db);
+  await webhooks.load();
+  events.addCommitSink(webhooks);
+  events.add({ deliver: () => void webhooks.run() });
   context.rearm();
   return {
     context,
     events,
     async wake() {
       await fireDueReminders(context);
+      await webhooks.run();
       context.rearm();
     },
     async checkUpgrade(request) {

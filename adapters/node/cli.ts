@@ -4,6 +4,7 @@ import { databasePath, resolveDataDir } from "./data-dir.ts";
 import { startServer } from "./serve.ts";
 import { runSeed } from "./seed-command.ts";
 import { runToken } from "./token-command.ts";
+import { runWebhook } from "./webhook-command.ts";
 import { UsageError } from "./usage-error.ts";
 
 const HELP: Record<string, string> = {
@@ -15,6 +16,7 @@ Commands:
   serve            run the API server (default 127.0.0.1:23373)
   token            create, list and revoke access tokens
   seed             fill the data directory with a deterministic sandbox dataset
+  webhook          add, list and remove webhooks (signed POSTs of every live event)
 
 Every command takes --data-dir DIR (or INBOXD_DATA_DIR) and --help.`,
   serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--verbose]
@@ -31,6 +33,15 @@ Stops cleanly on SIGINT/SIGTERM.`,
 
 create prints the new token alone on the last line of stdout (scopes default to read and write).
 Only a hash of each token is stored; a lost token cannot be shown again, revoke it and create another.`,
+  webhook: `Usage: inboxd webhook add URL [--chat CHAT-ID]...
+       inboxd webhook list
+       inboxd webhook remove WEBHOOK-ID
+
+add prints the signing secret alone on the last line of stdout (shown once). Without --chat the webhook gets the
+events of every chat. Each delivery is a POST of the event as JSON with the headers x-inboxd-event,
+x-inboxd-delivery (the idempotency ID), x-inboxd-timestamp and x-inboxd-signature: sha256=HMAC-SHA256(secret,
+"<timestamp>.<body>") in hex. Failed deliveries are retried with backoff (10 attempts), across restarts.
+A running daemon picks changes up within 2 seconds.`,
   seed: `Usage: inboxd seed --chats N --messages M [--accounts K] [--seed S]
 
 Fills an empty data directory with a deterministic sandbox dataset (same options, same data). Stop the daemon first.`,
@@ -82,6 +93,11 @@ export async function main(argv: string[]): Promise<number> {
         const { values, positionals } = parse({ scope: { type: "string", multiple: true }, name: { type: "string" } }, true);
         if (values.help) return help("token");
         return await runToken(resolveDataDir(values["data-dir"] as string | undefined), positionals, values as { scope?: string[]; name?: string });
+      }
+      case "webhook": {
+        const { values, positionals } = parse({ chat: { type: "string", multiple: true } }, true);
+        if (values.help) return help("webhook");
+        return await runWebhook(resolveDataDir(values["data-dir"] as string | undefined), positionals, values as { chat?: string[] });
       }
       case "seed": {
         const { values } = parse({

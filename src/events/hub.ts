@@ -9,22 +9,42 @@ export interface EventSink {
 }
 
 /**
+ * Receives the events while their commit takes its batch (synchronously), to write derived records into that same
+ * commit — the webhook outbox.
+ */
+export interface CommitSink {
+  wants(): boolean;
+  enqueue(events: DomainEvent[]): void;
+}
+
+/**
  * Turns each durable commit's changes into domain events (built and serialised once) and hands them to every sink:
  * the WebSocket connections of the runtime, and the webhook dispatcher.
  */
 export class EventHub {
   private readonly sinks = new Set<EventSink>();
+  private readonly commitSinks = new Set<CommitSink>();
 
   constructor(db: Db) {
     db.observer = {
       // Built when the commit takes its batch, so events show exactly the state being written...
-      snapshot: (changes) => (this.sinks.size ? buildEvents(db, changes, new Date().toISOString()) : undefined),
+      snapshot: (changes) => {
+        const wanted = [...this.commitSinks].filter((s) => s.wants());
+        if (this.sinks.size === 0 && wanted.length === 0) return undefined;
+        const events = buildEvents(db, changes, new Date().toISOString());
+        for (const sink of wanted) sink.enqueue(events);
+        return events;
+      },
       // ...and delivered only once it is durable.
       committed: (events) => {
         const list = events as DomainEvent[] | undefined;
         if (list?.length) for (const sink of this.sinks) sink.deliver(list);
       },
     };
+  }
+
+  addCommitSink(sink: CommitSink) {
+    this.commitSinks.add(sink);
   }
 
   add(sink: EventSink): () => void {

@@ -1,5 +1,6 @@
 import type { LoginSessions } from "../bridges/login-sessions.ts";
 import type { BridgeRuntime } from "../bridges/runtime.ts";
+import type { WebhookDispatcher } from "./webhooks.ts";
 import { NetworkError } from "../bridges/connector.ts";
 import { ApiError, notFound } from "../http/errors.ts";
 import type { Db } from "../store/db.ts";
@@ -13,6 +14,7 @@ export interface Context {
   now: () => number;
   /** Recomputes when the runtime must next call `App.wake` (after a reminder is set or cleared). */
   rearm: () => void;
+  webhooks: WebhookDispatcher;
 }
 
 export function requireChat(ctx: Context, chatID: string): ChatRecord {

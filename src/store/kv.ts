@@ -36,7 +36,7 @@ export class Kv {
   private tail: Promise<unknown> = Promise.resolve();
   private queued: Promise<void> | null = null;
   beforeCommit?: () => Promise<void>;
-  /** Taken at the instant a commit snapshots its batch; handed to `afterCommit` once that batch is durable. */
+  /** Taken at the instant a commit takes its batch (puts made here join it); handed to `afterCommit` once durable. */
   takeBatchNotes?: () => unknown;
   afterCommit?: (notes: unknown) => void;
 
@@ -109,9 +109,11 @@ export class Kv {
   private async runCommit(): Promise<void> {
     if (this.beforeCommit) await this.beforeCommit();
     if (this.dirty.size === 0) return;
+    // Notes are taken right before the batch, synchronously: what they derive matches the batch exactly, and
+    // puts they make (webhook outbox entries) are part of it.
+    const notes = this.takeBatchNotes?.();
     const batch = this.dirty;
     this.dirty = new Map();
-    const notes = this.takeBatchNotes?.();
     this.writing = batch;
     const sets: { key: string; value: string }[] = [];
     const removals: string[] = [];

@@ -539,9 +539,18 @@ export function bridgeScenarios(parent: Env, start: Start) {
         expect(s.status).toBe("failed");
         const res = await submit(s, "user_input", { username: "x", password: PASSWORD }, {}, step);
         expectError(res, 409);
+        expect(res.headers.get("x-should-retry"), "SDKs retry a 409 unless told not to").toBe("false");
         const after = await getSession(s);
         expect(after.status).toBe("failed");
         expect(after.error).toEqual(s.error);
+      });
+
+      it("starts the first flow when none is named (an empty body)", async () => {
+        const res = await call(sessionsPath(MULTI), { method: "POST" });
+        expect(res.status, res.text).toBe(200);
+        expectSession(res.body, MULTI);
+        expect(res.body.currentStep.stepID).toBe("sandbox.password.credentials");
+        await call(sessionPath(MULTI, res.body.loginSessionID), { method: "DELETE" });
       });
 
       it("answers 400 to an unknown flow and 404 to an unknown session", async () => {
@@ -668,8 +677,26 @@ export function bridgeScenarios(parent: Env, start: Start) {
         expect(done.status).toBe("complete");
         const refused = await call(sessionPath(MULTI, done.loginSessionID), { method: "DELETE" });
         expectError(refused, 409);
+        expect(refused.headers.get("x-should-retry")).toBe("false");
         expect((await getSession(done)).status).toBe("complete");
         await untilConnected(done.accountID!);
+      });
+
+      it("cancels a QR session while a client long-polls it: the poll ends cancelled and nothing connects", async () => {
+        const before = (await accounts()).length;
+        const s = await startSession(MULTI, { flowID: "qr" });
+        const polling = submit(s, "display_and_wait", {});
+        await sleep(100);
+        const res = await call(sessionPath(MULTI, s.loginSessionID), { method: "DELETE" });
+        expect(res.status, res.text).toBe(200);
+        expect(res.body.status).toBe("cancelled");
+        const polled = await polling;
+        expect(polled.status, polled.text).toBe(200);
+        expectSession(polled.body, MULTI);
+        expect(polled.body.status).toBe("cancelled");
+        expect((await getSession(s)).status).toBe("cancelled");
+        await sleep(200);
+        expect((await accounts()).length).toBe(before);
       });
 
       it("fails a session left idle longer than its TTL with error code expired, and forgets it later", async () => {
@@ -739,6 +766,23 @@ export function bridgeScenarios(parent: Env, start: Start) {
         b = await bridge(SOLO);
         expect(b.status).toBe("available");
         expect(b.activeAccountCount).toBe(0);
+
+        // Two logins started while the bridge was free: the first to finish gets the one place, the other fails.
+        let a = await startSession(SOLO, { flowID: "password" });
+        let c = await startSession(SOLO, { flowID: "password" });
+        a = await submitOk(a, "user_input", { username: uniq("soloa"), password: PASSWORD });
+        c = await submitOk(c, "user_input", { username: uniq("soloc"), password: PASSWORD });
+        a = await submitOk(a, "user_input", { code: CODE });
+        c = await submitOk(c, "user_input", { code: CODE });
+        expect(a.status).toBe("complete");
+        expect(c.status).toBe("failed");
+        expect(c.error!.code).toBe("limit_reached");
+        b = await bridge(SOLO);
+        expect(b.activeAccountCount).toBe(1);
+        expect(b.accounts.map((x) => x.accountID)).toEqual([a.accountID]);
+        await untilConnected(a.accountID!);
+        await must(`${loginPath(SOLO, a.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } });
+        expect((await bridge(SOLO)).activeAccountCount).toBe(0);
       });
     });
 
@@ -802,6 +846,44 @@ export function bridgeScenarios(parent: Env, start: Start) {
         // And it works: Echo answers again.
         const m = await send(echo.id, "back again");
         expect((await echoOf(echo.id, m.id)).text).toBe("Echo: back again");
+
+        // Reconnecting through the QR flow signs in as the account being reconnected.
+        const qr = await startSession(MULTI, { flowID: "qr", accountID });
+        expect(qr.accountID).toBe(accountID);
+        const qrDone = await submitOk(qr, "display_and_wait", { confirm: "true" });
+        expect(qrDone.status).toBe("complete");
+        expect(qrDone.accountID).toBe(accountID);
+        expect(qrDone.loginID).toBe(loginID);
+        await untilConnected(accountID);
+        expect((await accounts()).length).toBe(countBefore);
+        expect(await history(accountID)).toEqual(await history(accountID));
+
+        // A login is found only under its own bridge.
+        expectError(await call(loginPath(SOLO, loginID)), 404);
+        expectError(await call(`${loginPath(SOLO, loginID)}/remove`, { method: "POST", json: { scope: "current-device" } }), 404);
+        expect((await get<Login>(loginPath(MULTI, loginID))).accountIDs).toEqual([accountID]);
+      });
+
+      it("does not turn a reconnect of a login removed meanwhile into a new account", async () => {
+        const username = uniq("stale");
+        const first = await passwordLogin(MULTI, username);
+        await untilConnected(first.accountID!);
+        let s = await startSession(MULTI, { flowID: "password", accountID: first.accountID! });
+        s = await submitOk(s, "user_input", { username, password: PASSWORD });
+        await must(`${loginPath(MULTI, first.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } });
+        const before = (await accounts()).map((a) => a.accountID).sort();
+        const loginsBefore = (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.map((l) => l.loginID).sort();
+
+        s = await submitOk(s, "user_input", { code: CODE });
+        const after = (await accounts()).map((a) => a.accountID).sort();
+        const loginsAfter = (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.map((l) => l.loginID).sort();
+        // Clean up whatever the completion created before asserting, so later scenarios keep their account budget.
+        for (const l of loginsAfter.filter((id) => !loginsBefore.includes(id)))
+          await call(`${loginPath(MULTI, l)}/remove`, { method: "POST", json: { scope: "current-device" } });
+        // The session was a reconnect of an account that no longer exists: it must not complete as a different one.
+        expect(s.status, `session ended ${JSON.stringify(s)}`).toBe("failed");
+        expect(after, "no account was created by the stale reconnect").toEqual(before);
+        expect(loginsAfter, "no login was created by the stale reconnect").toEqual(loginsBefore);
       });
     });
 
@@ -934,8 +1016,9 @@ export function bridgeScenarios(parent: Env, start: Start) {
         await submit(s, "user_input", { session: cookie });
         await submitOk(s, "cookies", { session: `${cookie}!` });
         s = await startSession(MULTI, { flowID: "password" });
-        await submitOk(s, "user_input", { username: uniq("sec"), password: PASSWORD });
-        await submitOk(s, "user_input", { code: CODE });
+        s = await submitOk(s, "user_input", { username: uniq("sec"), password: PASSWORD });
+        s = await submitOk(s, "user_input", { code: CODE });
+        expect(s.status).toBe("complete");
 
         expect(seen.length).toBeGreaterThan(0);
         for (const { what, res } of seen) {
