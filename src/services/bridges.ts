@@ -140,6 +140,7 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
   const connector = requireBridge(ctx, session.bridgeID);
   const { db } = ctx;
   let login = session.reauth ? db.logins.find((l) => l.loginID === session.reauth!.loginID) : db.logins.find((l) => l.network === connector.network && l.remoteID === result.remoteID);
+  if (session.reauth && !login) throw new ApiError(409, "LOGIN_REMOVED", "the login being reconnected was removed meanwhile");
   if (session.reauth && login && login.remoteID !== result.remoteID)
     throw new ApiError(422, "WRONG_ACCOUNT", "signed in as a different account than the one being reconnected");
   const fresh: AccountRecord[] = [];
