@@ -150,7 +150,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const events = new EventHub(db);
   await webhooks.load();
   events.addCommitSink(webhooks);
-  events.add({ deliver: () => void webhooks.run() });
+  events.add({ deliver: () => void webhooks.run(), wants: () => webhooks.wants() });
   context.rearm();
   return {
     context,

@@ -24,6 +24,7 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
   const connections = new Map<WebSocket, { state: ConnectionState; alive: boolean }>();
 
   const detach = app.events.add({
+    wants: () => connections.size > 0,
     deliver(events: DomainEvent[]) {
       for (const [ws, conn] of connections) {
         for (const event of events) {

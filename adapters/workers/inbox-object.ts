@@ -136,7 +136,7 @@ export class InboxObject {
         if (line.startsWith("error:")) console.error(line);
       },
     });
-    app.events.add({ deliver: (events) => this.deliver(events) });
+    app.events.add({ deliver: (events) => this.deliver(events), wants: () => this.state.getWebSockets().length > 0 });
     if (this.env.INBOXD_SEED && app.context.db.accounts.length === 0) {
       const { db, bridges } = app.context;
       await seedDataset(db, parseSeed(this.env.INBOXD_SEED));

@@ -6,6 +6,8 @@ import type { DomainEvent } from "./protocol.ts";
 /** Receives every batch of domain events, in commit order, after the commit is durable. */
 export interface EventSink {
   deliver(events: DomainEvent[]): void;
+  /** False while the sink has nobody to deliver to; events are not even built when no sink wants them. */
+  wants?(): boolean;
 }
 
 /**
@@ -30,7 +32,8 @@ export class EventHub {
       // Built when the commit takes its batch, so events show exactly the state being written...
       snapshot: (changes) => {
         const wanted = [...this.commitSinks].filter((s) => s.wants());
-        if (this.sinks.size === 0 && wanted.length === 0) return undefined;
+        const listening = [...this.sinks].some((s) => s.wants?.() ?? true);
+        if (!listening && wanted.length === 0) return undefined;
         const events = buildEvents(db, changes, new Date().toISOString());
         for (const sink of wanted) sink.enqueue(events);
         return events;
