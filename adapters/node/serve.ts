@@ -59,6 +59,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   await server.ready();
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
   await app.wake(); // reminders that came due while the daemon was down
+  // `inboxd webhook add` writes from another process: look for new webhooks every 2 s.
+  const webhookRefresh = setInterval(() => void app!.context.webhooks.refresh().catch(() => undefined), 2000);
+  webhookRefresh.unref();
   const address = server.node?.server?.address();
   const port = typeof address === "object" && address ? address.port : options.port;
   const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
@@ -67,6 +70,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     app,
     async close() {
       clearTimeout(timer);
+      clearInterval(webhookRefresh);
       sockets.close();
       await server.close(true);
       await app.close();
