@@ -22,6 +22,8 @@ interface Live {
   process: LoginProcess;
   /** Serialises submissions: one step at a time per session. */
   busy: Promise<unknown>;
+  /** Aborts a display_and_wait long-poll in progress (cancel). */
+  waiting?: AbortController;
 }
 
 const statusOf: Record<Exclude<LoginStep["type"], "complete">, SessionStatus> = {
@@ -81,6 +83,7 @@ export class LoginSessions {
       throw new ApiError(409, "SESSION_FINISHED", `login session ${id} is already ${session.status}`, undefined, { "x-should-retry": "false" });
     live.process.cancel();
     this.finish(session, "cancelled");
+    live.waiting?.abort();
     return session;
   }
 
@@ -99,11 +102,13 @@ export class LoginSessions {
       if (step.type === "display_and_wait") {
         if (!live.process.wait) return;
         const controller = new AbortController();
+        live.waiting = controller;
         const timer = setTimeout(() => controller.abort(), this.waitMs);
         try {
           await this.advance(live, () => live.process.wait!(step, submission, controller.signal));
         } finally {
           clearTimeout(timer);
+          live.waiting = undefined;
         }
       } else {
         await this.advance(live, () => live.process.submit(step, submission));

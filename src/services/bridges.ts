@@ -143,11 +143,17 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
   if (session.reauth && !login) throw new ApiError(409, "LOGIN_REMOVED", "the login being reconnected was removed meanwhile");
   if (session.reauth && login && login.remoteID !== result.remoteID)
     throw new ApiError(422, "WRONG_ACCOUNT", "signed in as a different account than the one being reconnected");
-  const fresh: AccountRecord[] = [];
+  const existing = login ? db.accounts.filter((a) => a.loginID === login!.loginID) : [];
+  const added = result.accounts.filter((a) => !existing.some((x) => x.remoteID === a.remoteID));
+  if (session.reauth?.accountID) {
+    const target = db.account(session.reauth.accountID);
+    if (!target || !result.accounts.some((a) => a.remoteID === target.remoteID))
+      throw new ApiError(422, "WRONG_ACCOUNT", "the login did not include the account being reconnected");
+  }
+  // Every account a login would add counts against the bridge's limit, whether the login is new or not.
+  if (activeAccounts(ctx, connector.network).length + added.length > connector.bridge.maxAccounts)
+    throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device`);
   if (!login) {
-    const newAccounts = result.accounts.length;
-    if (activeAccounts(ctx, connector.network).length + newAccounts > connector.bridge.maxAccounts)
-      throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device`);
     login = { loginID: `${bridgeIDOf(connector.network)}_login_${randomID()}`, network: connector.network, remoteID: result.remoteID, user: result.user, createdAt: new Date(ctx.now()).toISOString() };
     db.logins.push(login);
   }
@@ -174,7 +180,6 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
         state: a.state,
       };
       db.accounts.push(account);
-      fresh.push(account);
     }
     accountIDs.push(account.accountID);
   }
@@ -200,6 +205,9 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
       },
     );
   }
+  // A reconnect names the account it was for first, so the session's accountID is that account.
+  const wanted = session.reauth?.accountID;
+  if (wanted) accountIDs.sort((a, b) => Number(b === wanted) - Number(a === wanted));
   return { loginID: login.loginID, accountIDs };
 }
 

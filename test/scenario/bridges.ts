@@ -784,6 +784,28 @@ export function bridgeScenarios(parent: Env, start: Start) {
         await must(`${loginPath(SOLO, a.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } });
         expect((await bridge(SOLO)).activeAccountCount).toBe(0);
       });
+      it("does not let a reconnect add accounts beyond the bridge's limit", async () => {
+        const name = uniq("solore");
+        const cookie = `sbx_${name}`;
+        secrets.add(cookie);
+        const first = await passwordLogin(SOLO, name);
+        expect(first.status).toBe("complete");
+        await untilConnected(first.accountID!);
+        try {
+          // A reconnect of the one account, through the cookies flow as the same identity, which yields two
+          // workspaces: the bridge allows one account, so this must not leave it with more.
+          let s = await startSession(SOLO, { flowID: "cookies", accountID: first.accountID! });
+          expect(s.accountID).toBe(first.accountID);
+          s = await submitOk(s, "cookies", { session: cookie });
+          const b = await bridge(SOLO);
+          expect(b.activeAccountCount, `solo bridge accounts after the reconnect: ${JSON.stringify(b.accounts.map((a) => a.accountID))}`).toBeLessThanOrEqual(1);
+          expect(b.accounts.map((a) => a.accountID)).toEqual([first.accountID]);
+          expect(s.status, JSON.stringify(s)).toBe("failed");
+        } finally {
+          await call(`${loginPath(SOLO, first.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } });
+        }
+        expect((await bridge(SOLO)).activeAccountCount).toBe(0);
+      });
     });
 
     describe("reconnecting an account", () => {
@@ -856,7 +878,8 @@ export function bridgeScenarios(parent: Env, start: Start) {
         expect(qrDone.loginID).toBe(loginID);
         await untilConnected(accountID);
         expect((await accounts()).length).toBe(countBefore);
-        expect(await history(accountID)).toEqual(await history(accountID));
+        // History still kept: the same chats, with the two messages just exchanged with Echo added.
+        expect(await history(accountID)).toEqual({ ...kept, [echo.id]: kept[echo.id] + 2 });
 
         // A login is found only under its own bridge.
         expectError(await call(loginPath(SOLO, loginID)), 404);
