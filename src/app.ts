@@ -1,5 +1,5 @@
 import { Router } from "itty-router";
-import type { Storage } from "unstorage";
+import { createStorage, type Storage } from "unstorage";
 import type { NetworkConnector } from "./bridges/connector.ts";
 import { BridgeRuntime } from "./bridges/runtime.ts";
 import { ApiError, toErrorResponse } from "./http/errors.ts";
@@ -22,6 +22,9 @@ import { EventHub } from "./events/hub.ts";
 import { fireDueReminders, nextReminderAt } from "./services/reminders.ts";
 import { WebhookDispatcher } from "./services/webhooks.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
+import { assetRoutes } from "./routes/assets.ts";
+import { BlobStore } from "./assets/blob-store.ts";
+import { cleanupUploads, MAX_UPLOAD_BYTES, UPLOAD_TTL_MS, type AssetConfig } from "./services/assets.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 
 export const VERSION = "0.1.0";
@@ -46,6 +49,11 @@ export interface AppOptions extends GuardOptions {
   schedule?: (at: number | undefined) => void;
   /** The fetch webhooks are delivered with (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * Where asset bytes go (raw items; default: memory) and, on the daemon, the directory whose file:// URLs name
+   * them. Uploads never sent are deleted after `uploadTtlMs` (default 24 h).
+   */
+  assets?: { storage: Storage; dir?: string; maxUploadBytes?: number; uploadTtlMs?: number };
 }
 
 const earliest = (...times: (number | undefined)[]) => {
@@ -96,13 +104,20 @@ export async function createApp(options: AppOptions): Promise<App> {
   for (const c of options.connectors ?? defaultConnectors(options)) bridges.register(c);
   const sessions = new LoginSessions({ ttlMs: options.loginSessionTtlMs, complete: (session, result) => completeLogin(context, session, result) });
   const webhooks = new WebhookDispatcher(db.kv, { fetch: options.fetch, onIdleUntil: () => context.rearm() });
+  const assets: AssetConfig = {
+    blobs: new BlobStore(options.assets?.storage ?? createStorage()),
+    assetDir: options.assets?.dir,
+    maxUploadBytes: options.assets?.maxUploadBytes ?? MAX_UPLOAD_BYTES,
+    uploadTtlMs: options.assets?.uploadTtlMs ?? UPLOAD_TTL_MS,
+  };
   const context: Context = {
     db,
     bridges,
     sessions,
     webhooks,
+    assets,
     now: options.now ?? Date.now,
-    rearm: () => options.schedule?.(earliest(nextReminderAt(context), webhooks.nextAt())),
+    rearm: () => options.schedule?.(earliest(nextReminderAt(context), webhooks.nextAt(), context.nextUploadExpiry)),
   };
   bridges.onEvent = (account, event) => ingest(context, account, event);
   bridges.onSaveState = async (account, state) => {
@@ -140,6 +155,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   messageRoutes(router);
   bridgeRoutes(router);
   webhookRoutes(router);
+  assetRoutes(router, assets);
   router.get("/v1/ws", () => {
     throw new ApiError(426, "UPGRADE_REQUIRED", "/v1/ws is a WebSocket endpoint: connect with a WebSocket client", undefined, { upgrade: "websocket" });
   });
@@ -158,6 +174,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     async wake() {
       await fireDueReminders(context);
       await webhooks.run();
+      await cleanupUploads(context, assets);
       context.rearm();
     },
     async checkUpgrade(request) {

@@ -1,4 +1,7 @@
 import os from "node:os";
+import { dirname, join } from "node:path";
+import { createStorage } from "unstorage";
+import fsLite from "unstorage/drivers/fs-lite";
 import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
@@ -40,8 +43,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     timer = setTimeout(() => void app?.wake().catch((error) => process.stderr.write(`inboxd: wake failed: ${error}\n`)), Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1));
     timer.unref();
   };
+  // Asset bytes: files under <data dir>/assets (unstorage fs-lite), written and read in 1 MiB chunks.
+  const assetDir = join(dirname(options.dbPath), "assets");
   app = await createApp({
     schedule,
+    assets: { storage: createStorage({ driver: fsLite({ base: assetDir }) }), dir: assetDir },
     storage,
     allowedHosts: options.allowHosts,
     ...options.tuning,
@@ -54,7 +60,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     fetch: (request) => app!.fetch(request),
     silent: true,
     gracefulShutdown: false,
-    maxRequestBodySize: 16 * 1024 * 1024,
+    // Uploads stream up to 500 MB (the app enforces per-route limits: JSON 40 MB, uploads 500 MB).
+    maxRequestBodySize: 520 * 1024 * 1024,
   });
   await server.ready();
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);

@@ -45,7 +45,15 @@ export interface OutgoingMessage {
   text?: string;
   /** Network ID of the message replied to, when it has one. */
   replyTo?: string;
-  attachment?: Attachment;
+  /** The file to send: its description and its bytes, read on demand (a large file is never held in memory). */
+  attachment?: { info: Attachment; open(): ReadableStream<Uint8Array> };
+}
+
+/** Media a network hands over for an mxc:// URL it owns. */
+export interface NetworkMedia {
+  content: AsyncIterable<Uint8Array>;
+  fileName?: string;
+  mimeType?: string;
 }
 
 export interface SendReceipt {
@@ -95,6 +103,8 @@ export interface NetworkClient {
   /** Resolves a partial identity (ID, username, phone, email) to a user the network can message. */
   resolveIdentifier?(user: Partial<User>): Promise<User | null>;
   searchContacts?(query: string): Promise<User[]>;
+  /** Fetches the media behind a URL this network issued (in Attachment.id); null when the URL is not its own. */
+  downloadMedia?(url: string): Promise<NetworkMedia | null>;
   listContacts?(): Promise<User[]>;
 }
 

@@ -42,6 +42,10 @@ export class BridgeRuntime {
     await client?.disconnect();
   }
 
+  clientsList(): NetworkClient[] {
+    return [...this.clients.values()];
+  }
+
   connectors(): NetworkConnector[] {
     return [...this.registered.values()];
   }

@@ -54,9 +54,12 @@ export function validate<S extends v.GenericSchema>(where: "query" | "body", sch
   throw badRequest(`invalid ${first.path.join(".")}: ${first.message}`, issues);
 }
 
+/** JSON bodies are read whole, so they are capped (base64 uploads are the largest: 25 MB of data). */
+export const MAX_JSON_BYTES = 40 * 1024 * 1024;
+
 /** Reads a JSON body; an absent body is `{}` (the SDKs send none for argument-less calls). */
 export async function readJson(request: Request): Promise<unknown> {
-  const text = await request.text();
+  const text = await readCapped(request, MAX_JSON_BYTES);
   if (text.trim() === "") return {};
   const type = request.headers.get("content-type") ?? "";
   if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type))
@@ -91,3 +94,30 @@ export const isoDate = v.pipe(
   v.transform((s) => Date.parse(s)),
 );
 export const direction = v.picklist(["before", "after"], "expected before or after");
+
+async function readCapped(request: Request, limit: number): Promise<string> {
+  if (Number(request.headers.get("content-length") ?? 0) > limit) throw tooLarge(limit);
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    parts.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
+const tooLarge = (limit: number) => new ApiError(413, "PAYLOAD_TOO_LARGE", `JSON bodies are limited to ${limit} bytes`);

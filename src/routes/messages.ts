@@ -11,8 +11,13 @@ const SendBody = v.object({
   text: v.optional(v.string()),
   replyToMessageID: v.optional(v.pipe(v.string(), v.minLength(1))),
   attachment: v.optional(
-    v.looseObject({
+    v.object({
       uploadID: v.pipe(v.string(), v.minLength(1)),
+      fileName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255))),
+      mimeType: v.optional(v.pipe(v.string(), v.regex(/^[\w.+-]+\/[\w.+-]+$/, "expected a MIME type like image/png"))),
+      duration: v.optional(v.pipe(v.number(), v.minValue(0))),
+      size: v.optional(v.object({ width: v.pipe(v.number(), v.minValue(0)), height: v.pipe(v.number(), v.minValue(0)) })),
+      // 4.2.x: gif | voiceNote | sticker; 5.0.0 adds image | video | audio | file | voice-note
       type: v.optional(v.picklist(["gif", "voiceNote", "sticker", "image", "video", "audio", "file", "voice-note"])),
     }),
   ),

@@ -183,12 +183,14 @@ function addAttachment(random: Random, m: MessageRecord, seq: number) {
   const kind = pick(random, ["img", "img", "video", "audio", "file"] as const);
   const ext = { img: "jpg", video: "mp4", audio: "ogg", file: "pdf" }[kind];
   const mime = { img: "image/jpeg", video: "video/mp4", audio: "audio/ogg", file: "application/pdf" }[kind];
+  const fileSize = 10_000 + Math.floor(random() * 5_000_000);
   const attachment: Attachment = {
     type: kind === "file" ? "unknown" : kind,
-    id: `mxc://sandbox.invalid/seed${seq}${Math.floor(random() * 1e9).toString(36)}`,
+    // The sandbox serves these on demand (connectors/sandbox/media.ts); the URL says what to generate.
+    id: `mxc://sandbox.invalid/seed-${kind}-${fileSize}-${Math.floor(random() * 1e9).toString(36)}${seq.toString(36)}`,
     fileName: `${kind}-${seq}.${ext}`,
     mimeType: mime,
-    fileSize: 10_000 + Math.floor(random() * 5_000_000),
+    fileSize,
   };
   if (kind === "img" || kind === "video") attachment.size = { width: 1280, height: 720 };
   if (kind === "video" || kind === "audio") attachment.duration = 3 + Math.floor(random() * 120);

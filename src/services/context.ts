@@ -1,6 +1,7 @@
 import type { LoginSessions } from "../bridges/login-sessions.ts";
 import type { BridgeRuntime } from "../bridges/runtime.ts";
 import type { WebhookDispatcher } from "./webhooks.ts";
+import type { AssetConfig } from "./assets.ts";
 import { NetworkError } from "../bridges/connector.ts";
 import { ApiError, notFound } from "../http/errors.ts";
 import type { Db } from "../store/db.ts";
@@ -15,6 +16,9 @@ export interface Context {
   /** Recomputes when the runtime must next call `App.wake` (after a reminder is set or cleared). */
   rearm: () => void;
   webhooks: WebhookDispatcher;
+  assets: AssetConfig;
+  /** When the oldest unsent upload expires (for the wake-up schedule). */
+  nextUploadExpiry?: number;
 }
 
 export function requireChat(ctx: Context, chatID: string): ChatRecord {

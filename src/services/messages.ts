@@ -3,6 +3,8 @@ import type { Message, Page } from "../schema/wire.ts";
 import { CHUNK_SIZE, keys, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
 import { callNetwork, requireChat, type Context } from "./context.ts";
+import { attachmentFor, takeUpload, type AssetRecord } from "./assets.ts";
+import type { Attachment } from "../schema/wire.ts";
 import { seqOfSortKey, sortKeyOf } from "./cursor.ts";
 import { messageID, parseMessageID, presentMessage } from "./present.ts";
 
@@ -95,14 +97,13 @@ export async function appendMessage(ctx: Context, chat: ChatRecord, message: Omi
 export interface SendInput {
   text?: string;
   replyToMessageID?: string;
-  attachment?: { uploadID: string };
+  attachment?: { uploadID: string; fileName?: string; mimeType?: string; duration?: number; size?: { width: number; height: number }; type?: string };
 }
 
 export async function sendMessage(ctx: Context, chatID: string, input: SendInput): Promise<{ chatID: string; pendingMessageID: string }> {
   const chat = requireChat(ctx, chatID);
-  if (input.attachment) throw unprocessable(`unknown uploadID ${input.attachment.uploadID}`, ["body", "attachment", "uploadID"]);
-  if (!input.text || input.text.trim() === "")
-    throw badRequest("text is required", [{ code: "required", message: "text must not be empty", path: ["body", "text"] }]);
+  if (!input.attachment && (!input.text || input.text.trim() === ""))
+    throw badRequest("text or an attachment is required", [{ code: "required", message: "text must not be empty", path: ["body", "text"] }]);
   const client = ctx.bridges.client(chat.accountID);
   const account = ctx.db.account(chat.accountID)!;
   let replyTo: MessageRecord | undefined;
@@ -111,23 +112,33 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
       throw unprocessable(`replyToMessageID ${input.replyToMessageID} is not a message of this chat`, ["body", "replyToMessageID"]);
     });
   }
+  let sent: { attachment: Attachment; messageType: MessageRecord["type"]; asset: AssetRecord } | undefined;
+  if (input.attachment) {
+    const asset = await takeUpload(ctx, input.attachment.uploadID);
+    sent = { ...attachmentFor(ctx.assets, asset, input.attachment), asset };
+  }
   const record = await ctx.db.withChat(chat.no, () =>
     appendMessage(ctx, chat, {
       senderID: account.user.id,
       senderName: account.user.fullName,
       ts: Math.max(ctx.now(), chat.lastActivity),
-      type: "TEXT",
-      text: input.text,
+      type: sent?.messageType ?? "TEXT",
+      text: input.text || undefined,
+      attachments: sent ? [sent.attachment] : undefined,
       isSender: true,
       linkedMessageID: replyTo ? messageID(chat, replyTo.seq) : undefined,
       sendStatus: "pending",
     }),
   );
+  const asset = sent?.asset;
+  const attachment = sent && asset
+    ? { info: sent.attachment, open: () => (asset.size ? ctx.assets.blobs.read(asset.id, 0, asset.size - 1) : new ReadableStream<Uint8Array>({ start: (c) => c.close() })) }
+    : undefined;
   // Hand the message to the network while the pending record is being committed: a network that confirms at once
   // (the sandbox, a fast server) then lands its confirmation in the same commit instead of a second one. The
   // response still waits for the pending record to be durable.
   void client
-    .send(chat.networkChatID, { text: input.text, replyTo: replyTo?.networkID })
+    .send(chat.networkChatID, { text: input.text || undefined, replyTo: replyTo?.networkID, attachment })
     .then(
       (receipt) => settleSend(ctx, chat, record.seq, { networkID: receipt.networkMessageID }),
       () => settleSend(ctx, chat, record.seq, { failed: true }),

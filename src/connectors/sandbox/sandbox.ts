@@ -5,6 +5,7 @@ import {
   type NetworkChat,
   type NetworkClient,
   type NetworkConnector,
+  type NetworkMedia,
   type OutgoingMessage,
   type SendReceipt,
 } from "../../bridges/connector.ts";
@@ -13,6 +14,7 @@ import type { AccountRecord } from "../../store/records.ts";
 import type { BridgeFacts, LoginCapable } from "../../bridges/login.ts";
 import { corpus, groupTitle, person, pick, prng } from "./corpus.ts";
 import { createSandboxLogin, sandboxFlows } from "./login.ts";
+import { sandboxMedia } from "./media.ts";
 
 const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"];
 
@@ -179,6 +181,13 @@ class SandboxClient implements NetworkClient {
 
   async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
     if (!this.connected) throw new NetworkError("unavailable", "sandbox account is not connected");
+    if (message.attachment) {
+      // "Upload" to the network: read every byte, as a real connector would stream them out.
+      let received = 0;
+      for await (const chunk of message.attachment.open() as unknown as AsyncIterable<Uint8Array>) received += chunk.length;
+      if (message.attachment.info.fileSize !== undefined && received !== message.attachment.info.fileSize)
+        throw new NetworkError("rejected", `attachment arrived incomplete (${received} of ${message.attachment.info.fileSize} bytes)`);
+    }
     const receipt = { networkMessageID: `sbx-${Date.now().toString(36)}-${(this.counter++).toString(36)}`, timestamp: Date.now() };
     if (networkChatID !== directChatID(ECHO_ID)) return receipt;
     // "!status <state> [text]" to Echo makes the network report that account state (for trying reconnects).
@@ -193,7 +202,7 @@ class SandboxClient implements NetworkClient {
   private echo(networkChatID: string, replyTo: string, message: OutgoingMessage) {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      const text = message.text ?? (message.attachment ? `[${message.attachment.fileName ?? "attachment"}]` : "");
+      const text = message.text ?? (message.attachment ? `[${message.attachment.info.fileName ?? "attachment"}]` : "");
       void this.host
         .emit({
           type: "message",
@@ -248,6 +257,13 @@ class SandboxClient implements NetworkClient {
           (user.email && norm(u.email) === norm(user.email)),
       ) ?? null
     );
+  }
+
+  /** Media of seeded messages (`mxc://sandbox.invalid/seed-<kind>-<bytes>-<tag>`), generated on demand. */
+  async downloadMedia(url: string): Promise<NetworkMedia | null> {
+    const m = /^mxc:\/\/sandbox\.invalid\/seed-(img|video|audio|file)-(\d{1,9})-([a-z0-9]+)$/.exec(url);
+    if (!m) return null;
+    return sandboxMedia(m[1] as "img" | "video" | "audio" | "file", Number(m[2]), m[3]);
   }
 
   async searchContacts(query: string): Promise<User[]> {

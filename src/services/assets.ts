@@ -1,0 +1,239 @@
+import { BlobStore, BlobTooLargeError } from "../assets/blob-store.ts";
+import { inspect } from "../assets/inspect.ts";
+import { ApiError, badRequest, notFound, unprocessable } from "../http/errors.ts";
+import type { Attachment } from "../schema/wire.ts";
+import { encodeKeyPart } from "../store/records.ts";
+import type { Context } from "./context.ts";
+
+/**
+ * Assets: uploads (to send as attachments), network media fetched on demand, and serving any of them with ranges
+ * and conditional requests. Bytes live in the BlobStore; a record `asset:<id>` describes them.
+ */
+export interface AssetRecord {
+  id: string;
+  fileName: string;
+  mimeType: string;
+  size: number;
+  chunks: number;
+  width?: number;
+  height?: number;
+  duration?: number;
+  createdAt: number;
+  kind: "upload" | "remote";
+  /** Set when an upload was sent; an upload is used once. */
+  usedAt?: number;
+  /** For network media: the URL it was fetched from. */
+  sourceURL?: string;
+}
+
+export interface AssetConfig {
+  blobs: BlobStore;
+  /** Absolute directory whose file:// URLs name assets (the daemon's), or undefined (the Worker). */
+  assetDir?: string;
+  maxUploadBytes: number;
+  /** Uploads never sent are deleted after this long. */
+  uploadTtlMs: number;
+}
+
+export const MAX_UPLOAD_BYTES = 500 * 1024 * 1024;
+export const MAX_BASE64_BYTES = 25 * 1024 * 1024;
+export const UPLOAD_TTL_MS = 24 * 3_600_000;
+const LOCAL_HOST = "inboxd";
+const keyOf = (id: string) => `asset:${id}`;
+const sourceKey = (url: string) => `assetsrc:${encodeKeyPart(url)}`;
+const PENDING = "uploads";
+
+export function newAssetID(): string {
+  return [...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(36).padStart(2, "0")).join("").slice(0, 20);
+}
+
+export function srcURL(config: AssetConfig, asset: AssetRecord): string {
+  return config.assetDir ? `file://${encodeURI(config.assetDir)}/${asset.id}/${encodeURIComponent(asset.fileName)}` : `localmxc://${LOCAL_HOST}/${asset.id}`;
+}
+
+export const mxcURL = (asset: AssetRecord) => `mxc://${LOCAL_HOST}/${asset.id}`;
+
+export function presentUpload(config: AssetConfig, asset: AssetRecord) {
+  const out: Record<string, unknown> = { uploadID: asset.id, srcURL: srcURL(config, asset), fileName: asset.fileName, mimeType: asset.mimeType, fileSize: asset.size };
+  if (asset.width !== undefined) out.width = asset.width;
+  if (asset.height !== undefined) out.height = asset.height;
+  if (asset.duration !== undefined) out.duration = asset.duration;
+  return out;
+}
+
+/** Stores bytes as a new asset, inspecting them; removes them again if anything fails. */
+export async function storeAsset(
+  ctx: Context,
+  config: AssetConfig,
+  source: AsyncIterable<Uint8Array>,
+  meta: { fileName?: string; mimeType?: string; kind: AssetRecord["kind"]; sourceURL?: string; limit: number; id?: string },
+): Promise<AssetRecord> {
+  const id = meta.id ?? newAssetID();
+  let written;
+  try {
+    written = await config.blobs.write(id, source, { limit: meta.limit });
+  } catch (error) {
+    if (error instanceof BlobTooLargeError) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `the file is larger than ${meta.limit} bytes`);
+    throw error;
+  }
+  const info = await inspect(written.head, written.size, meta.mimeType);
+  const asset: AssetRecord = {
+    id,
+    fileName: meta.fileName || `${id}${extensionFor(info.mimeType)}`,
+    mimeType: info.mimeType,
+    size: written.size,
+    chunks: written.chunks,
+    width: info.width,
+    height: info.height,
+    duration: info.duration,
+    createdAt: ctx.now(),
+    kind: meta.kind,
+    sourceURL: meta.sourceURL,
+  };
+  ctx.db.kv.put(keyOf(id), asset);
+  if (meta.kind === "upload") {
+    const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};
+    pending[id] = asset.createdAt;
+    ctx.db.kv.put(PENDING, pending);
+  }
+  if (meta.sourceURL) ctx.db.kv.put(sourceKey(meta.sourceURL), id);
+  await ctx.db.commit();
+  if (meta.kind === "upload") {
+    const expires = asset.createdAt + config.uploadTtlMs;
+    if (ctx.nextUploadExpiry === undefined || expires < ctx.nextUploadExpiry) {
+      ctx.nextUploadExpiry = expires;
+      ctx.rearm();
+    }
+  }
+  return asset;
+}
+
+/** Takes an upload for sending: it must exist and not have been sent yet. */
+export async function takeUpload(ctx: Context, uploadID: string): Promise<AssetRecord> {
+  const asset = await ctx.db.kv.get<AssetRecord>(keyOf(uploadID));
+  if (!asset || asset.kind !== "upload") throw unprocessable(`unknown uploadID ${uploadID}`, ["body", "attachment", "uploadID"]);
+  if (asset.usedAt !== undefined) throw unprocessable(`uploadID ${uploadID} was already sent; upload the file again`, ["body", "attachment", "uploadID"]);
+  asset.usedAt = ctx.now();
+  ctx.db.kv.put(keyOf(uploadID), asset);
+  const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};
+  delete pending[uploadID];
+  ctx.db.kv.put(PENDING, pending);
+  return asset;
+}
+
+/** Resolves an asset URL (mxc://, localmxc://, file://) to a local asset, fetching network media when needed. */
+export async function resolveAsset(ctx: Context, config: AssetConfig, url: string): Promise<AssetRecord> {
+  const local = /^(?:local)?mxc:\/\/inboxd\/([a-z0-9]{1,40})$/i.exec(url);
+  if (local) return requireAsset(ctx, local[1]);
+  if (url.startsWith("file://")) return requireAsset(ctx, assetIDFromFileURL(config, url));
+  if (!/^(?:local)?mxc:\/\/[^/\s]+\/[^\s]+$/i.test(url))
+    throw badRequest("url must be an mxc://, localmxc:// or file:// URL", [{ code: "invalid_url", message: "unsupported URL", path: ["url"] }]);
+  const known = await ctx.db.kv.get<string>(sourceKey(url));
+  if (known) {
+    const asset = await ctx.db.kv.get<AssetRecord>(keyOf(known));
+    if (asset) return asset;
+  }
+  for (const client of ctx.bridges.clientsList()) {
+    if (!client.downloadMedia) continue;
+    const media = await client.downloadMedia(url);
+    if (!media) continue;
+    return storeAsset(ctx, config, media.content, { fileName: media.fileName, mimeType: media.mimeType, kind: "remote", sourceURL: url, limit: MAX_UPLOAD_BYTES });
+  }
+  throw notFound(`asset ${url}`);
+}
+
+async function requireAsset(ctx: Context, id: string): Promise<AssetRecord> {
+  const asset = await ctx.db.kv.get<AssetRecord>(keyOf(id));
+  if (!asset) throw notFound(`asset ${id}`);
+  return asset;
+}
+
+/**
+ * file:// URLs name assets only inside the daemon's own asset directory, as `<dir>/<id>/<name>`. The path is
+ * decoded and normalised before the check, and only the asset ID is used afterwards: the file system is never
+ * opened by path, so `..`, encoded separators and symlinks cannot reach anything else.
+ */
+function assetIDFromFileURL(config: AssetConfig, url: string): string {
+  const refuse = () => new ApiError(403, "PATH_NOT_ALLOWED", "file:// URLs may only name assets inside this server's asset directory");
+  if (!config.assetDir) throw refuse();
+  let path: string;
+  try {
+    const parsed = new URL(url);
+    if (parsed.host !== "" && parsed.host !== "localhost") throw refuse();
+    path = decodeURIComponent(parsed.pathname);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw refuse();
+  }
+  if (path.includes("\0") || path.includes("\\") || path.split("/").some((s) => s === ".." || s === ".")) throw refuse();
+  const prefix = `${config.assetDir.replace(/\/+$/, "")}/`;
+  if (!path.startsWith(prefix)) throw refuse();
+  const [id] = path.slice(prefix.length).split("/");
+  if (!/^[a-z0-9]{1,40}$/i.test(id)) throw refuse();
+  return id;
+}
+
+/** The attachment a sent upload becomes, and the message type that follows from it. */
+export function attachmentFor(
+  config: AssetConfig,
+  asset: AssetRecord,
+  overrides: { fileName?: string; mimeType?: string; duration?: number; size?: { width: number; height: number }; type?: string },
+): { attachment: Attachment; messageType: "IMAGE" | "VIDEO" | "VOICE" | "AUDIO" | "FILE" | "STICKER" } {
+  const mimeType = overrides.mimeType ?? asset.mimeType;
+  const type = overrides.type === "voice-note" ? "voiceNote" : overrides.type;
+  const isGif = type === "gif" || mimeType === "image/gif";
+  const isSticker = type === "sticker";
+  const isVoiceNote = type === "voiceNote";
+  const forced: Record<string, Attachment["type"]> = { image: "img", video: "video", audio: "audio", file: "unknown" };
+  const kind: Attachment["type"] =
+    (type ? forced[type] : undefined) ??
+    (mimeType.startsWith("image/") || isSticker ? "img" : mimeType.startsWith("video/") || (isGif && !mimeType.startsWith("image/")) ? "video" : mimeType.startsWith("audio/") || isVoiceNote ? "audio" : "unknown");
+  const attachment: Attachment = {
+    type: kind,
+    id: mxcURL(asset),
+    srcURL: srcURL(config, asset),
+    mimeType,
+    fileName: overrides.fileName ?? asset.fileName,
+    fileSize: asset.size,
+  };
+  const width = overrides.size?.width ?? asset.width, height = overrides.size?.height ?? asset.height;
+  if (width !== undefined && height !== undefined) attachment.size = { width, height };
+  const duration = overrides.duration ?? asset.duration;
+  if (duration !== undefined) attachment.duration = duration;
+  if (isGif) attachment.isGif = true;
+  if (isSticker) attachment.isSticker = true;
+  if (isVoiceNote) attachment.isVoiceNote = true;
+  const messageType = isSticker ? "STICKER" : isVoiceNote ? "VOICE" : kind === "img" ? "IMAGE" : kind === "video" ? "VIDEO" : kind === "audio" ? "AUDIO" : "FILE";
+  return { attachment, messageType };
+}
+
+/** Deletes uploads never sent within the TTL; returns when the next one expires. */
+export async function cleanupUploads(ctx: Context, config: AssetConfig): Promise<number | undefined> {
+  const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};
+  const now = ctx.now();
+  let next: number | undefined;
+  let changed = false;
+  for (const [id, createdAt] of Object.entries(pending)) {
+    const expires = createdAt + config.uploadTtlMs;
+    if (expires > now) {
+      next = next === undefined ? expires : Math.min(next, expires);
+      continue;
+    }
+    const asset = await ctx.db.kv.get<AssetRecord>(keyOf(id));
+    if (asset) await config.blobs.remove(id, asset.chunks);
+    ctx.db.kv.remove(keyOf(id));
+    delete pending[id];
+    changed = true;
+  }
+  if (changed) {
+    ctx.db.kv.put(PENDING, pending);
+    await ctx.db.commit();
+  }
+  ctx.nextUploadExpiry = next;
+  return next;
+}
+
+function extensionFor(mime: string): string {
+  const map: Record<string, string> = { "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "video/mp4": ".mp4", "audio/ogg": ".ogg", "audio/mpeg": ".mp3", "audio/wav": ".wav", "application/pdf": ".pdf", "text/plain": ".txt" };
+  return map[mime] ?? "";
+}
