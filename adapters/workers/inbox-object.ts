@@ -1,5 +1,6 @@
 import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
 import { createStorage, type Storage } from "unstorage";
+import r2Driver from "unstorage/drivers/cloudflare-r2-binding";
 import { createApp, type App } from "../../src/app.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
@@ -18,6 +19,8 @@ declare const WebSocketPair: { new (): { 0: HibernatingSocket; 1: HibernatingSoc
 
 /** The vars and secrets the object reads (see wrangler.toml). */
 export interface InboxEnv {
+  /** R2 bucket for asset bytes (see wrangler.toml). */
+  ASSETS?: unknown;
   /** A secret: accepted as a read+write token, so a deployed Worker is reachable without a CLI to mint one. */
   INBOXD_ADMIN_TOKEN?: string;
   /** A secret: accepted as a read-only token (dashboards, scripts that must not write). */
@@ -126,6 +129,7 @@ export class InboxObject {
     const app = await createApp({
       storage,
       allowedHosts: "*",
+      assets: this.env.ASSETS ? { storage: createStorage({ driver: r2Driver({ binding: this.env.ASSETS as never }) }) } : undefined,
       // Reminders wake the object with an alarm, which also survives eviction and restarts.
       schedule: (at) => void (at === undefined ? this.state.storage.deleteAlarm() : this.state.storage.setAlarm(at)),
       loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),

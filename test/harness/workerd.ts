@@ -59,6 +59,8 @@ export async function startWorkerd(options: {
       modulesRoot: outdir,
       compatibilityDate: await wranglerSetting("compatibility_date"),
       durableObjects: { INBOX: { className: "InboxObject", useSQLite: true } },
+      r2Buckets: ["ASSETS"],
+      r2Persist: false,
       bindings: {
         ...(admin ? { INBOXD_ADMIN_TOKEN: admin } : {}),
         ...(reader ? { INBOXD_READ_TOKEN: reader } : {}),
