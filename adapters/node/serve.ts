@@ -67,7 +67,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
   await app.wake(); // reminders that came due while the daemon was down
   // `inboxd webhook add` writes from another process: look for new webhooks every 2 s.
-  const webhookRefresh = setInterval(() => void app!.context.webhooks.refresh().catch(() => undefined), 2000);
+  const webhookRefresh = setInterval(() => void app!.context.webhooks.refresh(true).catch(() => undefined), 2000);
   webhookRefresh.unref();
   const address = server.node?.server?.address();
   const port = typeof address === "object" && address ? address.port : options.port;

@@ -6,7 +6,13 @@ import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
 import { ensureToken } from "../../src/services/tokens.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
-import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
+import { frameFor, handleClientFrame, readyMessage, type DomainEvent } from "../../src/events/protocol.ts";
+
+/** What a socket carries across hibernation (see upgrade()). */
+interface SocketAttachment {
+  id: string;
+  seq: number;
+}
 
 /** The parts of workerd's WebSocket used here (its full type clashes with the DOM one in this tsconfig). */
 interface HibernatingSocket {
@@ -66,16 +72,21 @@ export class InboxObject {
   }
 
   /**
-   * /v1/ws with the hibernation API: the runtime holds the sockets while the object sleeps, and each socket's
-   * protocol state (subscriptions, seq) lives in its attachment, so it survives the object waking up again.
+   * /v1/ws with the hibernation API: the runtime holds the sockets while the object sleeps. A socket's attachment
+   * (at most 16 KiB) keeps only its ID and `seq`; its subscription list, which can be far larger, is stored under
+   * `wssubs:<id>` and cached in memory, reloaded for every open socket when the object boots after a wake.
    */
+  private readonly subscriptions = new Map<string, string[]>();
+
   private async upgrade(app: App, request: Request): Promise<Response> {
     const verdict = await app.checkUpgrade(request);
     if (!verdict.ok) return verdict.response;
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
     this.state.acceptWebSocket(server as never);
-    server.serializeAttachment(initialState());
+    const attachment: SocketAttachment = { id: crypto.randomUUID(), seq: 0 };
+    server.serializeAttachment(attachment);
+    this.subscriptions.set(attachment.id, []);
     server.send(readyMessage());
     const headers = verdict.protocol ? { "sec-websocket-protocol": verdict.protocol } : undefined;
     return new Response(null, { status: 101, webSocket: client, headers } as ResponseInit);
@@ -87,36 +98,59 @@ export class InboxObject {
 
   async webSocketMessage(ws: HibernatingSocket, message: string | ArrayBuffer): Promise<void> {
     await this.ready();
-    const { state, replies } = handleClientFrame(ws.deserializeAttachment() as ConnectionState, message);
-    ws.serializeAttachment(state);
+    const attachment = ws.deserializeAttachment() as SocketAttachment;
+    const before = this.subscriptions.get(attachment.id) ?? [];
+    const { state, replies } = handleClientFrame({ chatIDs: before, seq: attachment.seq }, message);
+    if (state.chatIDs !== before) {
+      await this.state.storage.put(`wssubs:${attachment.id}`, state.chatIDs);
+      this.subscriptions.set(attachment.id, state.chatIDs);
+    }
     for (const reply of replies) ws.send(reply);
   }
 
   async webSocketClose(ws: HibernatingSocket, code: number): Promise<void> {
+    await this.forget(ws);
     ws.close(code === 1005 ? 1000 : code, "closed");
   }
 
-  async webSocketError(): Promise<void> {
-    // The runtime drops the socket; nothing is kept per connection outside its attachment.
+  async webSocketError(ws: HibernatingSocket): Promise<void> {
+    await this.forget(ws);
+  }
+
+  private async forget(ws: HibernatingSocket) {
+    const attachment = ws.deserializeAttachment() as SocketAttachment | null;
+    if (!attachment) return;
+    this.subscriptions.delete(attachment.id);
+    await this.state.storage.delete(`wssubs:${attachment.id}`);
   }
 
   /** Fans events out to every accepted socket, including those accepted before the object last slept. */
   private deliver(events: DomainEvent[]) {
     for (const ws of this.state.getWebSockets() as unknown as HibernatingSocket[]) {
-      const state = ws.deserializeAttachment() as ConnectionState | null;
-      if (!state) continue;
-      let sent = false;
-      for (const event of events) {
-        const frame = frameFor(state, event);
-        if (frame === null) continue;
-        try {
+      try {
+        const attachment = ws.deserializeAttachment() as SocketAttachment | null;
+        if (!attachment) continue;
+        const state = { chatIDs: this.subscriptions.get(attachment.id) ?? [], seq: attachment.seq };
+        let sent = false;
+        for (const event of events) {
+          const frame = frameFor(state, event);
+          if (frame === null) continue;
           ws.send(frame);
           sent = true;
-        } catch {
-          break; // the socket is closing
         }
+        if (sent) ws.serializeAttachment({ id: attachment.id, seq: state.seq });
+      } catch {
+        // This socket is closing; the others still get their events.
       }
-      if (sent) ws.serializeAttachment(state);
+    }
+  }
+
+  /** After a wake: the subscription lists of the sockets the runtime kept while the object slept. */
+  private async loadSubscriptions() {
+    for (const ws of this.state.getWebSockets() as unknown as HibernatingSocket[]) {
+      const attachment = ws.deserializeAttachment() as SocketAttachment | null;
+      if (!attachment || this.subscriptions.has(attachment.id)) continue;
+      this.subscriptions.set(attachment.id, (await this.state.storage.get<string[]>(`wssubs:${attachment.id}`)) ?? []);
     }
   }
 
@@ -140,6 +174,7 @@ export class InboxObject {
         if (line.startsWith("error:")) console.error(line);
       },
     });
+    await this.loadSubscriptions();
     app.events.add({ deliver: (events) => this.deliver(events), wants: () => this.state.getWebSockets().length > 0 });
     if (this.env.INBOXD_SEED && app.context.db.accounts.length === 0) {
       const { db, bridges } = app.context;

@@ -26,6 +26,7 @@ export interface CommitSink {
 export class EventHub {
   private readonly sinks = new Set<EventSink>();
   private readonly commitSinks = new Set<CommitSink>();
+  onSinkError?: (error: unknown) => void;
 
   constructor(db: Db) {
     db.observer = {
@@ -41,7 +42,16 @@ export class EventHub {
       // ...and delivered only once it is durable.
       committed: (events) => {
         const list = events as DomainEvent[] | undefined;
-        if (list?.length) for (const sink of this.sinks) sink.deliver(list);
+        if (!list?.length) return;
+        for (const sink of this.sinks) {
+          // A failing sink (a socket that cannot take a frame) must neither fail the write that is already durable
+          // nor keep the events from the other sinks.
+          try {
+            sink.deliver(list);
+          } catch (error) {
+            this.onSinkError?.(error);
+          }
+        }
       },
     };
   }

@@ -208,7 +208,9 @@ export class WebhookDispatcher {
         this.kv.remove(key);
       } else {
         // 1 s, 2 s, 4 s … capped at 1 h, with jitter so a recovering receiver is not hit all at once.
-        entry.nextAt = this.now() + Math.min(3_600_000, 1000 * 2 ** (entry.attempts - 1)) * (0.8 + Math.random() * 0.4);
+        // Whole milliseconds: a Durable Object alarm fires on the millisecond, and a fraction past it would never
+        // be due when it does.
+        entry.nextAt = Math.ceil(this.now() + Math.min(3_600_000, 1000 * 2 ** (entry.attempts - 1)) * (0.8 + Math.random() * 0.4));
         this.kv.put(key, entry);
       }
     }
