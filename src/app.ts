@@ -109,6 +109,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     assetDir: options.assets?.dir,
     maxUploadBytes: options.assets?.maxUploadBytes ?? MAX_UPLOAD_BYTES,
     uploadTtlMs: options.assets?.uploadTtlMs ?? UPLOAD_TTL_MS,
+    downloads: new Map(),
   };
   const context: Context = {
     db,

@@ -22,6 +22,19 @@ interface HibernatingSocket {
   deserializeAttachment(): unknown;
 }
 declare const WebSocketPair: { new (): { 0: HibernatingSocket; 1: HibernatingSocket } };
+declare const FixedLengthStream: { new (length: number): { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> } };
+
+/**
+ * workerd sends a streamed body chunked and drops the Content-Length the app set (asset serving); a
+ * FixedLengthStream of that length keeps the header, which media players and download managers rely on.
+ */
+function withFixedLength(response: Response): Response {
+  const length = Number(response.headers.get("content-length"));
+  if (!response.body || !Number.isSafeInteger(length) || length <= 0) return response;
+  const { readable, writable } = new FixedLengthStream(length);
+  void response.body.pipeTo(writable).catch(() => undefined);
+  return new Response(readable, response);
+}
 
 /** The vars and secrets the object reads (see wrangler.toml). */
 export interface InboxEnv {
@@ -59,7 +72,7 @@ export class InboxObject {
       return toErrorResponse(error);
     }
     if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return this.upgrade(app, request);
-    return app.fetch(request);
+    return withFixedLength(await app.fetch(request));
   }
 
   /** Memoised boot: concurrent first requests share one; a failed boot is retried by the next request. */

@@ -68,9 +68,9 @@ describe("BlobStore.write: chunking", () => {
       const result = await store.write("blob1", pieces(size, [65_521, 1, 300_000, 7]), { limit: 10 * MiB });
       expect(result.size).toBe(size);
       expect(result.chunks).toBe(chunks);
-      expect((await storage.getKeys()).sort()).toEqual(Array.from({ length: chunks }, (_, n) => `blob1:${n}`).sort());
+      expect((await storage.getKeys()).sort()).toEqual(Array.from({ length: chunks }, (_, n) => `blob1_${n}`).sort());
       for (let n = 0; n < chunks; n++) {
-        const raw = (await storage.getItemRaw<Uint8Array>(`blob1:${n}`))!;
+        const raw = (await storage.getItemRaw<Uint8Array>(`blob1_${n}`))!;
         expect(raw.length, `chunk ${n}`).toBe(n === chunks - 1 ? last : MiB);
         expect(equalBytes(raw, bytesOf(n * MiB, n * MiB + raw.length)), `chunk ${n} content`).toBe(true);
       }
@@ -80,9 +80,9 @@ describe("BlobStore.write: chunking", () => {
     const storage = createStorage();
     const result = await new BlobStore(storage).write("big", pieces(2 * MiB + 5, [2 * MiB + 5]), { limit: 10 * MiB });
     expect(result.chunks).toBe(3);
-    expect(((await storage.getItemRaw<Uint8Array>("big:0")) as Uint8Array).length).toBe(MiB);
-    expect(((await storage.getItemRaw<Uint8Array>("big:1")) as Uint8Array).length).toBe(MiB);
-    expect(equalBytes((await storage.getItemRaw<Uint8Array>("big:2")) as Uint8Array, bytesOf(2 * MiB, 2 * MiB + 5))).toBe(true);
+    expect(((await storage.getItemRaw<Uint8Array>("big_0")) as Uint8Array).length).toBe(MiB);
+    expect(((await storage.getItemRaw<Uint8Array>("big_1")) as Uint8Array).length).toBe(MiB);
+    expect(equalBytes((await storage.getItemRaw<Uint8Array>("big_2")) as Uint8Array, bytesOf(2 * MiB, 2 * MiB + 5))).toBe(true);
   });
 
   it("skips empty pieces", async () => {
@@ -95,7 +95,7 @@ describe("BlobStore.write: chunking", () => {
     const storage = createStorage();
     const result = await new BlobStore(storage).write("e", source(), { limit: 100 });
     expect(result).toMatchObject({ size: 20, chunks: 1 });
-    expect(equalBytes((await storage.getItemRaw<Uint8Array>("e:0")) as Uint8Array, bytesOf(0, 20))).toBe(true);
+    expect(equalBytes((await storage.getItemRaw<Uint8Array>("e_0")) as Uint8Array, bytesOf(0, 20))).toBe(true);
   });
 
   it("copies each piece: a source that reuses its buffer does not corrupt what was stored", async () => {
@@ -147,12 +147,12 @@ describe("BlobStore.write: limit and failures", () => {
 
   it("one byte over the limit: BlobTooLargeError, and every chunk already written is removed", async () => {
     const storage = createStorage();
-    await storage.setItemRaw("other:0", new Uint8Array([1, 2, 3])); // someone else's blob stays
+    await storage.setItemRaw("other_0", new Uint8Array([1, 2, 3])); // someone else's blob stays
     const store = new BlobStore(storage);
     const error = await store.write("x", pieces(3 * MiB + 1), { limit: 3 * MiB }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BlobTooLargeError);
     expect((error as BlobTooLargeError).limit).toBe(3 * MiB);
-    expect(await storage.getKeys()).toEqual(["other:0"]);
+    expect(await storage.getKeys()).toEqual(["other_0"]);
   });
 
   it("far over the limit: stops reading the source soon after the limit", async () => {
@@ -247,7 +247,7 @@ describe("BlobStore.read", () => {
     const storage = createStorage();
     const store = new BlobStore(storage);
     await store.write("m", pieces(3 * MiB), { limit: 10 * MiB });
-    await storage.removeItem("m:1");
+    await storage.removeItem("m_1");
     await expect(readAll(store.read("m", 0, 3 * MiB - 1))).rejects.toThrow(/missing chunk 1/);
   });
 
@@ -257,6 +257,6 @@ describe("BlobStore.read", () => {
     await store.write("a", pieces(2 * MiB + 1), { limit: 10 * MiB });
     await store.write("ab", pieces(10), { limit: 10 * MiB });
     await store.remove("a", 3);
-    expect(await storage.getKeys()).toEqual(["ab:0"]);
+    expect(await storage.getKeys()).toEqual(["ab_0"]);
   });
 });

@@ -1,7 +1,8 @@
 import type { Storage } from "unstorage";
 
 /**
- * Asset bytes as fixed-size raw items (`<id>:<n>`, 1 MiB each) in an unstorage Storage — files under the data
+ * Asset bytes as fixed-size raw items (`<id>_<n>`, 1 MiB each; flat keys, so a file-backed store keeps no
+ * per-asset directory behind when an asset is removed) in an unstorage Storage — files under the data
  * directory on the daemon, R2 in the Worker. Chunking is what keeps memory flat: an upload is written and a
  * download is read one chunk at a time, whatever the file's size.
  */
@@ -41,7 +42,7 @@ export class BlobStore {
           else pending[0] = first.subarray(n);
         }
         pendingBytes -= take;
-        await this.storage.setItemRaw(`${id}:${chunks++}`, out);
+        await this.storage.setItemRaw(chunkKey(id, chunks++), out);
       }
     };
     try {
@@ -77,7 +78,7 @@ export class BlobStore {
     return new ReadableStream<Uint8Array>({
       async pull(controller) {
         if (next > last) return controller.close();
-        const raw = await storage.getItemRaw<Uint8Array | ArrayBuffer>(`${id}:${next}`);
+        const raw = await storage.getItemRaw<Uint8Array | ArrayBuffer>(chunkKey(id, next));
         if (!raw) return controller.error(new Error(`asset ${id} is missing chunk ${next}`));
         const bytes = raw instanceof Uint8Array ? raw : new Uint8Array(raw);
         const offset = next * CHUNK_BYTES;
@@ -91,6 +92,8 @@ export class BlobStore {
   }
 
   async remove(id: string, chunks: number): Promise<void> {
-    for (let n = 0; n < chunks; n++) await this.storage.removeItem(`${id}:${n}`);
+    for (let n = 0; n < chunks; n++) await this.storage.removeItem(chunkKey(id, n));
   }
 }
+
+const chunkKey = (id: string, n: number) => `${id}_${n}`;

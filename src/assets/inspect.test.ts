@@ -4,7 +4,9 @@ import { inspect } from "./inspect.ts";
 
 /** What the upload path hands to inspect(): the first 256 KiB (BlobStore's default head) and the full size. */
 const HEAD = 256 * 1024;
-const asUploaded = (bytes: Uint8Array, declared?: string) => inspect(bytes.subarray(0, HEAD), bytes.length, declared);
+// As an upload calls it: the first HEAD bytes in memory, and the stored file readable as a stream.
+const asUploaded = (bytes: Uint8Array, declared?: string) =>
+  inspect(bytes.subarray(0, HEAD), bytes.length, declared, () => new ReadableStream({ start: (c) => (c.enqueue(bytes), c.close()) }));
 
 describe("inspect: type by magic numbers, dimensions of images", () => {
   it("PNG: image/png with its IHDR size", async () => {

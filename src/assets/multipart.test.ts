@@ -193,7 +193,6 @@ describe("streamMultipart: backpressure", () => {
     // What was read from the network but not yet taken by the consumer: about one read (plus a boundary's worth
     // held back by the parser), never megabytes.
     // (Measured rather than memoryUsage(): garbage not yet collected would blur a heap number.)
-    console.log("max ahead", maxAhead);
     expect(maxAhead).toBeLessThanOrEqual(4 * read);
   }, 60_000);
 });

@@ -25,6 +25,9 @@ export async function streamMultipart<T>(
     throw new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "the upload must be multipart/form-data with a file part");
   const fields: Record<string, string> = {};
   let parseError: Multipasta.MultipartError | undefined;
+  let readError: Error | undefined;
+  /** Set when the consumer failed (storage error, size limit): it takes nothing more, so reading stops. */
+  let consumerFailed = false;
   let queue: Uint8Array[] = [];
   let fileEnded = false;
   let notifyConsumer: (() => void) | undefined;
@@ -42,6 +45,7 @@ export async function streamMultipart<T>(
         continue;
       }
       if (parseError) throw multipartError(parseError);
+      if (readError) throw readError;
       if (fileEnded) return;
       await new Promise<void>((resolve) => (notifyConsumer = resolve));
       notifyConsumer = undefined;
@@ -52,8 +56,10 @@ export async function streamMultipart<T>(
     headers: { "content-type": contentType },
     maxParts: 16,
     maxFieldSize: 64 * 1024,
-    maxPartSize: limits.maxFileBytes + 1,
-    maxTotalSize: limits.maxFileBytes + 1024 * 1024,
+    // multipasta counts part headers (and earlier fields) into these sizes; the consumer enforces the exact file
+    // limit, so these only need to stop runaway bodies.
+    maxPartSize: limits.maxFileBytes + 2 * 1024 * 1024,
+    maxTotalSize: limits.maxFileBytes + 2 * 1024 * 1024,
     onField(part, value) {
       fields[part.name] = Multipasta.decodeField(part, value);
     },
@@ -61,10 +67,19 @@ export async function streamMultipart<T>(
       if (part.name !== fileField || consuming) return () => undefined; // other files are read past and dropped
       info = part;
       consuming = consume(content(), part);
-      consuming.catch(() => undefined); // awaited below; avoid an unhandled rejection meanwhile
+      // Awaited below; meanwhile a failure must wake the reading loop instead of becoming an unhandled rejection.
+      consuming.catch(() => {
+        consumerFailed = true;
+        notifyProducer?.();
+      });
+      let received = 0;
       return (chunk) => {
         if (chunk === null) fileEnded = true;
-        else queue.push(chunk);
+        else {
+          received += chunk.length;
+          if (received > limits.maxFileBytes) parseError ??= { _tag: "ReachedLimit", limit: "MaxPartSize" };
+          else queue.push(chunk);
+        }
         notifyConsumer?.();
       };
     },
@@ -81,19 +96,29 @@ export async function streamMultipart<T>(
   const reader = request.body.getReader();
   try {
     for (;;) {
-      const { value, done } = await reader.read();
-      if (done) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        // The client went away mid-upload: end the consumer with the error so it removes what it wrote.
+        readError = error instanceof Error ? error : new Error(String(error));
+        notifyConsumer?.();
+        break;
+      }
+      if (chunk.done) {
         parser.end();
         break;
       }
-      parser.write(value);
+      parser.write(chunk.value);
       if (parseError) break;
-      // Backpressure: let the consumer take what was parsed before reading more of the body.
-      while (queue.length && consuming) await Promise.race([new Promise<void>((resolve) => (notifyProducer = resolve)), consuming.then(() => undefined, () => undefined)]);
+      // Backpressure: let the consumer take what was parsed before reading more of the body. A consumer that has
+      // finished or failed takes nothing more; stop reading then.
+      while (queue.length && consuming && !consumerFailed) await new Promise<void>((resolve) => (notifyProducer = resolve));
+      if (consumerFailed) break;
     }
   } finally {
     notifyProducer = undefined;
-    if (parseError || !consuming) await reader.cancel().catch(() => undefined);
+    if (parseError || readError || consumerFailed || !consuming) await reader.cancel().catch(() => undefined);
   }
   if (!consuming) {
     if (parseError) throw multipartError(parseError);

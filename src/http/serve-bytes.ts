@@ -18,7 +18,8 @@ export function serveBytes(request: Request, bytes: ServedBytes): Response {
     etag: bytes.etag,
     "last-modified": new Date(bytes.lastModified).toUTCString(),
     "accept-ranges": "bytes",
-    "cache-control": "private, max-age=31536000, immutable",
+    // no-transform: proxies and the Workers runtime must not re-encode (e.g. gzip) bytes served with ranges.
+    "cache-control": "private, max-age=31536000, immutable, no-transform",
     "content-disposition": `inline; filename*=UTF-8''${encodeURIComponent(bytes.fileName)}`,
     "x-content-type-options": "nosniff",
   });

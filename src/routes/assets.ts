@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { streamMultipart } from "../assets/multipart.ts";
 import { ApiError, badRequest } from "../http/errors.ts";
-import type { ApiRouter } from "../http/route-kit.ts";
+import type { ApiRouter, RequestContext } from "../http/route-kit.ts";
 import { serveBytes } from "../http/serve-bytes.ts";
 import { validate, validateBody } from "../http/validate.ts";
 import { MAX_BASE64_BYTES, presentUpload, resolveAsset, srcURL, storeAsset, type AssetConfig } from "../services/assets.ts";
@@ -46,18 +46,21 @@ export function assetRoutes(router: ApiRouter, config: AssetConfig) {
       const asset = await resolveAsset(rc.app, config, url);
       return { srcURL: srcURL(config, asset) };
     })
-    .get("/v1/assets/serve", async (req, rc) => {
-      const { url } = validate("query", ServeQuery, rc.query);
-      const asset = await resolveAsset(rc.app, config, url);
-      return serveBytes(req, {
-        size: asset.size,
-        mimeType: asset.mimeType,
-        etag: `"${asset.id}-${asset.size}"`,
-        lastModified: asset.createdAt,
-        fileName: asset.fileName,
-        read: (start, end) => config.blobs.read(asset.id, start, end),
-      });
+    .get("/v1/assets/serve", serve)
+    .head("/v1/assets/serve", serve);
+
+  async function serve(req: Request, rc: RequestContext) {
+    const { url } = validate("query", ServeQuery, rc.query);
+    const asset = await resolveAsset(rc.app, config, url);
+    return serveBytes(req, {
+      size: asset.size,
+      mimeType: asset.mimeType,
+      etag: `"${asset.id}-${asset.size}"`,
+      lastModified: asset.createdAt,
+      fileName: asset.fileName,
+      read: (start, end) => config.blobs.read(asset.id, start, end),
     });
+  }
 }
 
 /** A part's own Content-Type counts only when it says something (browsers send octet-stream for unknown files). */
@@ -67,8 +70,15 @@ function declaredType(type: string | undefined): string | undefined {
 
 function decodeBase64(text: string): Uint8Array {
   const clean = text.replace(/^data:[^,]*,/, "").replace(/\s+/g, "");
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw badRequest("content is not base64", [{ code: "invalid_base64", message: "expected base64", path: ["body", "content"] }]);
-  const binary = atob(clean.replace(/-/g, "+").replace(/_/g, "/"));
+  const invalid = () => badRequest("content is not base64", [{ code: "invalid_base64", message: "expected base64", path: ["body", "content"] }]);
+  // Padding only at the end, and never a length no encoder produces (one character past a group of four).
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean) || clean.replace(/=+$/, "").length % 4 === 1 || (clean.includes("=") && clean.length % 4 !== 0)) throw invalid();
+  let binary: string;
+  try {
+    binary = atob(clean.replace(/-/g, "+").replace(/_/g, "/"));
+  } catch {
+    throw invalid();
+  }
   const out = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
   return out;

@@ -33,6 +33,8 @@ export interface AssetConfig {
   maxUploadBytes: number;
   /** Uploads never sent are deleted after this long. */
   uploadTtlMs: number;
+  /** Network media being fetched, by URL. */
+  downloads: Map<string, Promise<AssetRecord>>;
 }
 
 export const MAX_UPLOAD_BYTES = 500 * 1024 * 1024;
@@ -48,7 +50,10 @@ export function newAssetID(): string {
 }
 
 export function srcURL(config: AssetConfig, asset: AssetRecord): string {
-  return config.assetDir ? `file://${encodeURI(config.assetDir)}/${asset.id}/${encodeURIComponent(asset.fileName)}` : `localmxc://${LOCAL_HOST}/${asset.id}`;
+  if (!config.assetDir) return `localmxc://${LOCAL_HOST}/${asset.id}`;
+  // Only the ID names the asset; the name is for people and tools that want an extension, so make it a plain segment.
+  const name = asset.fileName.replace(/[\\/\0]/g, "_").replace(/^\.{1,2}$/, "_");
+  return `file://${encodeURI(config.assetDir)}/${asset.id}/${encodeURIComponent(name)}`;
 }
 
 export const mxcURL = (asset: AssetRecord) => `mxc://${LOCAL_HOST}/${asset.id}`;
@@ -76,7 +81,7 @@ export async function storeAsset(
     if (error instanceof BlobTooLargeError) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `the file is larger than ${meta.limit} bytes`);
     throw error;
   }
-  const info = await inspect(written.head, written.size, meta.mimeType);
+  const info = await inspect(written.head, written.size, meta.mimeType, () => config.blobs.read(id, 0, Math.max(0, written.size - 1)));
   const asset: AssetRecord = {
     id,
     fileName: meta.fileName || `${id}${extensionFor(info.mimeType)}`,
@@ -133,6 +138,15 @@ export async function resolveAsset(ctx: Context, config: AssetConfig, url: strin
     const asset = await ctx.db.kv.get<AssetRecord>(keyOf(known));
     if (asset) return asset;
   }
+  // One fetch per URL at a time: concurrent requests for the same media share it instead of storing copies.
+  const running = config.downloads.get(url);
+  if (running) return running;
+  const fetching = fetchMedia(ctx, config, url).finally(() => config.downloads.delete(url));
+  config.downloads.set(url, fetching);
+  return fetching;
+}
+
+async function fetchMedia(ctx: Context, config: AssetConfig, url: string): Promise<AssetRecord> {
   for (const client of ctx.bridges.clientsList()) {
     if (!client.downloadMedia) continue;
     const media = await client.downloadMedia(url);

@@ -1,0 +1,297 @@
+/**
+ * The asset suite on the Node daemon, plus what only the daemon has: file:// srcURLs into <data dir>/assets (and
+ * that they never reach any other file), chunk files on disk (nothing is left behind by refused or broken
+ * uploads), and — on an in-process daemon whose limits the test controls — the upload size limit and the cleanup
+ * of uploads never sent.
+ */
+import { mkdirSync, readFileSync, symlinkSync, existsSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNode, type NodeHarness } from "../harness/node.ts";
+import { entries, listing, startTuned, type TunedDaemon } from "./daemon.ts";
+import { MiB } from "./env.ts";
+import { binaryBlob, png, sha256, text } from "./fixtures.ts";
+import { Api, b64, multipartType, randomToken, sleep, streamedUpload, type Upload } from "./kit.ts";
+import { assetSuite } from "./suite.ts";
+
+assetSuite<NodeHarness>({
+  name: "node",
+  start: (options) => startNode(options),
+  srcURL: (server, id, fileName) => `file://${server.dataDir}/assets/${id}/${encodeURIComponent(fileName)}`,
+  chunkFiles: (server) => listing(join(server.dataDir, "assets")),
+});
+
+describe("node only: file:// URLs never reach other files", () => {
+  let server: NodeHarness;
+  let api: Api;
+  let assetDir: string;
+  let up: Upload;
+  const bytes = text("the only bytes a file:// URL may give");
+  const secrets = () => [readFileSync("/etc/passwd", "utf8").split("\n")[0], "SQLite format 3", readFileSync("/etc/hostname", "utf8").trim()].filter((s) => s.length > 3);
+
+  beforeAll(async () => {
+    const token = randomToken("rw");
+    server = await startNode({ seed: { chats: 4, messages: 20, accounts: 1, seed: 2 }, tokens: [{ token, scopes: ["read", "write"] }] });
+    api = new Api(server.url, token);
+    assetDir = join(server.dataDir, "assets");
+    up = await api.uploadBytes(bytes, "safe.txt");
+  });
+  afterAll(() => server?.stop());
+
+  it("the upload's own srcURL (and its file://localhost form) serves it", async () => {
+    expect(up.srcURL).toBe(`file://${assetDir}/${up.uploadID}/safe.txt`);
+    for (const url of [up.srcURL, up.srcURL.replace("file://", "file://localhost")]) {
+      const r = await api.serve(url);
+      expect(r.status, url).toBe(200);
+      expect(sha256(r.bytes)).toBe(sha256(bytes));
+    }
+  });
+
+  it("paths outside the asset directory, traversal (plain, percent-encoded, encoded slashes, backslashes), NUL and foreign hosts: 403/404, never the file", async () => {
+    const id = () => up.uploadID;
+    const urls = [
+      "file:///etc/passwd",
+      "file:///etc/hostname",
+      "file://localhost/etc/passwd",
+      `file://${server.dataDir}/inboxd.sqlite3`,
+      `file://${assetDir}/../inboxd.sqlite3`,
+      `file://${assetDir}/%2e%2e/inboxd.sqlite3`,
+      `file://${assetDir}/%2E%2E%2Finboxd.sqlite3`,
+      `file://${assetDir}%2F..%2Finboxd.sqlite3`,
+      `file://${assetDir}/${id()}/..%2F..%2Finboxd.sqlite3`,
+      `file://${assetDir}/${id()}%2F..%2F..%2Finboxd.sqlite3`,
+      `file://${assetDir}/${id()}/%2e%2e%2f%2e%2e%2finboxd.sqlite3`,
+      `file://${assetDir}/${id()}/..%5C..%5Cinboxd.sqlite3`,
+      `file://${assetDir}/..%5Cinboxd.sqlite3`,
+      `file://${assetDir}/${id()}%00/safe.txt`,
+      `file://${assetDir}/%00../inboxd.sqlite3`,
+      `file://evil.example${assetDir}/${id()}/safe.txt`,
+      `file://${assetDir}`,
+      `file://${assetDir}/`,
+      `file://${assetDir}-other/${id()}/safe.txt`,
+      `file:///${assetDir.replace(/^\//, "")}/../../../etc/passwd`,
+      `file://${assetDir}/./../inboxd.sqlite3`,
+      `file:${assetDir}/../inboxd.sqlite3`,
+      "file:/etc/passwd",
+      "FILE:///etc/passwd",
+    ];
+    for (const url of urls) {
+      for (const r of [await api.serve(url), await api.raw("POST", "/v1/assets/download", { json: { url } })]) {
+        const body = "bytes" in r ? new TextDecoder().decode(r.bytes) : r.text;
+        expect([400, 403, 404], `${url} → ${r.status}`).toContain(r.status);
+        for (const secret of secrets()) expect(body, url).not.toContain(secret);
+      }
+    }
+  });
+
+  it("symlinks placed in the asset directory (named like assets) do not make other files servable", async () => {
+    symlinkSync("/etc/hostname", join(assetDir, "linkedfile"));
+    symlinkSync("/etc", join(assetDir, "linkdir"));
+    mkdirSync(join(assetDir, "fakeasset1"));
+    symlinkSync("/etc/hostname", join(assetDir, "fakeasset1", "0"));
+    symlinkSync("/etc/hostname", join(assetDir, "fakeasset2_0")); // named like a chunk of an asset that does not exist
+    mkdirSync(join(assetDir, up.uploadID), { recursive: true });
+    symlinkSync("/etc/passwd", join(assetDir, up.uploadID, "evil"));
+    const refused = [
+      `file://${assetDir}/linkedfile`,
+      `file://${assetDir}/linkedfile/x`,
+      `file://${assetDir}/linkdir/passwd`,
+      `file://${assetDir}/linkdir/hostname`,
+      `file://${assetDir}/fakeasset1/0`,
+      `file://${assetDir}/fakeasset1/hostname`,
+      "mxc://inboxd/fakeasset1",
+      "mxc://inboxd/fakeasset2",
+      "localmxc://inboxd/linkdir",
+    ];
+    for (const url of refused) {
+      const r = await api.serve(url);
+      expect([403, 404], `${url} → ${r.status}`).toContain(r.status);
+      for (const secret of secrets()) expect(new TextDecoder().decode(r.bytes), url).not.toContain(secret);
+    }
+    // A name inside a real asset's directory only ever names that asset: its own bytes, not the link's target.
+    const inside = await api.serve(`file://${assetDir}/${up.uploadID}/evil`);
+    expect(inside.status).toBe(200);
+    expect(sha256(inside.bytes)).toBe(sha256(bytes));
+  });
+
+  it("every srcURL the server hands out can be served back, whatever the file name", async () => {
+    const names = ["back\\slash.txt", "..", ".", "a/b.txt", "%2e%2e", "semi;colon,comma.txt", "..hidden", "tab\there.txt", "ünï ¢ødé.txt", "x".repeat(255)];
+    const failures: string[] = [];
+    for (const fileName of names) {
+      const content = text(`named ${fileName}`);
+      const u = await api.ok<Upload>("POST", "/v1/assets/upload/base64", { content: b64(content), fileName });
+      expect(u.fileName).toBe(fileName);
+      const r = await api.serve(u.srcURL);
+      if (r.status !== 200 || sha256(r.bytes) !== sha256(content)) failures.push(`${JSON.stringify(fileName)} → ${u.srcURL} → ${r.status}`);
+    }
+    expect(failures).toEqual([]);
+  });
+});
+
+describe("node only: the upload size limit (an in-process daemon with maxUploadBytes = 4 MiB)", () => {
+  const LIMIT = 4 * MiB;
+  let d: TunedDaemon;
+  let before: string[];
+  const pendingUploads = async () => Object.keys((await d.app.context.db.kv.get<Record<string, number>>("uploads")) ?? {}).length;
+
+  beforeAll(async () => {
+    d = await startTuned({ maxUploadBytes: LIMIT });
+    // one accepted upload, so that the directory exists and "unchanged" means something
+    await d.api.uploadBytes(text("kept"), "kept.txt");
+  });
+  afterAll(() => d?.stop());
+
+  const form = (bytes: Uint8Array<ArrayBuffer>, name = "f.bin") => {
+    const f = new FormData();
+    f.append("file", new Blob([bytes]), name);
+    return f;
+  };
+
+  it("one byte over the limit → 413 JSON; no chunk file and no upload record is left", async () => {
+    before = listing(d.assetDir);
+    const pending = await pendingUploads();
+    const r = await d.api.upload(form(binaryBlob(LIMIT + 1)));
+    expect(r.status).toBe(413);
+    expect(r.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(r.body).toMatchObject({ code: "PAYLOAD_TOO_LARGE", message: expect.any(String) });
+    expect(listing(d.assetDir)).toEqual(before);
+    expect(await pendingUploads()).toBe(pending);
+  });
+
+  it("20 MB streamed → 413; nothing left behind; the daemon keeps serving", async () => {
+    before = listing(d.assetDir);
+    const r = await d.api.raw("POST", "/v1/assets/upload", { body: streamedUpload(20 * MiB), headers: { "content-type": multipartType }, duplex: true }).catch((e: unknown) => ({ status: -1, text: String(e), body: undefined }));
+    // The server may answer before it has read the whole body; then the client may see the connection end instead.
+    if (r.status !== -1) {
+      expect(r.status).toBe(413);
+      expect(r.body).toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    }
+    await sleep(200);
+    expect(listing(d.assetDir)).toEqual(before);
+    const after = await d.api.uploadBytes(png(2, 2), "after.png");
+    expect(after.fileSize).toBeGreaterThan(0);
+  });
+
+  it("a refused upload leaves no empty directory behind either", async () => {
+    const all = entries(d.assetDir);
+    expect((await d.api.upload(form(binaryBlob(LIMIT + 1)))).status).toBe(413);
+    expect(entries(d.assetDir)).toEqual(all);
+  });
+
+  it("a file of exactly the limit is accepted", async () => {
+    const r = await d.api.upload(form(binaryBlob(LIMIT), "exact.bin"));
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.fileSize).toBe(LIMIT);
+  });
+
+  it("a file of exactly the limit is accepted also when fields come before it", async () => {
+    const f = new FormData();
+    f.append("fileName", "exact-after-fields.bin");
+    f.append("mimeType", "application/x-exact");
+    f.append("file", new Blob([binaryBlob(LIMIT)]), "exact.bin");
+    const r = await d.api.upload(f);
+    expect(r.status, r.text).toBe(200);
+  });
+});
+
+describe("node only: uploads that break off", () => {
+  let d: TunedDaemon;
+  beforeAll(async () => {
+    d = await startTuned({});
+    await d.api.uploadBytes(text("kept"), "kept.txt");
+  });
+  afterAll(() => d?.stop());
+
+  it("a client that goes away after 3 MB: its chunk files are removed", async () => {
+    const before = listing(d.assetDir);
+    await d.api
+      .raw("POST", "/v1/assets/upload", { body: streamedUpload(20 * MiB, { abortAfter: 3 * MiB }), headers: { "content-type": multipartType }, duplex: true })
+      .catch(() => undefined);
+    // The client's fetch fails at once; give the daemon time to notice the broken connection and clean up.
+    await sleep(500);
+    let now = listing(d.assetDir);
+    for (let i = 0; i < 30 && now.join() !== before.join(); i++) {
+      await sleep(100);
+      now = listing(d.assetDir);
+    }
+    expect(now).toEqual(before);
+    // and the daemon is fine
+    expect((await d.api.uploadBytes(text("still here"), "ok.txt")).fileSize).toBe(10);
+  });
+});
+
+describe("node only: uploads never sent are cleaned up (uploadTtlMs, app.wake)", () => {
+  const TTL = 60_000;
+  let clock = Date.now();
+  let d: TunedDaemon;
+  beforeAll(async () => {
+    d = await startTuned({ uploadTtlMs: TTL, now: () => clock });
+  });
+  afterAll(() => d?.stop());
+
+  it("after the TTL, wake() deletes the unsent upload (record and chunk files); the sent one stays", async () => {
+    const unsentBytes = binaryBlob(MiB + 10); // two chunk files
+    const unsent = await d.api.uploadBytes(unsentBytes, "unsent.bin");
+    expect(listing(d.assetDir).filter((f) => f.startsWith(`${unsent.uploadID}_`))).toEqual([`${unsent.uploadID}_0`, `${unsent.uploadID}_1`]);
+    // the daemon was asked to wake when it expires
+    expect(d.scheduled.filter((t) => t !== undefined).at(-1)).toBe(clock + TTL);
+
+    const sentBytes = png(16, 16);
+    const sent = await d.api.uploadBytes(sentBytes, "sent.png");
+    const chat = await d.api.echoChat();
+    const message = await d.api.send(chat.id, { attachment: { uploadID: sent.uploadID } });
+    expect(message.status).toBe(200);
+    await d.api.settled(chat.id, message.body.pendingMessageID);
+
+    // before the TTL: nothing happens
+    clock += TTL - 1000;
+    await d.app.wake();
+    expect((await d.api.serve(unsent.srcURL)).status).toBe(200);
+
+    clock += 2000;
+    await d.app.wake();
+    for (const url of [unsent.srcURL, `mxc://inboxd/${unsent.uploadID}`]) expect((await d.api.serve(url)).status, url).toBe(404);
+    expect(existsSync(join(d.assetDir, `${unsent.uploadID}_0`))).toBe(false);
+    expect(existsSync(join(d.assetDir, `${unsent.uploadID}_1`))).toBe(false);
+    // it can no longer be sent either
+    expect((await d.api.send(chat.id, { attachment: { uploadID: unsent.uploadID } })).status).toBe(422);
+
+    const kept = await d.api.serve(sent.srcURL);
+    expect(kept.status).toBe(200);
+    expect(sha256(kept.bytes)).toBe(sha256(sentBytes));
+    const m = await d.api.message(chat.id, message.body.pendingMessageID);
+    expect((await d.api.serve(m.attachments![0].id!)).status).toBe(200);
+  });
+});
+
+describe("node only: a storage failure during an upload", () => {
+  // The daemon runs in a child process: if it freezes, only the child does, and the test can tell.
+  it("the upload fails with a 5xx, and the daemon keeps answering other requests", async () => {
+    const script = fileURLToPath(new URL("./children/daemon-failing-storage.ts", import.meta.url));
+    const child = spawn(process.execPath, ["--import", "tsx", script], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      const { url, token } = await new Promise<{ url: string; token: string }>((resolve, reject) => {
+        let out = "";
+        child.stdout.on("data", (d) => {
+          out += d;
+          if (out.includes("\n")) resolve(JSON.parse(out.split("\n")[0]));
+        });
+        child.on("exit", (code) => reject(new Error(`child exited with ${code}`)));
+      });
+      const api = new Api(url, token);
+      const withTimeout = <T>(p: Promise<T>, ms: number, what: string) =>
+        Promise.race([p, sleep(ms).then(() => `${what}: no answer within ${ms} ms` as const)]);
+      const upload = await withTimeout(
+        api.raw("POST", "/v1/assets/upload", { body: streamedUpload(16 * MiB), headers: { "content-type": multipartType }, duplex: true }).then((r) => r.status, (e: unknown) => `upload failed: ${String(e)}`),
+        10_000,
+        "upload",
+      );
+      const info = await withTimeout(api.raw("GET", "/v1/accounts").then((r) => r.status, (e: unknown) => `failed: ${String(e)}`), 3_000, "GET /v1/accounts afterwards");
+      expect({ upload, info }).toEqual({ upload: 500, info: 200 });
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 30_000);
+});
