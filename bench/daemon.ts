@@ -11,8 +11,8 @@ const CLI = join(ROOT, "adapters/node/cli.ts");
 const live = new Set<ChildProcess>();
 
 /** `node --import tsx FILE ...` with no npm/tsx wrapper, so the PID is the process that does the work. */
-export function spawnNode(file: string, args: string[]): ChildProcess {
-  return track(spawn(process.execPath, ["--import", "tsx", file, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+export function spawnNode(file: string, args: string[], nodeArgs: string[] = []): ChildProcess {
+  return track(spawn(process.execPath, [...nodeArgs, "--import", "tsx", file, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
 }
 
 /** Remembers a child so that killAll() can end it. */
@@ -94,15 +94,18 @@ export interface Daemon {
   url: string;
   /** ms from spawn to the first successful GET /v1/chats. */
   readyMs: number;
+  /** With `inspect`: the port of its inspector (bench/inspector.ts), used to force a GC before memory readings. */
+  inspectPort?: number;
   stop(): Promise<void>;
 }
 
 /** Starts `inboxd serve` and polls GET /v1/chats every 20 ms until it answers 200. */
-export async function startDaemon(dir: string, token: string): Promise<Daemon> {
+export async function startDaemon(dir: string, token: string, options: { inspect?: boolean } = {}): Promise<Daemon> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  const inspectPort = options.inspect ? await freePort() : undefined;
   const started = performance.now();
-  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port)]);
+  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port)], inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []);
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
@@ -114,7 +117,7 @@ export async function startDaemon(dir: string, token: string): Promise<Daemon> {
     if (performance.now() - started > 60_000) throw new Error(`inboxd not ready after 60 s:\n${output}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  return { pid: child.pid!, url, readyMs: performance.now() - started, stop: () => stopChild(child) };
+  return { pid: child.pid!, url, readyMs: performance.now() - started, inspectPort, stop: () => stopChild(child) };
 }
 
 /** Starts bench/baseline-server.ts answering every request with the given body. */

@@ -7,14 +7,20 @@ import os from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { cpuSeconds, createToken, killAll, memory, runCli, startBaseline, startDaemon, type Daemon } from "./daemon.ts";
+import { FanoutGenerator, type FanoutResult } from "./fanout.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
-import { formatReport, type Row } from "./report.ts";
-import { buildWorkload } from "./workload.ts";
+import { measureIdleMemory } from "./idle-memory.ts";
+import { formatReport, type LiveRow, type Row } from "./report.ts";
+import { buildWorkload, listChatIDs } from "./workload.ts";
 
 const HELP = `Usage: npm run bench -- [options]
 
 Seeds a data set, starts inboxd, and measures each endpoint (p50/p95/p99 latency, requests/s) next to a bare
 node:http server answering a body of the same size, against the targets for 10,000 chats / 1,000,000 messages.
+Then live events on a freshly started daemon: the fan-out of message events to WebSocket clients subscribed to
+every chat while messages are sent at a fixed rate, and the daemon's memory per idle WebSocket connection. (A
+fan-out window during which other processes took over 30 % of a core, or every CPU was busy for 0.5 s or more,
+is measured again, up to 3 times in all; the quietest attempt is reported.)
 
   --chats N          chats to seed (default 10000)
   --messages N       messages to seed (default 1000000)
@@ -23,6 +29,12 @@ node:http server answering a body of the same size, against the targets for 10,0
   --duration S       seconds measured per endpoint (default 5)
   --warmup S         seconds of discarded warm-up per endpoint (default 1)
   --concurrency N    concurrent clients for the read endpoints (default 8)
+  --only LIST        run only these sections, comma-separated: endpoints (the HTTP endpoints, restarts, seed
+                     and RSS figures), fanout (live events)
+  --fanout-clients N WebSocket clients subscribed to "*" during the fan-out (default 100)
+  --fanout-rate N    sends per second during the fan-out, open loop (default 200)
+  --fanout-seconds S seconds measured for the fan-out, after the warm-up (default 10; --quick: 5)
+  --idle-connections N  idle subscribed connections for the memory per connection (default 1000)
   --keep DIR         seed into DIR and keep it; if DIR already holds inboxd.sqlite3, skip the seed and reuse it
                      (sends of earlier runs stay in it)
   --json FILE        also write the results as JSON
@@ -40,6 +52,11 @@ const { values: opts } = parseArgs({
     warmup: { type: "string", default: "1" },
     concurrency: { type: "string", default: "8" },
     keep: { type: "string" },
+    only: { type: "string" },
+    "fanout-clients": { type: "string" },
+    "fanout-rate": { type: "string" },
+    "fanout-seconds": { type: "string" },
+    "idle-connections": { type: "string" },
     json: { type: "string" },
     help: { type: "boolean", short: "h" },
   },
@@ -59,16 +76,36 @@ const accounts = num(opts.accounts, 2);
 const duration = num(opts.duration, opts.quick ? 2 : 5);
 const warmup = num(opts.warmup, 1);
 const readConcurrency = num(opts.concurrency, 8);
+const fanoutClients = num(opts["fanout-clients"], 100);
+const fanoutRate = num(opts["fanout-rate"], 200);
+const fanoutSeconds = num(opts["fanout-seconds"], opts.quick ? 5 : 10);
+const idleConnections = num(opts["idle-connections"], 1000);
+const SECTIONS = ["endpoints", "fanout"];
+const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
+for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
 const RESTARTS = 3;
+/** Wait before each RSS reading of the memory per idle connection (lets the daemon's GC and allocator settle). */
+const IDLE_SETTLE_MS = 2000;
+/** Measured rounds of opening and closing the idle connections (the median is reported). */
+const IDLE_ROUNDS = 5;
+/** After the last fan-out send: how long events may still arrive before they count as lost. */
+const FANOUT_DRAIN_S = 2;
+/** A fan-out window during which other processes used more than this (% of one core) is measured again... */
+const FANOUT_NOISE_PCT = 30;
+/** ...up to this many times in all. */
+const FANOUT_ATTEMPTS = 3;
 const log = (line: string) => console.error(`[bench] ${line}`);
 const dir = opts.keep ? resolve(opts.keep) : mkdtempSync(join(os.tmpdir(), "inboxd-bench-"));
 const bodyFile = join(os.tmpdir(), `inboxd-bench-body-${process.pid}.json`);
 let daemon: Daemon | undefined;
-const generator = new LoadGenerator();
+let generator: LoadGenerator | undefined;
+let fanoutGenerator: FanoutGenerator | undefined;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function cleanup() {
-  generator.close();
+  generator?.close();
+  fanoutGenerator?.close();
   killAll();
   rmSync(bodyFile, { force: true });
   if (!opts.keep) rmSync(dir, { recursive: true, force: true });
@@ -90,87 +127,158 @@ async function main() {
   const firstReadyMs = daemon.readyMs;
   log(`daemon pid ${daemon.pid} ready in ${firstReadyMs.toFixed(0)} ms at ${daemon.url}`);
 
-  const work = await buildWorkload(daemon.url, token);
-  log(`workload: ${work.chatIDs.length} chats, ${work.rareWords.length} rare words (of ${work.rareTries} tried: ${work.rareWords.slice(0, 6).map((w) => `${w.word}×${w.hits}`).join(" ")} …), account ${work.accountID}, dateAfter ${work.dateAfter}`);
-
-  /** Runs one phase; the row also gets the server's CPU use (% of one core) and RSS after the phase. */
-  const measure = async (name: string, pid: number, url: string, requests: RequestSpec[], concurrency: number, auth = true) => {
-    log(`${name} (c=${concurrency}, ${warmup} s warm-up + ${duration} s)`);
-    const cpu = cpuSeconds(pid), started = performance.now();
-    const result = await generator.run({ url, token: auth ? token : undefined, requests, concurrency, warmupSeconds: warmup, durationSeconds: duration });
-    const cpuPct = ((cpuSeconds(pid) - cpu) / ((performance.now() - started) / 1000)) * 100;
-    return { name, result, cpuPct, rssMB: memory(pid).rssMB };
-  };
-  writeFileSync(bodyFile, work.chatsBody);
-  const baselineServer = await startBaseline(bodyFile);
-  const bare = await measure(`  bare node:http, same ${work.chatsBody.length} B body`, baselineServer.pid, baselineServer.url, [{ method: "GET", path: "/" }], readConcurrency, false);
-  await baselineServer.stop();
-
-  const r = work.requests;
   const loads: Row[] = [];
-  const add = (row: Row, target: string, pass: boolean) => loads.push({ ...row, target, pass: pass && row.result!.errors === 0 });
-  const chatsList = await measure("GET /v1/chats", daemon.pid, daemon.url, r.chats, readConcurrency);
-  const share = chatsList.result.rps / bare.result.rps;
-  add(chatsList, `p99 ≤ 10 ms, ≥ 30 % of bare (${(share * 100).toFixed(0)} %)`, chatsList.result.p99 <= 10 && share >= 0.3);
-  loads.push(bare);
-  const p99 = (limit: number) => (x: LoadResult) => x.p99 <= limit;
-  const p95 = (limit: number) => (x: LoadResult) => x.p95 <= limit;
-  const phases: [string, RequestSpec[], number, string, (x: LoadResult) => boolean][] = [
-    ["GET /v1/chats/{id}/messages", r.messages, readConcurrency, "p99 ≤ 10 ms", p99(10)],
-    ["GET /v1/chats/{id}", r.chat, readConcurrency, "p99 ≤ 10 ms", p99(10)],
-    ["search: one rare word", r.searchRare, readConcurrency, "p95 ≤ 20 ms", p95(20)],
-    ["search: two common words", r.searchCommon, readConcurrency, "p95 ≤ 50 ms", p95(50)],
-    ["search: word + accountIDs + dateAfter", r.searchFiltered, readConcurrency, "p95 ≤ 50 ms", p95(50)],
-    ["POST send, alone", r.send, 1, "p99 ≤ 20 ms", p99(20)],
-    ["POST send, 16 clients", r.send, 16, "≥ 1,000 sends/s", (x) => x.rps >= 1000],
-  ];
-  for (const [name, requests, concurrency, target, ok] of phases) {
-    const row = await measure(name, daemon.pid, daemon.url, requests, concurrency);
-    add(row, target, ok(row.result));
-  }
-  const afterLoad = memory(daemon.pid);
+  const scalars: Row[] = [];
+  const live: LiveRow[] = [];
+  const json: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    options: { chats, messages, accounts, duration, warmup, readConcurrency, sections: [...sections], reusedDir: seedSeconds === undefined },
+    seedSeconds,
+  };
+  let chatIDs: string[], echoChatIDs: string[];
 
-  // Restarts: SIGTERM, spawn again, time to the first answered GET /v1/chats; the median of RESTARTS (noisy machine).
-  const restartsMs: number[] = [];
-  let atReady = afterLoad;
-  for (let i = 0; i < RESTARTS; i++) {
-    log(`restarting the daemon (${i + 1}/${RESTARTS})`);
-    await daemon.stop();
-    daemon = await startDaemon(dir, token);
-    restartsMs.push(daemon.readyMs);
-    if (i === 0) atReady = memory(daemon.pid);
-  }
-  await daemon.stop();
-  daemon = undefined;
-  const readyMs = [...restartsMs].sort((a, b) => a - b)[Math.floor(RESTARTS / 2)];
+  if (sections.has("endpoints")) {
+    const work = await buildWorkload(daemon.url, token);
+    ({ chatIDs, echoChatIDs } = work);
+    log(`workload: ${work.chatIDs.length} chats, ${work.rareWords.length} rare words (of ${work.rareTries} tried: ${work.rareWords.slice(0, 6).map((w) => `${w.word}×${w.hits}`).join(" ")} …), account ${work.accountID}, dateAfter ${work.dateAfter}`);
+    generator = new LoadGenerator();
+    const load = generator;
 
-  const mb = (x: number) => `${x.toFixed(0)} MB`;
-  const scalars: Row[] = [
-    seedSeconds === undefined
-      ? { name: "seed", value: "skipped (--keep)" }
-      : { name: `seed ${chats} chats / ${messages} messages`, value: `${seedSeconds.toFixed(1)} s`, target: "≤ 120 s", pass: seedSeconds <= 120 },
-    { name: `daemon ready after restart, median of ${RESTARTS}`, value: `${readyMs.toFixed(0)} ms`, target: "≤ 2 s", pass: readyMs <= 2000 },
-    { name: "  each restart", value: restartsMs.map((x) => x.toFixed(0)).join(" / ") + " ms" },
-    { name: "daemon ready, first start", value: `${firstReadyMs.toFixed(0)} ms` },
-    { name: "RSS peak during load (VmHWM)", value: mb(afterLoad.peakMB), target: "≤ 400 MB", pass: afterLoad.peakMB <= 400 },
-    { name: "RSS after load (VmRSS)", value: mb(afterLoad.rssMB), target: "≤ 400 MB", pass: afterLoad.rssMB <= 400 },
-    { name: "RSS after the first restart, ready", value: mb(atReady.rssMB) },
-  ];
-  console.log(`\ninboxd benchmark: ${opts.keep && seedSeconds === undefined ? `reused ${dir}` : `${chats} chats, ${messages} messages, ${accounts} accounts`}; ` +
-    `${duration} s per measurement after ${warmup} s warm-up; ${os.cpus().length} CPUs, node ${process.version}\n`);
-  console.log(formatReport(loads, scalars));
+    /** Runs one phase; the row also gets the server's CPU use (% of one core) and RSS after the phase. */
+    const measure = async (name: string, pid: number, url: string, requests: RequestSpec[], concurrency: number, auth = true) => {
+      log(`${name} (c=${concurrency}, ${warmup} s warm-up + ${duration} s)`);
+      const cpu = cpuSeconds(pid), started = performance.now();
+      const result = await load.run({ url, token: auth ? token : undefined, requests, concurrency, warmupSeconds: warmup, durationSeconds: duration });
+      const cpuPct = ((cpuSeconds(pid) - cpu) / ((performance.now() - started) / 1000)) * 100;
+      return { name, result, cpuPct, rssMB: memory(pid).rssMB };
+    };
+    writeFileSync(bodyFile, work.chatsBody);
+    const baselineServer = await startBaseline(bodyFile);
+    const bare = await measure(`  bare node:http, same ${work.chatsBody.length} B body`, baselineServer.pid, baselineServer.url, [{ method: "GET", path: "/" }], readConcurrency, false);
+    await baselineServer.stop();
 
-  if (opts.json) {
-    const json = {
-      date: new Date().toISOString(),
-      options: { chats, messages, accounts, duration, warmup, readConcurrency, reusedDir: seedSeconds === undefined },
-      seedSeconds,
+    const r = work.requests;
+    const add = (row: Row, target: string, pass: boolean) => loads.push({ ...row, target, pass: pass && row.result!.errors === 0 });
+    const chatsList = await measure("GET /v1/chats", daemon.pid, daemon.url, r.chats, readConcurrency);
+    const share = chatsList.result.rps / bare.result.rps;
+    add(chatsList, `p99 ≤ 10 ms, ≥ 30 % of bare (${(share * 100).toFixed(0)} %)`, chatsList.result.p99 <= 10 && share >= 0.3);
+    loads.push(bare);
+    const p99 = (limit: number) => (x: LoadResult) => x.p99 <= limit;
+    const p95 = (limit: number) => (x: LoadResult) => x.p95 <= limit;
+    const phases: [string, RequestSpec[], number, string, (x: LoadResult) => boolean][] = [
+      ["GET /v1/chats/{id}/messages", r.messages, readConcurrency, "p99 ≤ 10 ms", p99(10)],
+      ["GET /v1/chats/{id}", r.chat, readConcurrency, "p99 ≤ 10 ms", p99(10)],
+      ["search: one rare word", r.searchRare, readConcurrency, "p95 ≤ 20 ms", p95(20)],
+      ["search: two common words", r.searchCommon, readConcurrency, "p95 ≤ 50 ms", p95(50)],
+      ["search: word + accountIDs + dateAfter", r.searchFiltered, readConcurrency, "p95 ≤ 50 ms", p95(50)],
+      ["POST send, alone", r.send, 1, "p99 ≤ 20 ms", p99(20)],
+      ["POST send, 16 clients", r.send, 16, "≥ 1,000 sends/s", (x) => x.rps >= 1000],
+    ];
+    for (const [name, requests, concurrency, target, ok] of phases) {
+      const row = await measure(name, daemon.pid, daemon.url, requests, concurrency);
+      add(row, target, ok(row.result));
+    }
+    const afterLoad = memory(daemon.pid);
+
+    // Restarts: SIGTERM, spawn again, time to the first answered GET /v1/chats; the median of RESTARTS (noisy machine).
+    // The daemon of the last restart stays up for the live-events section.
+    const restartsMs: number[] = [];
+    let atReady = afterLoad;
+    for (let i = 0; i < RESTARTS; i++) {
+      log(`restarting the daemon (${i + 1}/${RESTARTS})`);
+      await daemon.stop();
+      daemon = await startDaemon(dir, token);
+      restartsMs.push(daemon.readyMs);
+      if (i === 0) atReady = memory(daemon.pid);
+    }
+    const readyMs = [...restartsMs].sort((a, b) => a - b)[Math.floor(RESTARTS / 2)];
+
+    const mb = (x: number) => `${x.toFixed(0)} MB`;
+    scalars.push(
+      seedSeconds === undefined
+        ? { name: "seed", value: "skipped (--keep)" }
+        : { name: `seed ${chats} chats / ${messages} messages`, value: `${seedSeconds.toFixed(1)} s`, target: "≤ 120 s", pass: seedSeconds <= 120 },
+      { name: `daemon ready after restart, median of ${RESTARTS}`, value: `${readyMs.toFixed(0)} ms`, target: "≤ 2 s", pass: readyMs <= 2000 },
+      { name: "  each restart", value: restartsMs.map((x) => x.toFixed(0)).join(" / ") + " ms" },
+      { name: "daemon ready, first start", value: `${firstReadyMs.toFixed(0)} ms` },
+      { name: "RSS peak during load (VmHWM)", value: mb(afterLoad.peakMB), target: "≤ 400 MB", pass: afterLoad.peakMB <= 400 },
+      { name: "RSS after load (VmRSS)", value: mb(afterLoad.rssMB), target: "≤ 400 MB", pass: afterLoad.rssMB <= 400 },
+      { name: "RSS after the first restart, ready", value: mb(atReady.rssMB) },
+    );
+    Object.assign(json, {
       readyMs: { firstStart: firstReadyMs, restartMedian: readyMs, restarts: restartsMs },
       memoryMB: { afterLoad, atReady },
       workload: { chats: work.chatIDs.length, rareWords: work.rareWords, accountID: work.accountID, dateAfter: work.dateAfter, chatsBodyBytes: work.chatsBody.length },
       endpoints: loads.map(({ name, result, target, pass, cpuPct, rssMB }) => ({ name: name.trim(), target, pass, serverCpuPct: cpuPct, serverRssMB: rssMB, ...result })),
-      scalars,
+    });
+  } else ({ chatIDs, echoChatIDs } = await listChatIDs(daemon.url, token));
+
+  if (sections.has("fanout")) {
+    // Memory per idle connection, on a daemon of its own started with --inspect (to force GCs before readings).
+    await daemon.stop();
+    daemon = await startDaemon(dir, token, { inspect: true });
+    log(`memory per idle connection: daemon pid ${daemon.pid}, ${IDLE_ROUNDS} rounds of 0 / ${idleConnections} subscribed clients after an unmeasured one (${IDLE_SETTLE_MS / 1000} s settle, then forced GC)`);
+    const idleMemory = await measureIdleMemory(daemon, token, idleConnections, IDLE_ROUNDS, IDLE_SETTLE_MS, log);
+
+    // Fan-out, on a plain daemon; not to the Echo chats, whose replies would add a second message per send.
+    await daemon.stop();
+    daemon = await startDaemon(dir, token);
+    const sendTo = chatIDs.filter((id) => !echoChatIDs.includes(id));
+    log(`fan-out: daemon pid ${daemon.pid}, ${fanoutClients} clients, ${fanoutRate} sends/s over ${sendTo.length} chats (not the ${echoChatIDs.length} Echo chats), ${warmup} s warm-up + ${fanoutSeconds} s`);
+    // This machine is shared: when other processes took more than FANOUT_NOISE_PCT of a core during the window, or
+    // every CPU was busy for half a second or more of it, the latencies are mostly waiting for a CPU. Such a run is
+    // repeated (up to FANOUT_ATTEMPTS), and the quietest is kept.
+    const others = (r: FanoutResult) => Math.max(0, r.machineCpuPct - r.serverCpuPct - r.generatorCpuPct);
+    const noisy = (r: FanoutResult) => others(r) > FANOUT_NOISE_PCT || r.saturatedSeconds >= 0.5;
+    const noise = (r: FanoutResult) => `${others(r).toFixed(0)} % of a core, ${r.saturatedSeconds.toFixed(2)} s saturated`;
+    const attempts: FanoutResult[] = [];
+    for (let attempt = 1; attempt <= FANOUT_ATTEMPTS; attempt++) {
+      fanoutGenerator = new FanoutGenerator();
+      const r = await fanoutGenerator.fanout({
+        url: daemon.url, token, serverPid: daemon.pid, clients: fanoutClients, rate: fanoutRate, warmupSeconds: warmup, durationSeconds: fanoutSeconds, drainSeconds: FANOUT_DRAIN_S, chatIDs: sendTo,
+      });
+      fanoutGenerator.close();
+      attempts.push(r);
+      if (!noisy(r)) break;
+      log(`  other processes during the fan-out window: ${noise(r)}` + (attempt < FANOUT_ATTEMPTS ? "; measuring again" : ""));
+    }
+    const quieter = (a: FanoutResult, b: FanoutResult) => a.saturatedSeconds < b.saturatedSeconds || (a.saturatedSeconds === b.saturatedSeconds && others(a) < others(b));
+    const result = attempts.reduce((best, r) => (quieter(r, best) ? r : best));
+    const kept = attempts.indexOf(result) + 1;
+    const attemptNote = attempts.length === 1 ? "" : `fan-out measured ${attempts.length} times because other processes took CPU ` +
+      `(${attempts.map(noise).join("; ")}); the figures above are attempt ${kept}, the quietest`;
+    const target = "p99 ≤ 50 ms, none lost";
+    const pass = result.afterResponse.p99 <= 50 && result.lost === 0 && result.sendErrors === 0 && Object.keys(result.closes).length === 0 && result.sendsPerSecond >= fanoutRate * 0.95;
+    live.push(
+      { name: "send's HTTP response → event, every client", result, stats: result.afterResponse, target, pass, note: attemptNote },
+      { name: "  send's request start → event (for reference)", result, stats: result.afterRequest },
+    );
+    const n = idleConnections.toLocaleString("en-US");
+    const kb = (x: number) => `${x.toFixed(1)} KB`;
+    const { perConnectionKB: per, roundsKB } = idleMemory;
+    const rounds = (key: keyof typeof per) => ` (rounds: ${roundsKB.map((r) => r[key].toFixed(1)).join(" / ")})`;
+    scalars.push(
+      { name: `memory per idle WebSocket connection (${n} subscribed): RSS, median`, value: kb(per.rss) + rounds("rss"), target: "stated" },
+      { name: "  V8 heap in use", value: kb(per.heap) + rounds("heap") },
+      { name: `  daemon RSS after GC, 0 / ${n} clients (first round)`, value: `${idleMemory.readings[0].reading.afterGcMB.toFixed(1)} / ${idleMemory.readings[1].reading.afterGcMB.toFixed(1)} MB` },
+    );
+    json.liveEvents = {
+      fanout: { target, pass, chats: sendTo.length, attempt: kept, ...result },
+      otherAttempts: attempts.filter((r) => r !== result).map(({ timeline, cpuTimeline, ...rest }) => rest),
+      idleMemory,
     };
+  }
+  await daemon.stop();
+  daemon = undefined;
+  json.scalars = scalars;
+
+  const what = opts.keep && seedSeconds === undefined ? `reused ${dir}` : `${chats} chats, ${messages} messages, ${accounts} accounts`;
+  const timing = sections.has("endpoints") ? `${duration} s per measurement after ${warmup} s warm-up` : `${warmup} s warm-up`;
+  const fanout = sections.has("fanout") ? `; fan-out ${fanoutClients} clients × ${fanoutRate} sends/s for ${fanoutSeconds} s` : "";
+  console.log(`\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version}\n`);
+  console.log(formatReport(loads, scalars, live));
+
+  if (opts.json) {
     writeFileSync(opts.json, JSON.stringify(json, null, 2));
     log(`wrote ${opts.json}`);
   }

@@ -15,6 +15,8 @@ export interface Workload {
   /** The first page of GET /v1/chats, byte for byte (the baseline answers with it). */
   chatsBody: Buffer;
   chatIDs: string[];
+  /** The sandbox Echo chats among chatIDs (Echo answers every message sent there). */
+  echoChatIDs: string[];
   accountID: string;
   dateAfter: string;
   rareWords: { word: string; hits: number }[];
@@ -43,22 +45,48 @@ function shuffle<T>(items: T[], seed = 42): T[] {
   return items;
 }
 
-export async function buildWorkload(url: string, token: string): Promise<Workload> {
+interface ListedChat {
+  id: string;
+  lastActivity: string;
+  participants: { items: { id: string }[] };
+}
+
+const isEcho = (chat: ListedChat) => chat.participants.items.some((p) => p.id.startsWith("@echo:"));
+
+function client(url: string, token: string) {
   const fetchPath = async (path: string) => {
     const res = await fetch(url + path, { headers: { authorization: `Bearer ${token}` } });
     if (!res.ok) throw new Error(`GET ${path} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
     return Buffer.from(await res.arrayBuffer());
   };
   const json = async (path: string): Promise<any> => JSON.parse((await fetchPath(path)).toString());
+  return { fetchPath, json };
+}
 
+/** Pages GET /v1/chats (up to CHAT_PAGES pages). */
+async function listChats(url: string, token: string): Promise<{ chatsBody: Buffer; chats: ListedChat[] }> {
+  const { fetchPath, json } = client(url, token);
   const chatsBody = await fetchPath("/v1/chats");
   let page = JSON.parse(chatsBody.toString());
-  const chats: { id: string; lastActivity: string }[] = [...page.items];
+  const chats: ListedChat[] = [...page.items];
   for (let i = 1; i < CHAT_PAGES && page.hasMore; i++) {
     page = await json(`/v1/chats?cursor=${encodeURIComponent(page.oldestCursor)}&direction=before`);
     chats.push(...page.items);
   }
+  return { chatsBody, chats };
+}
+
+/** Just the chat IDs, in the same shuffled order as buildWorkload's (for runs that need nothing else). */
+export async function listChatIDs(url: string, token: string): Promise<Pick<Workload, "chatIDs" | "echoChatIDs">> {
+  const { chats } = await listChats(url, token);
+  return { chatIDs: shuffle(chats.map((c) => c.id)), echoChatIDs: chats.filter(isEcho).map((c) => c.id) };
+}
+
+export async function buildWorkload(url: string, token: string): Promise<Workload> {
+  const { json } = client(url, token);
+  const { chatsBody, chats } = await listChats(url, token);
   const chatIDs = shuffle(chats.map((c) => c.id));
+  const echoChatIDs = chats.filter(isEcho).map((c) => c.id);
   const accountID: string = (await json("/v1/accounts"))[0].accountID;
   const newest = Math.max(...chats.map((c) => Date.parse(c.lastActivity)));
   const dateAfter = new Date(Math.min(Date.now(), newest) - 90 * DAY).toISOString();
@@ -87,6 +115,7 @@ export async function buildWorkload(url: string, token: string): Promise<Workloa
   return {
     chatsBody,
     chatIDs,
+    echoChatIDs,
     accountID,
     dateAfter,
     rareWords,
