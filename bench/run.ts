@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { cpuSeconds, createToken, killAll, memory, runCli, startBaseline, startDaemon, type Daemon } from "./daemon.ts";
 import { FanoutGenerator, type FanoutResult } from "./fanout.ts";
+import { measureAssetMemory } from "./asset-memory.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { measureIdleMemory } from "./idle-memory.ts";
 import { formatReport, type LiveRow, type Row } from "./report.ts";
@@ -30,7 +31,8 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --warmup S         seconds of discarded warm-up per endpoint (default 1)
   --concurrency N    concurrent clients for the read endpoints (default 8)
   --only LIST        run only these sections, comma-separated: endpoints (the HTTP endpoints, restarts, seed
-                     and RSS figures), fanout (live events)
+                     and RSS figures), fanout (live events), assets (memory during a large upload + download)
+  --asset-mb N       size of the file uploaded and served by the assets section (default 500; --quick: 100)
   --fanout-clients N WebSocket clients subscribed to "*" during the fan-out (default 100)
   --fanout-rate N    sends per second during the fan-out, open loop (default 200)
   --fanout-seconds S seconds measured for the fan-out, after the warm-up (default 10; --quick: 5)
@@ -54,6 +56,7 @@ const { values: opts } = parseArgs({
     keep: { type: "string" },
     only: { type: "string" },
     "fanout-clients": { type: "string" },
+    "asset-mb": { type: "string" },
     "fanout-rate": { type: "string" },
     "fanout-seconds": { type: "string" },
     "idle-connections": { type: "string" },
@@ -79,8 +82,9 @@ const readConcurrency = num(opts.concurrency, 8);
 const fanoutClients = num(opts["fanout-clients"], 100);
 const fanoutRate = num(opts["fanout-rate"], 200);
 const fanoutSeconds = num(opts["fanout-seconds"], opts.quick ? 5 : 10);
+const assetMB = num(opts["asset-mb"], opts.quick ? 100 : 500);
 const idleConnections = num(opts["idle-connections"], 1000);
-const SECTIONS = ["endpoints", "fanout"];
+const SECTIONS = ["endpoints", "fanout", "assets"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
 for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
@@ -267,6 +271,16 @@ async function main() {
       otherAttempts: attempts.filter((r) => r !== result).map(({ timeline, cpuTimeline, ...rest }) => rest),
       idleMemory,
     };
+  }
+  if (sections.has("assets")) {
+    log(`assets: uploading and serving a ${assetMB} MB file while sampling the daemon's RSS`);
+    const r = await measureAssetMemory(daemon.pid, daemon.url, token, assetMB);
+    const mbps = (seconds: number) => `${(assetMB / seconds).toFixed(0)} MB/s`;
+    scalars.push(
+      { name: `RSS while a ${assetMB} MB file is uploaded / served`, value: `${r.beforeMB.toFixed(0)} MB before → peak ${r.uploadPeakMB.toFixed(0)} / ${r.servePeakMB.toFixed(0)} MB`, target: `flat (≤ +${r.flatMB} MB)`, pass: r.pass },
+      { name: "  upload / serve time", value: `${r.uploadSeconds.toFixed(1)} s (${mbps(r.uploadSeconds)}) / ${r.serveSeconds.toFixed(1)} s (${mbps(r.serveSeconds)})` },
+    );
+    json.assets = r;
   }
   await daemon.stop();
   daemon = undefined;
