@@ -220,7 +220,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
 function toResponse(result: unknown): Response {
   if (result instanceof Response) return result;
-  if (result instanceof JsonText) return new Response(result.text, { status: 200, headers: { "content-type": "application/json" } });
+  if (result instanceof JsonText) return new Response(result.text as BodyInit, { status: 200, headers: { "content-type": "application/json" } });
   return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json" } });
 }
 

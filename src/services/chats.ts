@@ -8,6 +8,7 @@ import { findMessage, sendMessage } from "./messages.ts";
 import { chatListJSON, JsonText, presentChat } from "./present.ts";
 
 export const CHAT_PAGE = 25;
+const encoder = new TextEncoder();
 
 export interface ChatFilter {
   accountIDs?: string[];
@@ -53,6 +54,9 @@ function chatMatcher(ctx: Context, f: ChatFilter): (c: ChatRecord) => boolean {
 /** Pages through the in-memory chat order (lastActivity desc) with cursors at (lastActivity, no). */
 function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number, cursor?: string, direction?: "before" | "after"): JsonText {
   const scope = fingerprint(filter);
+  const cacheKey = `${kind}\n${scope}\n${limit}\n${direction ?? ""}\n${cursor ?? ""}`;
+  const cached = ctx.db.pages.get(cacheKey);
+  if (cached) return new JsonText(cached);
   const order = ctx.db.chats.all();
   const match = chatMatcher(ctx, filter);
   const dir = direction ?? "before";
@@ -87,7 +91,9 @@ function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number
   const oldest = picked.length ? at(picked[picked.length - 1]) : null;
   const newest = picked.length ? at(picked[0]) : null;
   const items = picked.map((c) => chatListJSON(ctx.db, c)).join(",");
-  return new JsonText(`{"items":[${items}],"hasMore":${hasMore},"oldestCursor":${JSON.stringify(oldest)},"newestCursor":${JSON.stringify(newest)}}`);
+  const body = encoder.encode(`{"items":[${items}],"hasMore":${hasMore},"oldestCursor":${JSON.stringify(oldest)},"newestCursor":${JSON.stringify(newest)}}`);
+  if (ctx.db.pages.size < 256) ctx.db.pages.set(cacheKey, body);
+  return new JsonText(body);
 }
 
 export function listChats(ctx: Context, q: { accountIDs?: string[]; cursor?: string; direction?: "before" | "after" }) {

@@ -77,7 +77,7 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
 
 /** A response body already serialised (chat lists splice cached per-chat JSON instead of re-serialising). */
 export class JsonText {
-  constructor(readonly text: string) {}
+  constructor(readonly text: string | Uint8Array) {}
 }
 
 /**

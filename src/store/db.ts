@@ -25,6 +25,11 @@ export class Db {
   observer?: { snapshot(changes: ChangeSet): unknown; committed(result: unknown): void };
   /** Serialised list form of chats, by chat no (see services/present.ts chatListJSON). */
   readonly presented = new Map<number, string>();
+  /**
+   * Whole serialised chat-list pages by request (see services/chats.ts): clients poll the first page over and over,
+   * and any chat change empties this (pages mix chats, so one change can move or alter any of them).
+   */
+  readonly pages = new Map<string, Uint8Array>();
 
   private constructor(readonly storage: Storage, cacheBytes?: number) {
     this.kv = new Kv(storage, { cacheBytes });
@@ -56,7 +61,7 @@ export class Db {
       for (const { value } of batch) if (value) records.push(value as ChatRecord);
     }
     this.chats.load(records);
-    this.presented.clear();
+    this.forgetPresented();
   }
 
   commit(): Promise<void> {
@@ -68,13 +73,20 @@ export class Db {
   }
 
   saveAccounts() {
-    this.presented.clear();
+    this.forgetPresented();
     this.kv.put(keys.accounts, this.accounts);
   }
 
   /** Ties an API transactionID to the reaction change it caused, for the event that reports it. */
   noteTransaction(chatNo: number, seq: number, transactionID: string) {
     this.changes.transactions.set(`${chatNo}.${seq}`, transactionID);
+  }
+
+  /** Drops serialised forms after a change: one chat's, or (no argument) every chat's. */
+  private forgetPresented(chatNo?: number) {
+    if (chatNo === undefined) this.presented.clear();
+    else this.presented.delete(chatNo);
+    this.pages.clear();
   }
 
   saveLogins() {
@@ -84,7 +96,7 @@ export class Db {
   /** Forgets a chat and its messages (account removal). Search postings left behind are filtered out on read. */
   async dropChat(chat: ChatRecord): Promise<void> {
     this.chats.remove(chat);
-    this.presented.delete(chat.no);
+    this.forgetPresented(chat.no);
     this.changes.chatDeleted(chat);
     this.kv.remove(keys.chat(chat.no));
     for (let i = 0; i * CHUNK_SIZE < chat.nextSeq; i++) this.kv.remove(keys.chunk(chat.no, i));
@@ -98,7 +110,7 @@ export class Db {
   }
 
   saveChat(chat: ChatRecord) {
-    this.presented.delete(chat.no);
+    this.forgetPresented(chat.no);
     this.changes.chat(chat);
     this.kv.put(keys.chat(chat.no), chat);
   }
