@@ -82,7 +82,7 @@ export interface App {
   checkUpgrade(request: Request): Promise<{ ok: true; protocol?: string } | { ok: false; response: Response }>;
   events: EventHub;
   context: Context;
-  /** Does what is due (reminders) and schedules the next wake-up; see AppOptions.schedule. */
+  /** Does what is due (reminders, webhook retries, expired uploads) and schedules the next wake-up (AppOptions.schedule). */
   wake(): Promise<void>;
   close(): Promise<void>;
 }
