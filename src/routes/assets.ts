@@ -4,7 +4,7 @@ import { ApiError, badRequest } from "../http/errors.ts";
 import type { ApiRouter, RequestContext } from "../http/route-kit.ts";
 import { serveBytes } from "../http/serve-bytes.ts";
 import { validate, validateBody } from "../http/validate.ts";
-import { MAX_BASE64_BYTES, presentUpload, resolveAsset, srcURL, storeAsset, type AssetConfig } from "../services/assets.ts";
+import { MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, type AssetConfig } from "../services/assets.ts";
 
 const Base64Body = v.object({
   content: v.pipe(v.string(), v.minLength(1, "content must not be empty")),
@@ -26,10 +26,10 @@ export function assetRoutes(router: ApiRouter, config: AssetConfig) {
       const asset = upload.file;
       const { fileName, mimeType } = upload.fields;
       if (mimeType !== undefined && !MIME.test(mimeType)) throw badRequest("mimeType is not a MIME type", [{ code: "invalid_format", message: "expected a MIME type like image/png", path: ["body", "mimeType"] }]);
-      if (fileName || mimeType) {
+      if (fileName || (mimeType && mimeType !== asset.mimeType)) {
         if (fileName) asset.fileName = fileName.slice(0, 255);
-        if (mimeType) asset.mimeType = mimeType;
-        rc.app.db.kv.put(`asset:${asset.id}`, asset);
+        if (mimeType && mimeType !== asset.mimeType) await retypeAsset(rc.app, config, asset, mimeType);
+        else rc.app.db.kv.put(`asset:${asset.id}`, asset);
         await rc.app.db.commit();
       }
       return presentUpload(config, asset);

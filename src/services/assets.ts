@@ -113,6 +113,20 @@ export async function storeAsset(
   return asset;
 }
 
+/**
+ * Applies a declared type that arrived after the bytes (a multipart `mimeType` field following the file part):
+ * inspects the stored file again under that type, so an image still gets its dimensions.
+ */
+export async function retypeAsset(ctx: Context, config: AssetConfig, asset: AssetRecord, mimeType: string): Promise<void> {
+  const headBytes = Math.min(asset.size, 256 * 1024);
+  const head = new Uint8Array(headBytes);
+  let at = 0;
+  if (headBytes > 0) for await (const piece of config.blobs.read(asset.id, 0, headBytes - 1) as unknown as AsyncIterable<Uint8Array>) head.set(piece, (at += piece.length) - piece.length);
+  const info = await inspect(head, asset.size, mimeType, () => config.blobs.read(asset.id, 0, Math.max(0, asset.size - 1)));
+  Object.assign(asset, { mimeType: info.mimeType, width: info.width, height: info.height, duration: info.duration });
+  ctx.db.kv.put(keyOf(asset.id), asset);
+}
+
 /** Takes an upload for sending: it must exist and not have been sent yet. */
 export async function takeUpload(ctx: Context, uploadID: string): Promise<AssetRecord> {
   const asset = await ctx.db.kv.get<AssetRecord>(keyOf(uploadID));

@@ -101,6 +101,19 @@ export function uploadCases(env: AssetEnv) {
       await env.expectServed(b.body, bytes, "image/png");
     });
 
+    it("a mimeType field that turns a file into an image (after the file part) still yields its dimensions", async () => {
+      const bytes = png(24, 12);
+      const body = multipart([
+        { name: "file", filename: "orig.txt", type: "text/plain", content: bytes },
+        { name: "mimeType", content: "image/png" },
+      ]);
+      const res = await env.api.raw<Upload>("POST", "/v1/assets/upload", { body, headers: { "content-type": multipartType } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ mimeType: "image/png", width: 24, height: 12 });
+      const again = await env.api.raw<Upload>("POST", "/v1/assets/download", { json: { url: `mxc://inboxd/${res.body.uploadID}` } });
+      expect(again.status).toBe(200);
+    });
+
     it("a file name with spaces, non-ASCII and URL-special characters keeps its name; its srcURL serves it", async () => {
       const name = "Été 2025 #1 (100% ok?) & more.txt";
       const bytes = text("special");
