@@ -27,6 +27,22 @@ describe("Kv", () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
+  it("writes a removal in the same batch as the commit's other writes, then deletes the row", async () => {
+    const storage = createStorage();
+    await storage.setItem("gone", { old: true });
+    const batches = countBatches(storage);
+    const kv = new Kv(storage);
+    kv.put("kept", { v: 1 });
+    kv.remove("gone");
+    await kv.commit();
+    // One atomic batch carries both: a crash cannot keep the new record while the removed one survives.
+    expect(batches).toEqual([2]);
+    expect(await kv.get("gone")).toBeUndefined();
+    expect(await new Kv(storage).get("gone")).toBeUndefined();
+    expect(await storage.hasItem("gone")).toBe(false);
+    expect(await new Kv(storage).get("kept")).toEqual({ v: 1 });
+  });
+
   it("group-commits concurrent writers, and each acknowledgment means the write reached storage", async () => {
     const storage = createStorage();
     const batches = countBatches(storage);

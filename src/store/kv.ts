@@ -118,10 +118,9 @@ export class Kv {
     const sets: { key: string; value: string }[] = [];
     const removals: string[] = [];
     for (const [key, value] of batch) {
-      if (value === null) {
-        removals.push(key);
-        continue;
-      }
+      // A removal is written as a JSON null in the same atomic batch (reads treat null as absent); the row itself
+      // is deleted afterwards, best effort, so a crash in between leaves only a harmless null.
+      if (value === null) removals.push(key);
       sets.push({ key, value: JSON.stringify(value) });
       const entry = this.cache.get(key);
       if (entry && entry.value === value && entry.size === 0) {
@@ -131,7 +130,6 @@ export class Kv {
     }
     try {
       if (sets.length) await this.storage.setItems(sets);
-      for (const key of removals) await this.storage.removeItem(key);
     } catch (error) {
       // Put the batch back so the next commit retries it; newer puts win.
       for (const [key, value] of batch) if (!this.dirty.has(key)) this.dirty.set(key, value);
@@ -142,6 +140,7 @@ export class Kv {
     for (const key of removals) if (!this.dirty.has(key)) this.cache.delete(key);
     this.evict();
     if (notes !== undefined) this.afterCommit?.(notes);
+    for (const key of removals) if (!this.dirty.has(key)) await this.storage.removeItem(key).catch(() => undefined);
   }
 
   private remember(key: string, value: unknown, size: number) {
