@@ -132,6 +132,20 @@ describe("inboxd CLI", () => {
     expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toContain("from-env");
   });
 
+  it("refuses to seed, or to serve a second time, a data directory a running daemon serves", async () => {
+    const dir = tempDir();
+    const daemon = await serve(dir);
+    const seeding = await inboxd("seed", "--data-dir", dir, "--chats", "5", "--messages", "50");
+    expect(seeding.code).toBe(1);
+    expect(seeding.stderr).toMatch(/stop it before seeding/);
+    const second = await inboxd("serve", "--data-dir", dir, "--port", "0");
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/another inboxd serve/);
+    expect(await daemon.stop()).toBe(0);
+    // Once stopped, the directory is free again.
+    expect((await inboxd("seed", "--data-dir", dir, "--chats", "5", "--messages", "50")).code).toBe(0);
+  }, 30_000);
+
   it("refuses to seed a data directory twice", async () => {
     const dir = tempDir();
     expect((await inboxd("seed", "--data-dir", dir, "--chats", "5", "--messages", "50")).code).toBe(0);

@@ -6,6 +6,7 @@ import { runSeed } from "./seed-command.ts";
 import { runToken } from "./token-command.ts";
 import { runWebhook } from "./webhook-command.ts";
 import { UsageError } from "./usage-error.ts";
+import { lockDataDir } from "./daemon-lock.ts";
 
 const HELP: Record<string, string> = {
   main: `inboxd — the Desktop Messaging API as a daemon
@@ -44,7 +45,8 @@ x-inboxd-delivery (the idempotency ID), x-inboxd-timestamp and x-inboxd-signatur
 A running daemon picks changes up within 2 seconds.`,
   seed: `Usage: inboxd seed --chats N --messages M [--accounts K] [--seed S]
 
-Fills an empty data directory with a deterministic sandbox dataset (same options, same data). Stop the daemon first.`,
+Fills an empty data directory with a deterministic sandbox dataset (same options, same data). Refuses while a
+daemon serves the directory: stop it first.`,
 };
 
 const common = { "data-dir": { type: "string" }, help: { type: "boolean", short: "h" } } as const;
@@ -71,6 +73,8 @@ export async function main(argv: string[]): Promise<number> {
         if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0–65535, got ${values.port}`);
         const dataDir = resolveDataDir(values["data-dir"] as string | undefined);
         mkdirSync(dataDir, { recursive: true });
+        const unlock = lockDataDir(dataDir);
+        process.once("exit", unlock);
         const server = await startServer({
           port,
           host: values.host as string,
@@ -87,6 +91,7 @@ export async function main(argv: string[]): Promise<number> {
         });
         console.log("inboxd stopping");
         await server.close();
+        unlock();
         return 0;
       }
       case "token": {

@@ -4,9 +4,15 @@ import { seedDataset } from "../../src/seed/dataset.ts";
 import { Db } from "../../src/store/db.ts";
 import { databasePath } from "./data-dir.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
+import { runningDaemon } from "./daemon-lock.ts";
 
 export async function runSeed(dataDir: string, options: { chats: number; messages: number; accounts: number; seed: number }): Promise<number> {
   mkdirSync(dataDir, { recursive: true });
+  const daemon = runningDaemon(dataDir);
+  if (daemon) {
+    console.error(`inboxd: a daemon (pid ${daemon}) is serving ${dataDir}; stop it before seeding`);
+    return 1;
+  }
   const path = databasePath(dataDir);
   const fresh = !existsSync(path);
   const { storage, close } = await openSqliteStorage(path);
