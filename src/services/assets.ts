@@ -122,9 +122,14 @@ export async function retypeAsset(ctx: Context, config: AssetConfig, asset: Asse
   const head = new Uint8Array(headBytes);
   let at = 0;
   if (headBytes > 0) for await (const piece of config.blobs.read(asset.id, 0, headBytes - 1) as unknown as AsyncIterable<Uint8Array>) head.set(piece, (at += piece.length) - piece.length);
-  const info = await inspect(head, asset.size, mimeType, () => config.blobs.read(asset.id, 0, Math.max(0, asset.size - 1)));
+  const info = await inspect(head, asset.size, mimeType, () => openAsset(config, asset));
   Object.assign(asset, { mimeType: info.mimeType, width: info.width, height: info.height, duration: info.duration });
   ctx.db.kv.put(keyOf(asset.id), asset);
+}
+
+/** The asset's bytes as a stream (an empty file is an empty stream). */
+export function openAsset(config: AssetConfig, asset: AssetRecord): ReadableStream<Uint8Array> {
+  return asset.size ? config.blobs.read(asset.id, 0, asset.size - 1) : new ReadableStream({ start: (c) => c.close() });
 }
 
 /** Takes an upload for sending: it must exist and not have been sent yet. */

@@ -3,7 +3,7 @@ import type { Message, Page } from "../schema/wire.ts";
 import { CHUNK_SIZE, keys, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
 import { callNetwork, requireChat, type Context } from "./context.ts";
-import { attachmentFor, takeUpload, type AssetRecord } from "./assets.ts";
+import { attachmentFor, openAsset, takeUpload, type AssetRecord } from "./assets.ts";
 import type { Attachment } from "../schema/wire.ts";
 import { seqOfSortKey, sortKeyOf } from "./cursor.ts";
 import { messageID, parseMessageID, presentMessage } from "./present.ts";
@@ -130,10 +130,8 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
       sendStatus: "pending",
     }),
   );
-  const asset = sent?.asset;
-  const attachment = sent && asset
-    ? { info: sent.attachment, open: () => (asset.size ? ctx.assets.blobs.read(asset.id, 0, asset.size - 1) : new ReadableStream<Uint8Array>({ start: (c) => c.close() })) }
-    : undefined;
+  const upload = sent;
+  const attachment = upload && { info: upload.attachment, open: () => openAsset(ctx.assets, upload.asset) };
   // Hand the message to the network while the pending record is being committed: a network that confirms at once
   // (the sandbox, a fast server) then lands its confirmation in the same commit instead of a second one. The
   // response still waits for the pending record to be durable.
