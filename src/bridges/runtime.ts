@@ -16,10 +16,6 @@ export class BridgeRuntime {
     this.registered.set(connector.network, connector);
   }
 
-  connector(network: string): NetworkConnector | undefined {
-    return this.registered.get(network);
-  }
-
   /** Loads and connects a client for the account (idempotent). */
   async attach(account: AccountRecord): Promise<NetworkClient | undefined> {
     const existing = this.clients.get(account.accountID);

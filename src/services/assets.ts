@@ -45,7 +45,7 @@ const keyOf = (id: string) => `asset:${id}`;
 const sourceKey = (url: string) => `assetsrc:${encodeKeyPart(url)}`;
 const PENDING = "uploads";
 
-export function newAssetID(): string {
+function newAssetID(): string {
   return [...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(36).padStart(2, "0")).join("").slice(0, 20);
 }
 
@@ -71,9 +71,9 @@ export async function storeAsset(
   ctx: Context,
   config: AssetConfig,
   source: AsyncIterable<Uint8Array>,
-  meta: { fileName?: string; mimeType?: string; kind: AssetRecord["kind"]; sourceURL?: string; limit: number; id?: string },
+  meta: { fileName?: string; mimeType?: string; kind: AssetRecord["kind"]; sourceURL?: string; limit: number },
 ): Promise<AssetRecord> {
-  const id = meta.id ?? newAssetID();
+  const id = newAssetID();
   let written;
   try {
     written = await config.blobs.write(id, source, { limit: meta.limit });

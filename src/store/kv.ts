@@ -74,11 +74,6 @@ export class Kv {
     return raw;
   }
 
-  /** Reads several keys; missing ones are undefined. */
-  getMany<T>(keys: string[]): Promise<(T | undefined)[]> {
-    return Promise.all(keys.map((k) => this.get<T>(k)));
-  }
-
   put(key: string, value: unknown): void {
     this.dirty.set(key, value);
     const old = this.cache.get(key);
