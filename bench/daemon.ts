@@ -1,5 +1,5 @@
 /** Child processes of the benchmark: the inboxd CLI (seed, token, serve) and the bare baseline server. */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
@@ -10,9 +10,19 @@ export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "adapters/node/cli.ts");
 const live = new Set<ChildProcess>();
 
+/** The node that runs inboxd and the bare baseline server (`--node`); the load generators stay on the bench's own. */
+let inboxdNode = process.execPath;
+
+/** Runs inboxd on Node `version` (20, 22, 24 or system), installed by .ci/with-node if needed. */
+export function useNode(version: string): void {
+  inboxdNode = execFileSync(join(ROOT, ".ci/with-node"), [version, "node", "-p", "process.execPath"], { encoding: "utf8" }).trim();
+}
+
+export const daemonNodeVersion = () => (inboxdNode === process.execPath ? process.version : execFileSync(inboxdNode, ["--version"], { encoding: "utf8" }).trim());
+
 /** `node --import tsx FILE ...` with no npm/tsx wrapper, so the PID is the process that does the work. */
 export function spawnNode(file: string, args: string[], nodeArgs: string[] = []): ChildProcess {
-  return track(spawn(process.execPath, [...nodeArgs, "--import", "tsx", file, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+  return track(spawn(inboxdNode, [...nodeArgs, "--import", "tsx", file, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
 }
 
 /** Remembers a child so that killAll() can end it. */

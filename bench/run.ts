@@ -6,12 +6,13 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { cpuSeconds, createToken, killAll, memory, runCli, startBaseline, startDaemon, type Daemon } from "./daemon.ts";
+import { cpuSeconds, createToken, daemonNodeVersion, killAll, memory, runCli, startBaseline, startDaemon, useNode, type Daemon } from "./daemon.ts";
 import { FanoutGenerator, type FanoutResult } from "./fanout.ts";
 import { measureAssetMemory } from "./asset-memory.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { measureIdleMemory } from "./idle-memory.ts";
 import { formatReport, type LiveRow, type Row } from "./report.ts";
+import { compareBindings, formatBindings } from "./sqlite-bindings.ts";
 import { buildWorkload, listChatIDs } from "./workload.ts";
 
 const HELP = `Usage: npm run bench -- [options]
@@ -30,8 +31,13 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --duration S       seconds measured per endpoint (default 5)
   --warmup S         seconds of discarded warm-up per endpoint (default 1)
   --concurrency N    concurrent clients for the read endpoints (default 8)
-  --only LIST        run only these sections, comma-separated: endpoints (the HTTP endpoints, restarts, seed
-                     and RSS figures), fanout (live events), assets (memory during a large upload + download)
+  --only LIST        run only these sections, comma-separated: bindings (the SQLite bindings of Node 20, 22 and
+                     24 side by side), endpoints (the HTTP endpoints, restarts, seed and RSS figures), fanout (live
+                     events), assets (memory during a large upload + download)
+  --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
+                     .ci/with-node on first use) or system (default: the node running the bench)
+  --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
+                     of --chats and --messages
   --asset-mb N       size of the file uploaded and served by the assets section (default 500; --quick: 100)
   --fanout-clients N WebSocket clients subscribed to "*" during the fan-out (default 100)
   --fanout-rate N    sends per second during the fan-out, open loop (default 200)
@@ -60,6 +66,8 @@ const { values: opts } = parseArgs({
     "fanout-rate": { type: "string" },
     "fanout-seconds": { type: "string" },
     "idle-connections": { type: "string" },
+    node: { type: "string" },
+    "binding-rounds": { type: "string" },
     json: { type: "string" },
     help: { type: "boolean", short: "h" },
   },
@@ -84,7 +92,8 @@ const fanoutRate = num(opts["fanout-rate"], 200);
 const fanoutSeconds = num(opts["fanout-seconds"], opts.quick ? 5 : 10);
 const assetMB = num(opts["asset-mb"], opts.quick ? 100 : 500);
 const idleConnections = num(opts["idle-connections"], 1000);
-const SECTIONS = ["endpoints", "fanout", "assets"];
+const bindingRounds = num(opts["binding-rounds"], opts.quick ? 1 : 3);
+const SECTIONS = ["bindings", "endpoints", "fanout", "assets"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
 for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
@@ -117,6 +126,20 @@ function cleanup() {
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => { cleanup(); process.exit(130); });
 
 async function main() {
+  const json: Record<string, unknown> = { date: new Date().toISOString() };
+  let bindingsReport: string | undefined;
+  if (sections.has("bindings")) {
+    const [bChats, bMessages] = [Math.max(10, Math.round(chats / 10)), Math.max(100, Math.round(messages / 10))];
+    const results = await compareBindings({ chats: bChats, messages: bMessages, rounds: bindingRounds, log });
+    bindingsReport = formatBindings(results, bindingRounds, bChats, bMessages);
+    json.bindings = results;
+    if (sections.size === 1) {
+      console.log(`\n${bindingsReport}`);
+      if (opts.json) writeFileSync(opts.json, JSON.stringify(json, null, 2));
+      return;
+    }
+  }
+  if (opts.node) useNode(opts.node);
   // Seed (wall clock of the CLI command), token, first start.
   let seedSeconds: number | undefined;
   if (existsSync(join(dir, "inboxd.sqlite3"))) log(`reusing ${dir} (no seed)`);
@@ -134,11 +157,10 @@ async function main() {
   const loads: Row[] = [];
   const scalars: Row[] = [];
   const live: LiveRow[] = [];
-  const json: Record<string, unknown> = {
-    date: new Date().toISOString(),
+  Object.assign(json, {
     options: { chats, messages, accounts, duration, warmup, readConcurrency, sections: [...sections], reusedDir: seedSeconds === undefined },
     seedSeconds,
-  };
+  });
   let chatIDs: string[], echoChatIDs: string[];
 
   if (sections.has("endpoints")) {
@@ -289,8 +311,9 @@ async function main() {
   const what = opts.keep && seedSeconds === undefined ? `reused ${dir}` : `${chats} chats, ${messages} messages, ${accounts} accounts`;
   const timing = sections.has("endpoints") ? `${duration} s per measurement after ${warmup} s warm-up` : `${warmup} s warm-up`;
   const fanout = sections.has("fanout") ? `; fan-out ${fanoutClients} clients × ${fanoutRate} sends/s for ${fanoutSeconds} s` : "";
-  console.log(`\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version}\n`);
+  console.log(`\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n`);
   console.log(formatReport(loads, scalars, live));
+  if (bindingsReport) console.log(`\n${bindingsReport}`);
 
   if (opts.json) {
     writeFileSync(opts.json, JSON.stringify(json, null, 2));

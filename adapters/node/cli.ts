@@ -7,6 +7,7 @@ import { runToken } from "./token-command.ts";
 import { runWebhook } from "./webhook-command.ts";
 import { UsageError } from "./usage-error.ts";
 import { lockDataDir } from "./daemon-lock.ts";
+import { stopSignal } from "./stop-signal.ts";
 
 const HELP: Record<string, string> = {
   main: `inboxd — the Desktop Messaging API as a daemon
@@ -27,7 +28,9 @@ Runs the API. On the first start with no token it creates one and prints it once
   --host ADDR        address to bind (default 127.0.0.1, loopback only)
   --allow-host NAME  also answer requests whose Host is NAME (remote access; repeatable)
   --verbose          log one line per request to stderr
-Stops cleanly on SIGINT/SIGTERM.`,
+Environment: INBOXD_PORT (instead of --port), INBOXD_LOG=debug (as --verbose), INBOXD_SQLITE_SYNC=FULL (fsync
+every commit). SQLite is node:sqlite on Node 22.13+ and 24, better-sqlite3 on Node 20; the startup line says which.
+Stops cleanly on SIGINT or SIGTERM (exit 0); a shutdown that takes over 10 s gives up with exit 1.`,
   token: `Usage: inboxd token create [--scope read] [--scope write] [--name NAME]
        inboxd token list
        inboxd token revoke ID-PREFIX|NAME
@@ -48,6 +51,9 @@ A running daemon picks changes up within 2 seconds.`,
 Fills an empty data directory with a deterministic sandbox dataset (same options, same data). Refuses while a
 daemon serves the directory: stop it first.`,
 };
+
+/** How long `serve` may take to stop after SIGINT/SIGTERM before it gives up (service managers wait ~10–90 s). */
+const SHUTDOWN_LIMIT_MS = 10_000;
 
 const common = { "data-dir": { type: "string" }, help: { type: "boolean", short: "h" } } as const;
 
@@ -83,13 +89,13 @@ export async function main(argv: string[]): Promise<number> {
           verbose: Boolean(values.verbose || process.env.INBOXD_LOG === "debug"),
           print: (line) => console.log(line),
         });
-        console.log(`inboxd listening on ${server.url} (data: ${dataDir})`);
-        await new Promise<void>((resolve) => {
-          const stop = () => resolve();
-          process.once("SIGINT", stop);
-          process.once("SIGTERM", stop);
-        });
+        console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
+        await stopSignal();
         console.log("inboxd stopping");
+        setTimeout(() => {
+          console.error(`inboxd: shutdown did not finish within ${SHUTDOWN_LIMIT_MS / 1000} s; exiting`);
+          process.exit(1);
+        }, SHUTDOWN_LIMIT_MS).unref();
         await server.close();
         unlock();
         return 0;

@@ -23,13 +23,15 @@ export interface ServeOptions {
 
 export interface RunningServer {
   url: string;
+  /** Which SQLite library holds the data, e.g. "node:sqlite" or "better-sqlite3 12.11.1". */
+  sqlite: string;
   app: App;
   close(): Promise<void>;
 }
 
 /** Opens the store, creates a first token if there is none, and listens. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
-  const { storage, close: closeStorage } = await openSqliteStorage(options.dbPath);
+  const { storage, binding, close: closeStorage } = await openSqliteStorage(options.dbPath);
   if ((await listTokens(storage)).length === 0) {
     const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });
     options.print(`Created an access token (read, write). It is shown only once; store it now:\n${token}`);
@@ -74,6 +76,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
   return {
     url,
+    sqlite: binding.name === "node:sqlite" ? "node:sqlite" : `${binding.name} ${binding.version}`,
     app,
     async close() {
       clearTimeout(timer);

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { createStorage, type Storage } from "unstorage";
 import { afterAll, describe, expect, it } from "vitest";
+import { defaultBinding } from "../../adapters/node/sqlite-binding.ts";
 import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
 import { Kv } from "./kv.ts";
 
@@ -144,7 +144,7 @@ describe("Kv", () => {
     const path = join(dir, "kv.sqlite3");
     const { storage, close } = await openSqliteStorage(path);
     await storage.setItem("init", 1);
-    const other = new Database(path);
+    const other = defaultBinding().open(path);
     try {
       const kv = new Kv(storage);
       kv.put("first", { attempt: 1 });
