@@ -81,6 +81,10 @@ export async function main(argv: string[]): Promise<number> {
         mkdirSync(dataDir, { recursive: true });
         const unlock = lockDataDir(dataDir);
         process.once("exit", unlock);
+        // Listen before starting: a supervisor may signal as soon as it sees the "listening" line (or earlier), and
+        // a signal with no listener yet would kill the process outright. One that comes during start-up stops the
+        // daemon cleanly once it is up.
+        const stopping = stopSignal();
         const server = await startServer({
           port,
           host: values.host as string,
@@ -90,7 +94,7 @@ export async function main(argv: string[]): Promise<number> {
           print: (line) => console.log(line),
         });
         console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
-        await stopSignal();
+        await stopping;
         console.log("inboxd stopping");
         setTimeout(() => {
           console.error(`inboxd: shutdown did not finish within ${SHUTDOWN_LIMIT_MS / 1000} s; exiting`);

@@ -3,8 +3,9 @@
 import { stopSignal } from "../../adapters/node/stop-signal.ts";
 
 const alive = setInterval(() => undefined, 60_000); // what the daemon's listening socket does: keep the process up
+const stopping = stopSignal(); // before "ready": a signal right after it must find the listener
 console.log("ready");
-await stopSignal();
+await stopping;
 console.log("stopping");
 await new Promise((resolve) => setTimeout(resolve, 600));
 console.log("stopped");
