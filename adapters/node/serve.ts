@@ -1,11 +1,12 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import os from "node:os";
 import { dirname, join } from "node:path";
-import { createStorage } from "unstorage";
-import fsLite from "unstorage/drivers/fs-lite";
 import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
+import { assetStorage } from "./asset-storage.ts";
+import { answerClientErrors, BODY_TIMEOUTS, bodyOf, finishBody, HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, type BodyTimeouts } from "./request-body.ts";
 import { attachWebSockets } from "./websocket.ts";
 
 export interface ServeOptions {
@@ -19,6 +20,43 @@ export interface ServeOptions {
   print: (line: string) => void;
   /** Overrides for tests (e.g. short login-session expiry). */
   tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs">;
+  /** Overrides for tests: how long a request body may take (request-body.ts). */
+  bodyTimeouts?: BodyTimeouts;
+}
+
+type NodeContext = { req: IncomingMessage; res: ServerResponse };
+
+/** One request: bodies go through request-body.ts (see there), so a refusal never costs the client its answer. */
+async function handle(app: App, request: Request, timeouts: BodyTimeouts): Promise<Response> {
+  const node = (request as Request & { runtime?: { node?: NodeContext } }).runtime?.node;
+  if (!node || request.method === "GET" || request.method === "HEAD") return app.fetch(request);
+  const body = bodyOf(node.req, timeouts);
+  const forwarded = new Request(request.url, { method: request.method, headers: request.headers, body: body.stream, duplex: "half" } as RequestInit);
+  const response = await app.fetch(forwarded);
+  return body.complete() ? response : finishBody(node.req, node.res, body, response);
+}
+
+/**
+ * The HTTP listener around an app: srvx, with bodies, limits and timeouts as request-body.ts handles them (tests
+ * shorten the body timeouts).
+ */
+export async function listenApp(app: App, port: number, host: string, bodyTimeouts: BodyTimeouts = BODY_TIMEOUTS) {
+  const server = listen({
+    port,
+    hostname: host,
+    fetch: (request) => handle(app, request, bodyTimeouts),
+    silent: true,
+    gracefulShutdown: false,
+    node: {
+      maxHeaderSize: MAX_HEADER_BYTES,
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: 0, // bodies have their own progress timeout (request-body.ts): an upload may take long
+      connectionsCheckingInterval: 2_000,
+    },
+  });
+  await server.ready();
+  answerClientErrors(server.node!.server! as import("node:http").Server);
+  return server;
 }
 
 export interface RunningServer {
@@ -45,27 +83,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     timer = setTimeout(() => void app?.wake().catch((error) => process.stderr.write(`inboxd: wake failed: ${error}\n`)), Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1));
     timer.unref();
   };
-  // Asset bytes: files under <data dir>/assets (unstorage fs-lite), written and read in 1 MiB chunks.
+  // Asset bytes: files under <data dir>/assets, never through a symlink (asset-storage.ts).
   const assetDir = join(dirname(options.dbPath), "assets");
   app = await createApp({
     schedule,
-    assets: { storage: createStorage({ driver: fsLite({ base: assetDir }) }), dir: assetDir },
+    assets: { storage: assetStorage(assetDir), dir: assetDir },
     storage,
     allowedHosts: options.allowHosts,
     ...options.tuning,
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });
-  const server = listen({
-    port: options.port,
-    hostname: options.host,
-    fetch: (request) => app!.fetch(request),
-    silent: true,
-    gracefulShutdown: false,
-    // Uploads stream up to 500 MB (the app enforces per-route limits: JSON 40 MB, uploads 500 MB).
-    maxRequestBodySize: 520 * 1024 * 1024,
-  });
-  await server.ready();
+  const server = await listenApp(app, options.port, options.host, options.bodyTimeouts);
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
   await app.wake(); // reminders that came due while the daemon was down
   // `inboxd webhook add` writes from another process: look for new webhooks every 2 s.

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
+import { LIMITS } from "../../src/http/limits.ts";
 import { WS_PROTOCOL, type App } from "../../src/app.ts";
 import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
 
@@ -20,7 +21,7 @@ export const CLOSE_SLOW_CONSUMER = 4008;
  */
 export function attachWebSockets(server: Server, app: App, options: WebSocketOptions = {}) {
   const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024, handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false) });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.webSocketMessageBytes, handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false) });
   const connections = new Map<WebSocket, { state: ConnectionState; alive: boolean }>();
 
   const detach = app.events.add({

@@ -1,5 +1,6 @@
 import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
 import { createStorage, type Storage } from "unstorage";
+import { LIMITS, utf8Length } from "../../src/http/limits.ts";
 import r2Driver from "unstorage/drivers/cloudflare-r2-binding";
 import { createApp, type App } from "../../src/app.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
@@ -110,6 +111,12 @@ export class InboxObject {
   }
 
   async webSocketMessage(ws: HibernatingSocket, message: string | ArrayBuffer): Promise<void> {
+    // The same bound as the daemon's (ws maxPayload): close with 1009, "message too big".
+    if ((typeof message === "string" ? utf8Length(message) : message.byteLength) > LIMITS.webSocketMessageBytes) {
+      await this.forget(ws);
+      ws.close(1009, "message too big");
+      return;
+    }
     await this.ready();
     const attachment = ws.deserializeAttachment() as SocketAttachment;
     const before = this.subscriptions.get(attachment.id) ?? [];

@@ -1,5 +1,7 @@
 import * as Multipasta from "multipasta";
 import { ApiError, badRequest } from "../http/errors.ts";
+import { LIMITS } from "../http/limits.ts";
+import { bodyReadFailed } from "../http/validate.ts";
 
 export interface MultipartUpload<T> {
   fields: Record<string, string>;
@@ -54,8 +56,8 @@ export async function streamMultipart<T>(
 
   const parser = Multipasta.make({
     headers: { "content-type": contentType },
-    maxParts: 16,
-    maxFieldSize: 64 * 1024,
+    maxParts: LIMITS.multipartParts,
+    maxFieldSize: LIMITS.stringBytes,
     // multipasta counts part headers (and earlier fields) into these sizes; the consumer enforces the exact file
     // limit, so these only need to stop runaway bodies.
     maxPartSize: limits.maxFileBytes + 2 * 1024 * 1024,
@@ -121,6 +123,7 @@ export async function streamMultipart<T>(
     if (parseError || readError || consumerFailed || !consuming) await reader.cancel().catch(() => undefined);
   }
   if (!consuming) {
+    if (readError) bodyReadFailed(readError);
     if (parseError) throw multipartError(parseError);
     throw badRequest("the upload has no file part", [{ code: "required", message: `a part named "${fileField}" is required`, path: ["body", fileField] }]);
   }

@@ -25,18 +25,44 @@ export const badRequest = (message: string, issues?: Issue[]) =>
 export const unauthorized = () => new ApiError(401, "UNAUTHORIZED", "access token is missing or invalid");
 export const forbidden = (message = "access token does not have the required scope") =>
   new ApiError(403, "FORBIDDEN", message);
-export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${what} not found`);
+export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${clip(what, 120)} not found`);
+
+function clipDetails(details: NonNullable<ApiError["details"]>): ApiError["details"] {
+  const issues = (details as { issues?: Issue[] }).issues;
+  if (!Array.isArray(issues)) return details;
+  return {
+    ...details,
+    issues: issues.slice(0, 20).map((issue) => ({
+      ...issue,
+      message: clip(issue.message, MAX_MESSAGE_CHARS),
+      path: issue.path.map((part) => (typeof part === "string" ? clip(part) : part)),
+    })),
+  };
+}
 export const unprocessable = (message: string, path?: (string | number)[]) =>
   new ApiError(422, "UNPROCESSABLE_ENTITY", message, path ? { issues: [{ code: "invalid", message, path }] } : undefined);
 /** A conflict that retrying cannot fix: tell the SDKs (which retry 409s) not to. */
 export const conflict = (message: string) =>
   new ApiError(409, "CONFLICT", message, undefined, { "x-should-retry": "false" });
 
+/**
+ * At most `max` characters of a client's value, for quoting it back (a 10 MB ID must not come back as a 10 MB 404);
+ * 100 is LIMITS.errorQuoteChars (limits.ts imports this module, so the number is repeated here).
+ */
+export function clip(value: string, max = 100): string {
+  if (value.length <= max) return value;
+  const cut = /[\uD800-\uDBFF]/.test(value[max - 1]) ? max - 1 : max; // never split a surrogate pair
+  return `${value.slice(0, cut)}…`;
+}
+
+/** Error messages quote client values; valibot's also say "received <value>". Longer ones are cut here, once. */
+const MAX_MESSAGE_CHARS = 300;
+
 export function toErrorResponse(error: unknown, headers: Record<string, string> = {}): Response {
   const apiError =
     error instanceof ApiError ? error : new ApiError(500, "INTERNAL_ERROR", "internal server error");
-  const body: Record<string, unknown> = { code: apiError.code, message: apiError.message };
-  if (apiError.details) body.details = apiError.details;
+  const body: Record<string, unknown> = { code: apiError.code, message: clip(apiError.message, MAX_MESSAGE_CHARS) };
+  if (apiError.details) body.details = clipDetails(apiError.details);
   return new Response(JSON.stringify(body), {
     status: apiError.status,
     headers: { "content-type": "application/json", ...headers, ...apiError.headers },

@@ -48,7 +48,11 @@ describe("checkRequestOrigin", () => {
     expect(refusal(() => check({ "sec-fetch-site": "same-origin", origin: "http://127.0.0.1:23373" }))).toBeUndefined();
     expect(refusal(() => check({ "sec-fetch-site": "none" }))).toBeUndefined();
     expect(refusal(() => check({ origin: "http://localhost:5173" }))).toBeUndefined();
-    expect(refusal(() => check({ origin: "null" }))).toBeUndefined();
+  });
+
+  it("refuses Origin: null (sandboxed iframes, file:// pages) like a foreign origin, also where any host is allowed", () => {
+    expect(refusal(() => check({ origin: "null" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
+    expect(refusal(() => check({ origin: "null" }, { allowedHosts: "*" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
   });
 
   it("refuses a foreign Host (DNS rebinding) with 403", () => {

@@ -28,7 +28,9 @@ export function checkRequestOrigin(request: Request, url: URL, options: GuardOpt
     throw new ApiError(403, "HOST_NOT_ALLOWED", "this server only answers to loopback host names; configure remote access to use another");
   const site = request.headers.get("sec-fetch-site");
   const origin = request.headers.get("origin");
-  if (site === "cross-site" || (origin && origin !== "null" && !hostAllowed(safeHost(origin), options)))
+  // `Origin: null` comes from sandboxed iframes, file:// pages and some redirects: a page whose site cannot be
+  // told, so it is refused like a foreign one.
+  if (site === "cross-site" || origin === "null" || (origin && !hostAllowed(safeHost(origin), options)))
     throw new ApiError(403, "CROSS_SITE_REQUEST", "cross-site requests are not allowed");
 }
 

@@ -20,7 +20,7 @@ export function serveBytes(request: Request, bytes: ServedBytes): Response {
     "accept-ranges": "bytes",
     // no-transform: proxies and the Workers runtime must not re-encode (e.g. gzip) bytes served with ranges.
     "cache-control": "private, max-age=31536000, immutable, no-transform",
-    "content-disposition": `inline; filename*=UTF-8''${encodeURIComponent(bytes.fileName)}`,
+    "content-disposition": `inline; filename*=UTF-8''${encodeURIComponent(bytes.fileName.toWellFormed())}`,
     "x-content-type-options": "nosniff",
   });
   const ifNoneMatch = request.headers.get("if-none-match");

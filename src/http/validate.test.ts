@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "./errors.ts";
+import { LIMITS } from "./limits.ts";
 import { isoDate, parseQuery, pathParam, queryArray, queryBoolean, queryInt, readJson, validate } from "./validate.ts";
 
 const query = (search: string) => parseQuery(new URL(`http://127.0.0.1/v1/x${search}`));
@@ -16,8 +17,17 @@ async function caught(work: () => unknown): Promise<ApiError> {
 }
 
 describe("parseQuery", () => {
-  it("treats + as a literal plus and decodes percent-escapes once", () => {
-    expect(query("?query=a+b&x=%2B1%20555&y=%2525")).toEqual({ query: "a+b", x: "+1 555", y: "%25" });
+  it("reads + as a space, form-style (the Python SDK's encoding), %2B as a plus, and decodes escapes once", () => {
+    expect(query("?query=Alan+Costa&x=%2B1%20555&y=%2525&z=a%20b")).toEqual({ query: "Alan Costa", x: "+1 555", y: "%25", z: "a b" });
+  });
+
+  it("puts back the + of a raw time-zone offset in a date (it arrives as a space)", () => {
+    expect(v.parse(isoDate, query("?d=2026-01-01T10:00:00.000+02:00").d)).toBe(Date.parse("2026-01-01T08:00:00.000Z"));
+  });
+
+  it("refuses a query string over its limit with 414", async () => {
+    const error = await caught(() => query(`?query=${"a".repeat(LIMITS.queryStringBytes)}`));
+    expect(error.status).toBe(414);
   });
 
   it("turns a repeated key into an array, with or without []", () => {

@@ -1,14 +1,17 @@
 import * as v from "valibot";
-import { ApiError, badRequest, type Issue } from "./errors.ts";
+import { ApiError, badRequest, clip, type Issue } from "./errors.ts";
+import { checkJsonStrings, LIMITS, tooLong, utf8Length } from "./limits.ts";
 
 /**
- * Query strings as the official clients encode them (wire-compat §3): RFC 3986, so `+` is a literal plus (not a
- * space, unlike URLSearchParams); a repeated key is an array; `key=` means "unset" and is dropped.
+ * Query strings as the official clients encode them (wire-compat §3): `+` is a space, form-style (the Python SDK's
+ * httpx sends a space as `+` and a plus as `%2B`; the TypeScript SDKs send `%20` and `%2B`, so no official client
+ * sends a raw `+` meaning plus); a repeated key is an array; `key=` means "unset" and is dropped.
  */
 export function parseQuery(url: URL): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = Object.create(null);
   const search = url.search.startsWith("?") ? url.search.slice(1) : url.search;
   if (!search) return out;
+  if (search.length > LIMITS.queryStringBytes) throw tooLong(`the query string`, LIMITS.queryStringBytes, ["query"], 414);
   for (const part of search.split("&")) {
     if (!part) continue;
     const eq = part.indexOf("=");
@@ -16,10 +19,10 @@ export function parseQuery(url: URL): Record<string, string | string[]> {
     const rawValue = eq < 0 ? "" : part.slice(eq + 1);
     let key: string, value: string;
     try {
-      key = decodeURIComponent(rawKey).replace(/\[\]$/, "");
-      value = decodeURIComponent(rawValue);
+      key = decodeURIComponent(rawKey.replace(/\+/g, " ")).replace(/\[\]$/, "");
+      value = decodeURIComponent(rawValue.replace(/\+/g, " "));
     } catch {
-      throw badRequest("malformed query string", [{ code: "invalid_encoding", message: "malformed percent-encoding", path: ["query", rawKey] }]);
+      throw badRequest("malformed query string", [{ code: "invalid_encoding", message: "malformed percent-encoding", path: ["query", clip(rawKey)] }]);
     }
     if (value === "") continue;
     const prev = out[key];
@@ -28,20 +31,24 @@ export function parseQuery(url: URL): Record<string, string | string[]> {
   return out;
 }
 
-/** Decodes one path segment exactly once; a malformed escape is a 400 naming the parameter. */
+/** Decodes one path segment exactly once; a malformed escape or an over-long value is a 400 naming the parameter. */
 export function pathParam(params: Record<string, string> | undefined, name: string): string {
   const raw = params?.[name] ?? "";
+  let value: string;
   try {
-    return decodeURIComponent(raw);
+    value = decodeURIComponent(raw);
   } catch {
     throw badRequest(`malformed path parameter ${name}`, [{ code: "invalid_encoding", message: "malformed percent-encoding", path: ["path", name] }]);
   }
+  if (utf8Length(value) > LIMITS.idBytes) throw tooLong(`path parameter ${name}`, LIMITS.idBytes, ["path", name]);
+  return value;
 }
 
 function toIssues(where: "query" | "body", issues: v.BaseIssue<unknown>[]): Issue[] {
   return issues.map((issue) => ({
     code: issue.type,
-    message: issue.message,
+    // valibot quotes the whole received value ("… but received "<value>""); quote at most 100 characters of it.
+    message: issue.received.length > LIMITS.errorQuoteChars ? issue.message.split(issue.received).join(clip(issue.received, LIMITS.errorQuoteChars)) : issue.message,
     path: [where, ...(issue.path?.map((p) => p.key as string | number) ?? [])],
   }));
 }
@@ -54,12 +61,16 @@ export function validate<S extends v.GenericSchema>(where: "query" | "body", sch
   throw badRequest(`invalid ${first.path.join(".")}: ${first.message}`, issues);
 }
 
-/** JSON bodies are read whole, so they are capped (base64 uploads are the largest: 25 MB of data). */
-export const MAX_JSON_BYTES = 40 * 1024 * 1024;
+/** What a route's JSON body may hold: its size (default LIMITS.jsonBodyBytes) and top-level fields allowed to be long. */
+export interface BodyLimits {
+  maxBytes?: number;
+  /** Top-level string fields exempt from LIMITS.stringBytes (their schema bounds them instead). */
+  allowLonger?: readonly string[];
+}
 
 /** Reads a JSON body; an absent body is `{}` (the SDKs send none for argument-less calls). */
-export async function readJson(request: Request): Promise<unknown> {
-  const text = await readCapped(request, MAX_JSON_BYTES);
+export async function readJson(request: Request, limits: BodyLimits = {}): Promise<unknown> {
+  const text = await readCapped(request, limits.maxBytes ?? LIMITS.jsonBodyBytes);
   if (text.trim() === "") return {};
   const type = request.headers.get("content-type") ?? "";
   if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type))
@@ -73,41 +84,52 @@ export async function readJson(request: Request): Promise<unknown> {
   // valibot's object() accepts arrays; every body of this API is an object.
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
     throw badRequest("request body must be a JSON object", [{ code: "invalid_type", message: "expected a JSON object", path: ["body"] }]);
+  checkJsonStrings(parsed, LIMITS.stringBytes, limits.allowLonger);
   return parsed;
 }
 
-export async function validateBody<S extends v.GenericSchema>(request: Request, schema: S): Promise<v.InferOutput<S>> {
-  return validate("body", schema, await readJson(request));
+export async function validateBody<S extends v.GenericSchema>(request: Request, schema: S, limits?: BodyLimits): Promise<v.InferOutput<S>> {
+  return validate("body", schema, await readJson(request, limits));
 }
 
 // Reusable query field schemas (strings in, typed values out).
 export const queryArray = v.pipe(
   v.union([v.string(), v.array(v.string())]),
   v.transform((x) => (Array.isArray(x) ? x : [x])),
+  v.maxLength(LIMITS.arrayItems, `must have at most ${LIMITS.arrayItems} items`),
+  v.check((items) => items.every((item) => utf8Length(item) <= LIMITS.idBytes), `each item must be at most ${LIMITS.idBytes} bytes`),
 );
 export const queryBoolean = v.pipe(v.picklist(["true", "false"], "expected true or false"), v.transform((x) => x === "true"));
 export const queryInt = (min: number, max: number) =>
   v.pipe(v.string(), v.regex(/^-?\d+$/, "expected an integer"), v.transform(Number), v.minValue(min), v.maxValue(max));
 export const isoDate = v.pipe(
   v.string(),
+  // A `+hh:mm` offset sent with a raw `+` arrives as " hh:mm" (a `+` in a query is a space): put the plus back.
+  v.transform((s) => s.replace(/ (\d{2}(?::?\d{2})?)$/, "+$1")),
   v.isoTimestamp("expected an ISO 8601 date-time"),
   v.transform((s) => Date.parse(s)),
 );
 export const direction = v.picklist(["before", "after"], "expected before or after");
 
+/** The declared Content-Length over `limit` is refused before a byte of the body is read. */
+export function refuseDeclaredLength(request: Request, limit: number, what = "request body"): void {
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  if (declared > limit) throw tooLong(what, limit, ["body"], 413);
+}
+
 async function readCapped(request: Request, limit: number): Promise<string> {
-  if (Number(request.headers.get("content-length") ?? 0) > limit) throw tooLarge(limit);
+  refuseDeclaredLength(request, limit);
   if (!request.body) return "";
   const reader = request.body.getReader();
   const parts: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { value, done } = await reader.read();
+    const { value, done } = await reader.read().catch(bodyReadFailed);
     if (done) break;
     size += value.length;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      throw tooLarge(limit);
+      throw tooLong("request body", limit, ["body"], 413);
     }
     parts.push(value);
   }
@@ -120,4 +142,8 @@ async function readCapped(request: Request, limit: number): Promise<string> {
   return new TextDecoder().decode(all);
 }
 
-const tooLarge = (limit: number) => new ApiError(413, "PAYLOAD_TOO_LARGE", `JSON bodies are limited to ${limit} bytes`);
+/** A body that fails while being read: the runtime's own refusal (a timeout) as it is, else the client went away. */
+export function bodyReadFailed(error: unknown): never {
+  if (error instanceof ApiError) throw error;
+  throw new ApiError(400, "INVALID_REQUEST", "the request body could not be read to its end");
+}

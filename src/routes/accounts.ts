@@ -1,14 +1,15 @@
 import * as v from "valibot";
+import { bounded, LIMITS } from "../http/limits.ts";
 import type { ApiRouter } from "../http/route-kit.ts";
 import { direction, pathParam, queryInt, validate } from "../http/validate.ts";
 import { getAccount, listAccounts, listContacts, searchContacts } from "../services/accounts.ts";
 
-const ContactsQuery = v.object({ query: v.pipe(v.string(), v.trim(), v.minLength(1, "query must not be empty")) });
-const ContactListQuery = v.object({
-  cursor: v.optional(v.string()),
+export const ContactsQuery = v.object({ query: v.pipe(bounded(LIMITS.queryTextBytes), v.trim(), v.minLength(1, "query must not be empty")) });
+export const ContactListQuery = v.object({
+  cursor: v.optional(bounded(LIMITS.cursorBytes)),
   direction: v.optional(direction),
   limit: v.optional(queryInt(1, 200)),
-  query: v.optional(v.string()),
+  query: v.optional(bounded(LIMITS.queryTextBytes)),
 });
 
 export function accountRoutes(router: ApiRouter) {

@@ -1,23 +1,26 @@
 import * as v from "valibot";
+import { LIMITS } from "../http/limits.ts";
 import { streamMultipart } from "../assets/multipart.ts";
 import { ApiError, badRequest } from "../http/errors.ts";
 import type { ApiRouter, RequestContext } from "../http/route-kit.ts";
 import { serveBytes } from "../http/serve-bytes.ts";
-import { validate, validateBody } from "../http/validate.ts";
-import { MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, type AssetConfig } from "../services/assets.ts";
+import { refuseDeclaredLength, validate, validateBody } from "../http/validate.ts";
+import { assetKey, MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, type AssetConfig } from "../services/assets.ts";
 
-const Base64Body = v.object({
+export const Base64Body = v.object({
   content: v.pipe(v.string(), v.minLength(1, "content must not be empty")),
   fileName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255))),
   mimeType: v.optional(v.pipe(v.string(), v.regex(/^[\w.+-]+\/[\w.+-]+$/, "expected a MIME type like image/png"))),
 });
-const UrlBody = v.object({ url: v.pipe(v.string(), v.minLength(1)) });
-const ServeQuery = v.object({ url: v.pipe(v.string(), v.minLength(1)) });
+const url = v.pipe(v.string(), v.minLength(1), v.maxBytes(LIMITS.urlBytes, `must be at most ${LIMITS.urlBytes} bytes`));
+export const UrlBody = v.object({ url });
+export const ServeQuery = v.object({ url });
 const MIME = /^[\w.+-]+\/[\w.+-]+$/;
 
 export function assetRoutes(router: ApiRouter, config: AssetConfig) {
   router
     .post("/v1/assets/upload", async (req, rc) => {
+      refuseDeclaredLength(req, config.maxUploadBytes + (LIMITS.uploadBodyBytes - LIMITS.uploadBytes), "upload");
       const upload = await streamMultipart(req, "file", { maxFileBytes: config.maxUploadBytes }, async (content, info) =>
         // fileName/mimeType fields may come after the file part, so the part's own name and type are used here
         // and the fields, when present, are applied below.
@@ -29,13 +32,13 @@ export function assetRoutes(router: ApiRouter, config: AssetConfig) {
       if (fileName || (mimeType && mimeType !== asset.mimeType)) {
         if (fileName) asset.fileName = fileName.slice(0, 255);
         if (mimeType && mimeType !== asset.mimeType) await retypeAsset(rc.app, config, asset, mimeType);
-        else rc.app.db.kv.put(`asset:${asset.id}`, asset);
+        else rc.app.db.kv.put(assetKey(asset.id), asset);
         await rc.app.db.commit();
       }
       return presentUpload(config, asset);
     })
     .post("/v1/assets/upload/base64", async (req, rc) => {
-      const body = await validateBody(req, Base64Body);
+      const body = await validateBody(req, Base64Body, { maxBytes: LIMITS.base64BodyBytes, allowLonger: ["content"] });
       const bytes = decodeBase64(body.content);
       if (bytes.length > MAX_BASE64_BYTES) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`);
       const asset = await storeAsset(rc.app, config, once(bytes), { fileName: body.fileName, mimeType: body.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { bounded, id, LIMITS } from "../http/limits.ts";
 import type { ApiRouter } from "../http/route-kit.ts";
 import { pathParam, validateBody } from "../http/validate.ts";
 import {
@@ -13,18 +14,18 @@ import {
   startLoginSession,
 } from "../services/bridges.ts";
 
-const SessionBody = v.object({
-  flowID: v.optional(v.pipe(v.string(), v.minLength(1))),
-  accountID: v.optional(v.pipe(v.string(), v.minLength(1))),
-  loginID: v.optional(v.pipe(v.string(), v.minLength(1))),
+export const SessionBody = v.object({
+  flowID: v.optional(id),
+  accountID: v.optional(id),
+  loginID: v.optional(id),
 });
-const StepBody = v.object({
+export const StepBody = v.object({
   type: v.picklist(["user_input", "cookies", "display_and_wait"], "expected user_input, cookies or display_and_wait"),
   fields: v.optional(v.record(v.string(), v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String))), {}),
-  lastURL: v.optional(v.string()),
+  lastURL: v.optional(bounded(LIMITS.urlBytes)),
   source: v.optional(v.picklist(["api", "webview", "browser_extension"])),
 });
-const RemoveBody = v.object({ scope: v.optional(v.picklist(["current-device", "all-devices"]), "current-device") });
+export const RemoveBody = v.object({ scope: v.optional(v.picklist(["current-device", "all-devices"]), "current-device") });
 
 /** The bridge surface, with the paths the newer official clients use (wire-compat §6). */
 export function bridgeRoutes(router: ApiRouter) {

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { bounded, boundedArray, id, LIMITS } from "../http/limits.ts";
 import { noContent, type ApiRouter } from "../http/route-kit.ts";
 import { direction, isoDate, pathParam, queryArray, queryBoolean, queryInt, validate, validateBody } from "../http/validate.ts";
 import {
@@ -16,9 +17,9 @@ import {
 } from "../services/chats.ts";
 
 const MAX_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-const page = { cursor: v.optional(v.string()), direction: v.optional(direction) };
-const ListQuery = v.object({ ...page, accountIDs: v.optional(queryArray) });
-const SearchQuery = v.object({
+const page = { cursor: v.optional(bounded(LIMITS.cursorBytes)), direction: v.optional(direction) };
+export const ListQuery = v.object({ ...page, accountIDs: v.optional(queryArray) });
+export const SearchQuery = v.object({
   ...page,
   accountIDs: v.optional(queryArray),
   inbox: v.optional(v.picklist(["primary", "low-priority", "archive"])),
@@ -26,14 +27,13 @@ const SearchQuery = v.object({
   lastActivityAfter: v.optional(isoDate),
   lastActivityBefore: v.optional(isoDate),
   limit: v.optional(queryInt(1, 200)),
-  query: v.optional(v.string()),
+  query: v.optional(bounded(LIMITS.queryTextBytes)),
   scope: v.optional(v.picklist(["titles", "participants"])),
   type: v.optional(v.picklist(["single", "group", "any"])),
   unreadOnly: v.optional(queryBoolean),
 });
-const GetQuery = v.object({ maxParticipantCount: v.optional(queryInt(-1, 500)) });
+export const GetQuery = v.object({ maxParticipantCount: v.optional(queryInt(-1, 500)) });
 
-const nonEmpty = v.pipe(v.string(), v.minLength(1, "must not be empty"));
 const UserInput = v.object({
   id: v.optional(v.string()),
   email: v.optional(v.string()),
@@ -41,44 +41,45 @@ const UserInput = v.object({
   phoneNumber: v.optional(v.string()),
   username: v.optional(v.string()),
 });
-const CreateBody = v.object({
-  accountID: nonEmpty,
+export const CreateBody = v.object({
+  accountID: id,
   mode: v.optional(v.picklist(["create", "start"])),
-  participantIDs: v.optional(v.array(nonEmpty)),
+  participantIDs: v.optional(boundedArray(id)),
   type: v.optional(v.picklist(["single", "group"])),
-  title: v.optional(v.string()),
-  messageText: v.optional(v.string()),
+  title: v.optional(bounded(LIMITS.titleBytes)),
+  messageText: v.optional(bounded(LIMITS.textBytes)),
   allowInvite: v.optional(v.boolean()),
   user: v.optional(UserInput),
 });
-const StartBody = v.object({
-  accountID: nonEmpty,
+export const StartBody = v.object({
+  accountID: id,
   user: UserInput,
   allowInvite: v.optional(v.boolean()),
-  messageText: v.optional(v.string()),
+  messageText: v.optional(bounded(LIMITS.textBytes)),
 });
-const PatchBody = v.object({
-  title: v.optional(v.nullable(v.pipe(v.string(), v.minLength(1, "title must not be empty (send null to reset it)")))),
-  description: v.optional(v.nullable(v.string())),
+export const PatchBody = v.object({
+  title: v.optional(v.nullable(v.pipe(v.string(), v.minLength(1, "title must not be empty (send null to reset it)"), v.maxBytes(LIMITS.titleBytes, `must be at most ${LIMITS.titleBytes} bytes`)))),
+  description: v.optional(v.nullable(bounded(LIMITS.descriptionBytes))),
   isArchived: v.optional(v.boolean()),
   isLowPriority: v.optional(v.boolean()),
   isPinned: v.optional(v.boolean()),
   isMuted: v.optional(v.boolean()),
-  draft: v.optional(v.nullable(v.object({ text: v.string() }))),
+  draft: v.optional(v.nullable(v.object({ text: bounded(LIMITS.textBytes) }))),
 });
-const ArchiveBody = v.object({ archived: v.optional(v.boolean(), true) });
-const ReminderBody = v.object({
+export const ArchiveBody = v.object({ archived: v.optional(v.boolean(), true) });
+export const ReminderBody = v.object({
   reminder: v.pipe(
     v.object({
       // Upper bound: the last millisecond of year 9999, the end of what ISO 8601 dates express without extension.
-      remindAtMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_DATE_MS))),
+      // A number in the API's types: fractions (Python's time.time() * 1000) are cut to the millisecond.
+      remindAtMs: v.optional(v.pipe(v.number(), v.finite(), v.transform(Math.floor), v.minValue(0), v.maxValue(MAX_DATE_MS))),
       remindAt: v.optional(v.pipe(v.string(), v.isoTimestamp("expected an ISO 8601 date-time"), v.check((x) => Date.parse(x) <= MAX_DATE_MS, "date is after year 9999"))),
       dismissOnIncomingMessage: v.optional(v.boolean(), false),
     }),
     v.check((r) => r.remindAtMs !== undefined || r.remindAt !== undefined, "remindAtMs or remindAt is required"),
   ),
 });
-const ReadBody = v.object({ messageID: v.optional(nonEmpty) });
+export const ReadBody = v.object({ messageID: v.optional(id) });
 
 export function chatRoutes(router: ApiRouter) {
   const chatID = (req: { params: Record<string, string> }) => pathParam(req.params, "chatID");

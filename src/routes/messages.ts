@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { bounded, id, LIMITS } from "../http/limits.ts";
 import { noContent, type ApiRouter } from "../http/route-kit.ts";
 import { badRequest } from "../http/errors.ts";
 import { direction, isoDate, pathParam, queryArray, queryBoolean, queryInt, validate, validateBody } from "../http/validate.ts";
@@ -6,13 +7,13 @@ import { deleteMessage, editMessage, getMessage, listMessages, sendMessage } fro
 import { searchMessages } from "../services/message-search.ts";
 import { addReaction, removeReaction } from "../services/reactions.ts";
 
-const ListQuery = v.object({ cursor: v.optional(v.string()), direction: v.optional(direction) });
-const SendBody = v.object({
-  text: v.optional(v.string()),
-  replyToMessageID: v.optional(v.pipe(v.string(), v.minLength(1))),
+export const ListQuery = v.object({ cursor: v.optional(bounded(LIMITS.cursorBytes)), direction: v.optional(direction) });
+export const SendBody = v.object({
+  text: v.optional(bounded(LIMITS.textBytes)),
+  replyToMessageID: v.optional(id),
   attachment: v.optional(
     v.object({
-      uploadID: v.pipe(v.string(), v.minLength(1)),
+      uploadID: id,
       fileName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255))),
       mimeType: v.optional(v.pipe(v.string(), v.regex(/^[\w.+-]+\/[\w.+-]+$/, "expected a MIME type like image/png"))),
       duration: v.optional(v.pipe(v.number(), v.minValue(0))),
@@ -22,18 +23,18 @@ const SendBody = v.object({
     }),
   ),
 });
-const EditBody = v.object({ text: v.pipe(v.string(), v.minLength(1, "text must not be empty")) });
-const ReactionBody = v.object({
-  reactionKey: v.pipe(v.string(), v.minLength(1, "reactionKey must not be empty")),
-  transactionID: v.optional(v.string()),
+export const EditBody = v.object({ text: v.pipe(v.string(), v.minLength(1, "text must not be empty"), v.maxBytes(LIMITS.textBytes, `must be at most ${LIMITS.textBytes} bytes`)) });
+export const ReactionBody = v.object({
+  reactionKey: id,
+  transactionID: v.optional(bounded(LIMITS.idBytes)),
 });
-const ReactionQuery = v.object({ reactionKey: v.pipe(v.string(), v.minLength(1)) });
-const SearchQuery = v.object({
-  query: v.optional(v.string()),
+export const ReactionQuery = v.object({ reactionKey: id });
+export const SearchQuery = v.object({
+  query: v.optional(bounded(LIMITS.queryTextBytes)),
   accountIDs: v.optional(queryArray),
   chatIDs: v.optional(queryArray),
   chatType: v.optional(v.picklist(["group", "single"])),
-  cursor: v.optional(v.string()),
+  cursor: v.optional(bounded(LIMITS.cursorBytes)),
   direction: v.optional(direction),
   dateAfter: v.optional(isoDate),
   dateBefore: v.optional(isoDate),
@@ -41,7 +42,7 @@ const SearchQuery = v.object({
   includeMuted: v.optional(queryBoolean),
   limit: v.optional(queryInt(1, 500)),
   mediaTypes: v.optional(v.pipe(queryArray, v.array(v.picklist(["any", "video", "image", "link", "file"])))),
-  sender: v.optional(v.string()),
+  sender: v.optional(bounded(LIMITS.idBytes)),
 });
 
 export function messageRoutes(router: ApiRouter) {

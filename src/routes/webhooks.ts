@@ -1,12 +1,13 @@
 import * as v from "valibot";
+import { boundedArray, id, LIMITS } from "../http/limits.ts";
 import { noContent, type ApiRouter } from "../http/route-kit.ts";
 import { notFound } from "../http/errors.ts";
 import { pathParam, validateBody } from "../http/validate.ts";
 import { createWebhook, listWebhookRecords, presentWebhook, removeWebhook } from "../services/webhooks.ts";
 
-const CreateBody = v.object({
-  url: v.pipe(v.string(), v.minLength(1)),
-  chatIDs: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+export const CreateBody = v.object({
+  url: v.pipe(v.string(), v.minLength(1), v.maxBytes(LIMITS.urlBytes, `must be at most ${LIMITS.urlBytes} bytes`)),
+  chatIDs: v.optional(boundedArray(id)),
 });
 
 /**

@@ -4,7 +4,7 @@ import { createChatRecord } from "../services/ingest.ts";
 import { termsOf } from "../services/messages.ts";
 import { messageID } from "../services/present.ts";
 import type { Db } from "../store/db.ts";
-import { CHUNK_SIZE, keys, type AccountRecord, type ChatRecord, type MessageRecord } from "../store/records.ts";
+import { CHUNK_SIZE, keys, previewOf, type AccountRecord, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { comparePosting } from "../store/search-index.ts";
 import type { User, Attachment } from "../schema/wire.ts";
 
@@ -150,7 +150,7 @@ export async function seedDataset(db: Db, options: SeedOptions): Promise<void> {
     }
   }
   for (const chat of db.chats.all()) {
-    if (chat.nextSeq > 0 && !chat.preview) chat.preview = (await db.message(chat.no, chat.nextSeq - 1)) ?? undefined;
+    if (chat.nextSeq > 0 && !chat.preview) chat.preview = previewOf((await db.message(chat.no, chat.nextSeq - 1)) ?? undefined);
     db.saveChat(chat);
   }
   db.chats.load([...db.chats.all()]);

@@ -1,5 +1,6 @@
 import { BlobStore, BlobTooLargeError } from "../assets/blob-store.ts";
 import { inspect } from "../assets/inspect.ts";
+import { LIMITS } from "../http/limits.ts";
 import { ApiError, badRequest, notFound, unprocessable } from "../http/errors.ts";
 import type { Attachment } from "../schema/wire.ts";
 import { encodeKeyPart } from "../store/records.ts";
@@ -37,11 +38,12 @@ export interface AssetConfig {
   downloads: Map<string, Promise<AssetRecord>>;
 }
 
-export const MAX_UPLOAD_BYTES = 500 * 1024 * 1024;
-export const MAX_BASE64_BYTES = 25 * 1024 * 1024;
+export const MAX_UPLOAD_BYTES = LIMITS.uploadBytes;
+export const MAX_BASE64_BYTES = LIMITS.base64DataBytes;
 export const UPLOAD_TTL_MS = 24 * 3_600_000;
 const LOCAL_HOST = "inboxd";
-const keyOf = (id: string) => `asset:${id}`;
+/** The record key of an asset; IDs can come from clients (uploadID, URLs), so they are encoded. */
+export const assetKey = (id: string) => `asset:${encodeKeyPart(id)}`;
 const sourceKey = (url: string) => `assetsrc:${encodeKeyPart(url)}`;
 const PENDING = "uploads";
 
@@ -53,7 +55,8 @@ export function srcURL(config: AssetConfig, asset: AssetRecord): string {
   if (!config.assetDir) return `localmxc://${LOCAL_HOST}/${asset.id}`;
   // Only the ID names the asset; the name is for people and tools that want an extension, so make it a plain segment.
   const name = asset.fileName.replace(/[\\/\0]/g, "_").replace(/^\.{1,2}$/, "_");
-  return `file://${encodeURI(config.assetDir)}/${asset.id}/${encodeURIComponent(name)}`;
+  // toWellFormed: a lone surrogate (which no URL can carry) becomes U+FFFD instead of a URIError.
+  return `file://${encodeURI(config.assetDir.toWellFormed())}/${asset.id}/${encodeURIComponent(name.toWellFormed())}`;
 }
 
 export const mxcURL = (asset: AssetRecord) => `mxc://${LOCAL_HOST}/${asset.id}`;
@@ -95,7 +98,7 @@ export async function storeAsset(
     kind: meta.kind,
     sourceURL: meta.sourceURL,
   };
-  ctx.db.kv.put(keyOf(id), asset);
+  ctx.db.kv.put(assetKey(id), asset);
   if (meta.kind === "upload") {
     const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};
     pending[id] = asset.createdAt;
@@ -124,7 +127,7 @@ export async function retypeAsset(ctx: Context, config: AssetConfig, asset: Asse
   if (headBytes > 0) for await (const piece of config.blobs.read(asset.id, 0, headBytes - 1) as unknown as AsyncIterable<Uint8Array>) head.set(piece, (at += piece.length) - piece.length);
   const info = await inspect(head, asset.size, mimeType, () => openAsset(config, asset));
   Object.assign(asset, { mimeType: info.mimeType, width: info.width, height: info.height, duration: info.duration });
-  ctx.db.kv.put(keyOf(asset.id), asset);
+  ctx.db.kv.put(assetKey(asset.id), asset);
 }
 
 /** The asset's bytes as a stream (an empty file is an empty stream). */
@@ -134,11 +137,11 @@ export function openAsset(config: AssetConfig, asset: AssetRecord): ReadableStre
 
 /** Takes an upload for sending: it must exist and not have been sent yet. */
 export async function takeUpload(ctx: Context, uploadID: string): Promise<AssetRecord> {
-  const asset = await ctx.db.kv.get<AssetRecord>(keyOf(uploadID));
+  const asset = await ctx.db.kv.get<AssetRecord>(assetKey(uploadID));
   if (!asset || asset.kind !== "upload") throw unprocessable(`unknown uploadID ${uploadID}`, ["body", "attachment", "uploadID"]);
   if (asset.usedAt !== undefined) throw unprocessable(`uploadID ${uploadID} was already sent; upload the file again`, ["body", "attachment", "uploadID"]);
   asset.usedAt = ctx.now();
-  ctx.db.kv.put(keyOf(uploadID), asset);
+  ctx.db.kv.put(assetKey(uploadID), asset);
   const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};
   delete pending[uploadID];
   ctx.db.kv.put(PENDING, pending);
@@ -154,7 +157,7 @@ export async function resolveAsset(ctx: Context, config: AssetConfig, url: strin
     throw badRequest("url must be an mxc://, localmxc:// or file:// URL", [{ code: "invalid_url", message: "unsupported URL", path: ["url"] }]);
   const known = await ctx.db.kv.get<string>(sourceKey(url));
   if (known) {
-    const asset = await ctx.db.kv.get<AssetRecord>(keyOf(known));
+    const asset = await ctx.db.kv.get<AssetRecord>(assetKey(known));
     if (asset) return asset;
   }
   // One fetch per URL at a time: concurrent requests for the same media share it instead of storing copies.
@@ -176,7 +179,7 @@ async function fetchMedia(ctx: Context, config: AssetConfig, url: string): Promi
 }
 
 async function requireAsset(ctx: Context, id: string): Promise<AssetRecord> {
-  const asset = await ctx.db.kv.get<AssetRecord>(keyOf(id));
+  const asset = await ctx.db.kv.get<AssetRecord>(assetKey(id));
   if (!asset) throw notFound(`asset ${id}`);
   return asset;
 }
@@ -252,9 +255,9 @@ export async function cleanupUploads(ctx: Context, config: AssetConfig): Promise
       next = next === undefined ? expires : Math.min(next, expires);
       continue;
     }
-    const asset = await ctx.db.kv.get<AssetRecord>(keyOf(id));
+    const asset = await ctx.db.kv.get<AssetRecord>(assetKey(id));
     if (asset) await config.blobs.remove(id, asset.chunks);
-    ctx.db.kv.remove(keyOf(id));
+    ctx.db.kv.remove(assetKey(id));
     delete pending[id];
     changed = true;
   }

@@ -1,6 +1,6 @@
 import { badRequest, conflict, notFound, unprocessable } from "../http/errors.ts";
 import type { Message, Page } from "../schema/wire.ts";
-import { CHUNK_SIZE, keys, type ChatRecord, type MessageRecord } from "../store/records.ts";
+import { CHUNK_SIZE, keys, previewOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
 import { callNetwork, requireChat, type Context } from "./context.ts";
 import { attachmentFor, openAsset, takeUpload, type AssetRecord } from "./assets.ts";
@@ -79,7 +79,7 @@ export async function appendMessage(ctx: Context, chat: ChatRecord, message: Omi
   ctx.db.chats.update(chat, (c) => {
     c.nextSeq = record.seq + 1;
     c.lastActivity = Math.max(c.lastActivity, record.ts);
-    c.preview = record;
+    c.preview = previewOf(record);
     if (record.isSender) {
       c.lastReadSeq = record.seq;
       c.unreadCount = 0;
@@ -193,7 +193,7 @@ export async function deleteMessage(ctx: Context, chatID: string, id: string): P
     m.deleted = true;
     await ctx.db.putMessage(chat.no, m);
     if (chat.preview?.seq === m.seq) {
-      chat.preview = await newestVisible(ctx, chat, m.seq);
+      chat.preview = previewOf(await newestVisible(ctx, chat, m.seq));
       ctx.db.saveChat(chat);
     }
   });

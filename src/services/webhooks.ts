@@ -42,6 +42,7 @@ interface OutboxEntry {
 
 export const MAX_ATTEMPTS = 10;
 const PREFIX = { config: "webhook:", stats: "whstats:", outbox: "whq:" };
+const WEBHOOK_ID = /^wh_[0-9a-f]{1,64}$/;
 
 export async function createWebhook(storage: Storage, input: { url: string; chatIDs?: string[] }): Promise<WebhookRecord> {
   let url: URL;
@@ -68,7 +69,8 @@ export async function listWebhookRecords(storage: Storage): Promise<WebhookRecor
 
 export async function removeWebhook(storage: Storage, id: string): Promise<void> {
   // The running app drops its cached stats on its next refresh (the webhook is then gone from its list).
-  if (!(await storage.hasItem(PREFIX.config + id))) throw notFound(`webhook ${id}`);
+  // IDs are ours (wh_ and hex); anything else names no webhook, and must not reach the store as a key.
+  if (!WEBHOOK_ID.test(id) || !(await storage.hasItem(PREFIX.config + id))) throw notFound(`webhook ${id}`);
   await storage.removeItem(PREFIX.config + id);
   await storage.removeItem(PREFIX.stats + id);
 }

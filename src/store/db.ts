@@ -1,7 +1,7 @@
 import type { Storage } from "unstorage";
 import { ChatTable } from "./chat-table.ts";
 import { Kv } from "./kv.ts";
-import { CHUNK_SIZE, keys, type AccountRecord, type ChatRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
+import { CHUNK_SIZE, keys, previewOf, type AccountRecord, type ChatRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
 
@@ -153,7 +153,7 @@ export class Db {
     // The chat's preview is a copy of its newest message: keep it in step with every change to that message.
     const chat = this.chats.get(chatNo);
     if (chat?.preview?.seq === message.seq && !message.deleted) {
-      chat.preview = message;
+      chat.preview = previewOf(message);
       this.saveChat(chat);
     }
   }

@@ -98,9 +98,14 @@ export const keys = {
   tokenPrefix: "tok:",
 };
 
-/** Makes an arbitrary string safe as one unstorage key segment (no `:`, `/`, `\`, `?`). */
+/**
+ * Makes an arbitrary string safe as one unstorage key segment: no `:`, `/`, `\`, `?` (unstorage splits or cuts keys
+ * on them) and never `.` or `..` alone (unstorage refuses dot segments). Every key part that comes from a client
+ * goes through this.
+ */
 export function encodeKeyPart(value: string): string {
-  return value.replace(/[^A-Za-z0-9._-]/g, (c) => `~${c.charCodeAt(0).toString(16)}~`);
+  const safe = value.replace(/[^A-Za-z0-9._-]/g, (c) => `~${c.charCodeAt(0).toString(16)}~`);
+  return safe === "." || safe === ".." || safe === "" ? `~${safe.replace(/\./g, "2e")}~` : safe;
 }
 
 export interface MetaRecord {
@@ -109,3 +114,15 @@ export interface MetaRecord {
 }
 
 export const CHUNK_SIZE = 32;
+
+/** Characters of text a chat's preview keeps (LIMITS.previewChars): chat records live in memory and fill every list. */
+export const PREVIEW_CHARS = 500;
+
+/** A chat's preview: a copy of its newest message, with the text cut to PREVIEW_CHARS (never splitting a pair). */
+export function previewOf(message: MessageRecord): MessageRecord;
+export function previewOf(message: MessageRecord | undefined): MessageRecord | undefined;
+export function previewOf(message: MessageRecord | undefined): MessageRecord | undefined {
+  if (!message?.text || message.text.length <= PREVIEW_CHARS) return message;
+  const cut = /[\uD800-\uDBFF]/.test(message.text[PREVIEW_CHARS - 1]) ? PREVIEW_CHARS - 1 : PREVIEW_CHARS;
+  return { ...message, text: `${message.text.slice(0, cut)}…` };
+}

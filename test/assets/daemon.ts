@@ -5,9 +5,8 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createStorage } from "unstorage";
-import fsLite from "unstorage/drivers/fs-lite";
-import { serve as listen } from "srvx";
+import { assetStorage } from "../../adapters/node/asset-storage.ts";
+import { listenApp } from "../../adapters/node/serve.ts";
 import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
 import { createApp, type App } from "../../src/app.ts";
 import { seedDataset } from "../../src/seed/dataset.ts";
@@ -26,8 +25,8 @@ export function entries(dir: string): string[] {
 }
 
 /**
- * The daemon's app wired as adapters/node/serve.ts wires it (SQLite store, fs-lite assets under <dir>/assets,
- * srvx), but with the asset limits and the clock under the test's control (the harness does not expose them).
+ * The daemon's app wired as adapters/node/serve.ts wires it (SQLite store, assets under <dir>/assets, its
+ * listener), but with the asset limits and the clock under the test's control (the harness does not expose them).
  */
 export async function startTuned(options: { maxUploadBytes?: number; uploadTtlMs?: number; now?: () => number }) {
   const dataDir = mkdtempSync(join(tmpdir(), "inboxd-assets-"));
@@ -42,10 +41,9 @@ export async function startTuned(options: { maxUploadBytes?: number; uploadTtlMs
     allowedHosts: [],
     now: options.now,
     schedule: (at) => scheduled.push(at),
-    assets: { storage: createStorage({ driver: fsLite({ base: assetDir }) }), dir: assetDir, maxUploadBytes: options.maxUploadBytes, uploadTtlMs: options.uploadTtlMs },
+    assets: { storage: assetStorage(assetDir), dir: assetDir, maxUploadBytes: options.maxUploadBytes, uploadTtlMs: options.uploadTtlMs },
   });
-  const server = listen({ port: 0, hostname: "127.0.0.1", fetch: (request) => app.fetch(request), silent: true, gracefulShutdown: false, maxRequestBodySize: 520 * MiB });
-  await server.ready();
+  const server = await listenApp(app, 0, "127.0.0.1");
   const address = server.node!.server!.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   return {

@@ -4,7 +4,8 @@
  * uploads), and — on an in-process daemon whose limits the test controls — the upload size limit and the cleanup
  * of uploads never sent.
  */
-import { mkdirSync, readFileSync, symlinkSync, existsSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, existsSync, writeFileSync } from "node:fs";
+import { assetStorage } from "../../adapters/node/asset-storage.ts";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -114,6 +115,26 @@ describe("node only: file:// URLs never reach other files", () => {
     const inside = await api.serve(`file://${assetDir}/${up.uploadID}/evil`);
     expect(inside.status).toBe(200);
     expect(sha256(inside.bytes)).toBe(sha256(bytes));
+  });
+
+  it("an asset whose chunk file was replaced by a symlink is not served through it", async () => {
+    const secret = "a file outside the asset directory: never served";
+    const outside = join(server.dataDir, "outside.txt");
+    writeFileSync(outside, secret);
+    const victim = await api.uploadBytes(text("bytes to be swapped for a link"), "victim.txt");
+    const chunk = join(assetDir, `${victim.uploadID}_0`);
+    rmSync(chunk);
+    symlinkSync(outside, chunk);
+    const r = await api.serve(victim.srcURL).catch((error: Error) => ({ status: 0, bytes: new Uint8Array(), error }));
+    expect(new TextDecoder().decode(r.bytes)).not.toContain(secret);
+    expect(r.status === 200 ? r.bytes.length : 0, "no bytes of the link's target").toBeLessThan(secret.length);
+    // A directory under the asset directory that is a link does not lead anywhere either.
+    mkdirSync(join(server.dataDir, "elsewhere"));
+    symlinkSync(join(server.dataDir, "elsewhere"), join(assetDir, "linkeddir"));
+    writeFileSync(join(server.dataDir, "elsewhere", "x"), secret);
+    const blobs = assetStorage(assetDir);
+    expect(await blobs.getItemRaw("linkeddir:x")).toBeNull();
+    await expect(blobs.setItemRaw("linkeddir:y", new Uint8Array([1]))).rejects.toThrow(/symlink/);
   });
 
   it("every srcURL the server hands out can be served back, whatever the file name", async () => {

@@ -2,11 +2,12 @@
  * The shared event suite on the Node daemon, plus what only the daemon has: the Origin check on upgrades, the
  * slow-consumer cut-off (close 4008) and keep-alive pings of adapters/node/websocket.ts.
  */
+import { LIMITS } from "../../src/http/limits.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serve as listen } from "srvx";
+import { listenApp } from "../../adapters/node/serve.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { attachWebSockets, CLOSE_SLOW_CONSUMER, type WebSocketOptions } from "../../adapters/node/websocket.ts";
 import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
@@ -31,8 +32,7 @@ async function startTunedServer(token: string, ws: WebSocketOptions) {
   await ensureToken(storage, token, { name: "rw", scopes: ["read", "write"] });
   await seedDataset(await Db.open(storage), { chats: 6, messages: 60, accounts: 1, seed: 5 });
   const app = await createApp({ storage, allowedHosts: [] });
-  const server = listen({ port: 0, hostname: "127.0.0.1", fetch: (request) => app.fetch(request), silent: true, gracefulShutdown: false, maxRequestBodySize: 16 * 1024 * 1024 });
-  await server.ready();
+  const server = await listenApp(app, 0, "127.0.0.1");
   const node = server.node!.server! as Server;
   const sockets = attachWebSockets(node, app, ws);
   const address = node.address();
@@ -113,8 +113,9 @@ describe("node only: slow consumers", () => {
       const reader = await connect(server.url, rw, ["*"]);
       expect(server.sockets.connections()).toBe(2);
       tcp(stalled).pause();
-      const ids = await flood(api, chat.id, 200_000, () => server.sockets.connections() < 2, 400);
-      expect(server.sockets.connections(), `still 2 connections after ${ids.length} sends of ~400 KB of events each`).toBe(1);
+      // Sends of the longest text allowed (64 KiB): each makes ~64 KiB of events (the chat's preview is an excerpt).
+      const ids = await flood(api, chat.id, LIMITS.textBytes, () => server.sockets.connections() < 2, 3000);
+      expect(server.sockets.connections(), `still 2 connections after ${ids.length} sends of ~64 KiB of events each`).toBe(1);
       await readerGotEverything(reader, chat.id, ids);
       expect(reader.closed).toBeUndefined();
       // The stalled client reads what was queued, then the close frame.
@@ -140,8 +141,8 @@ describe("node only: slow consumers", () => {
       const reader = await connect(server.url, rw, ["*"]);
       tcp(stalled).pause();
       // The harness does not expose the connection count: a stalled client cannot see its close frame either, so
-      // resume it after the flood and look for 4008. 30 sends × ~2 MB of events is far beyond 4 MiB + socket buffers.
-      const ids = await flood(api, chat.id, 1_000_000, () => false, 30);
+      // resume it after the flood and look for 4008. 600 sends × ~64 KiB of events is far beyond 4 MiB + socket buffers.
+      const ids = await flood(api, chat.id, LIMITS.textBytes, () => false, 600);
       tcp(stalled).resume();
       const closed = await stalled.waitClosed(60_000);
       expect(closed.code).toBe(4008);

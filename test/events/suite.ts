@@ -7,6 +7,7 @@
  * "barrier" write on a chat the connection *is* subscribed to, everything that connection could have received
  * from the earlier writes is already in front of the barrier's event.
  */
+import { LIMITS } from "../../src/http/limits.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   Api,
@@ -144,6 +145,12 @@ export function eventSuite(name: string, start: Start) {
         expect(typeof answer.message).toBe("string");
         const noType = await c.request({ requestID: "nt", chatIDs: [a.id] });
         expect(noType).toMatchObject({ type: "error", requestID: "nt", code: "INVALID_COMMAND" });
+      });
+
+      it("closes a connection that sends a message over 256 KiB with 1009 (message too big)", async () => {
+        const c = await conn();
+        c.ws.send(JSON.stringify({ type: "subscriptions.set", requestID: "big", chatIDs: ["x".repeat(LIMITS.webSocketMessageBytes)] }));
+        expect((await c.waitClosed()).code).toBe(1009);
       });
 
       it("answers malformed frames with INVALID_PAYLOAD and stays open", async () => {
@@ -494,6 +501,10 @@ export function eventSuite(name: string, start: Start) {
         const r = await refusal(url, { token: null });
         expect(r.status).toBe(401);
         expect(JSON.parse(r.body)).toMatchObject({ code: expect.any(String), message: expect.any(String) });
+      });
+
+      it("refuses Origin: null (sandboxed iframes, file:// pages) with 403 before upgrading", async () => {
+        expect((await refusal(url, { token: rw, origin: "null" })).status).toBe(403);
       });
 
       it("refuses a bad token with 401", async () => {

@@ -14,6 +14,7 @@ import { chatActionScenarios } from "./chat-actions.ts";
 import { chatScenarios } from "./chats.ts";
 import { chatSearchScenarios } from "./chat-search.ts";
 import { encodingScenarios } from "./encoding.ts";
+import { hardeningScenarios } from "./hardening.ts";
 import { makeClients, ok, randomToken, SEED, type Env, type Start, type SuiteOptions } from "./kit.ts";
 import { messageScenarios } from "./messages.ts";
 import { messageSearchScenarios } from "./message-search.ts";
@@ -62,5 +63,7 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
     sdk4Scenarios(env);
     robustnessScenarios(env);
     bridgeScenarios(env, start);
+    // Last: its chats (empty groups, refused sends) would come first in the lists other scenarios walk.
+    hardeningScenarios(env);
   });
 }

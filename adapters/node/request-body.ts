@@ -1,0 +1,171 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { ApiError } from "../../src/http/errors.ts";
+
+/**
+ * How the daemon reads request bodies and ends connections, so that a client always sees the answer and a
+ * kept-alive connection never stalls:
+ * - The app gets each body as a pull stream over Node's request (`bodyOf`). Cancelling it only stops the delivery:
+ *   the request is never destroyed mid-body, which would make the kernel reset the connection and throw away the
+ *   response the client has not read yet.
+ * - A body must keep coming: nothing for BODY_IDLE_MS, or less than BODY_MIN_BYTES_PER_S on average after
+ *   BODY_GRACE_MS, fails the read with 408 (a body trickled byte by byte cannot hold a connection forever).
+ * - When the app answers before the body is read to its end (an early 401, 413, 400…), `finishBody` drops the
+ *   rest: a small remainder is read and dropped and the connection stays alive; a larger or unknown one gets
+ *   `Connection: close`, and the daemon half-closes after the response, reading and dropping up to DRAIN_BYTES for
+ *   up to DRAIN_MS (a lingering close) before it lets go of the socket.
+ * - Malformed requests that never reach the app (headers or URL over 16 KB, bad syntax, header timeout) get a
+ *   JSON error the same way (`answerClientErrors`).
+ */
+export const BODY_IDLE_MS = 15_000;
+export const BODY_GRACE_MS = 10_000;
+export const BODY_MIN_BYTES_PER_S = 8 * 1024;
+/** A remainder up to this is read and dropped with the connection kept alive. */
+const KEEP_ALIVE_DRAIN_BYTES = 1024 * 1024;
+const DRAIN_BYTES = 64 * 1024 * 1024;
+const DRAIN_MS = 5_000;
+/** Node's own limit on the request line and headers together. */
+export const MAX_HEADER_BYTES = 16 * 1024;
+export const HEADERS_TIMEOUT_MS = 15_000;
+
+export interface RequestBody {
+  stream: ReadableStream<Uint8Array>;
+  /** Whether the whole body has arrived. */
+  complete(): boolean;
+  /** Bytes of the body received so far (handed to the app or buffered). */
+  received(): number;
+}
+
+const requestTimeout = (message: string) => new ApiError(408, "REQUEST_TIMEOUT", message);
+
+export interface BodyTimeouts {
+  idleMs: number;
+  graceMs: number;
+  minBytesPerSecond: number;
+}
+export const BODY_TIMEOUTS: BodyTimeouts = { idleMs: BODY_IDLE_MS, graceMs: BODY_GRACE_MS, minBytesPerSecond: BODY_MIN_BYTES_PER_S };
+
+export function bodyOf(req: IncomingMessage, timeouts: BodyTimeouts = BODY_TIMEOUTS): RequestBody {
+  const started = Date.now();
+  let received = 0;
+  /** Ends the pull in progress, if any (listeners off, timer cleared) without settling the stream. */
+  let stopPending: (() => void) | undefined;
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull: (controller) =>
+        new Promise<void>((resolve) => {
+          let idle: ReturnType<typeof setTimeout> | undefined;
+          const stop = () => {
+            clearTimeout(idle);
+            req.off("readable", attempt).off("end", attempt).off("error", fail).off("close", closed);
+            stopPending = undefined;
+            resolve();
+          };
+          const done = (settle: () => void) => {
+            stop();
+            settle();
+          };
+          const fail = (error: Error) => done(() => controller.error(error));
+          const closed = () => attempt() || fail(new Error("the client closed the connection before the body ended"));
+          function attempt(): boolean {
+            const chunk = req.read() as Buffer | null;
+            if (chunk) {
+              received += chunk.length;
+              const elapsed = Date.now() - started;
+              if (elapsed > timeouts.graceMs && received / (elapsed / 1000) < timeouts.minBytesPerSecond) {
+                fail(requestTimeout(`the request body arrived slower than ${timeouts.minBytesPerSecond} bytes/s`));
+              } else done(() => controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)));
+              return true;
+            }
+            if (req.readableEnded) {
+              done(() => controller.close());
+              return true;
+            }
+            if (req.destroyed) {
+              // The client went away between two pulls ('close' was missed while nobody listened).
+              fail(req.errored ?? new Error("the client closed the connection before the body ended"));
+              return true;
+            }
+            return false;
+          }
+          if (attempt()) return;
+          idle = setTimeout(() => fail(requestTimeout(`no part of the request body arrived for ${timeouts.idleMs / 1000} s`)), timeouts.idleMs);
+          req.on("readable", attempt).on("end", attempt).once("error", fail).once("close", closed);
+          stopPending = stop;
+        }),
+      // The app stopped reading (a refusal): stop waiting; the rest is dropped after its response (finishBody).
+      cancel: () => stopPending?.(),
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, complete: () => req.readableEnded || req.complete, received: () => received + req.readableLength };
+}
+
+/**
+ * Called with the app's response for a request whose body the app did not read to its end. Answers the response
+ * to send (with `Connection: close` when the rest is too large to drop on a kept-alive connection) and drops the
+ * rest of the body once the response is written.
+ */
+export function finishBody(req: IncomingMessage, res: ServerResponse, body: RequestBody, response: Response): Response {
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  const remaining = Number.isFinite(declared) ? declared - body.received() : Infinity;
+  const keepAlive = remaining <= KEEP_ALIVE_DRAIN_BYTES;
+  const socket = req.socket;
+  if (!keepAlive) {
+    // Node destroys a `Connection: close` socket as soon as the response is flushed, which resets the connection
+    // while the client is still sending; end it (half-close) instead and let the drain below finish it.
+    socket.destroySoon = () => socket.end();
+  }
+  res.once("finish", () => drain(req, socket, keepAlive));
+  if (keepAlive) return response;
+  const headers = new Headers(response.headers);
+  headers.set("connection", "close");
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+function drain(req: IncomingMessage, socket: Socket, keepAlive: boolean) {
+  req.removeAllListeners("readable");
+  let dropped = 0;
+  const giveUp = setTimeout(() => socket.destroy(), DRAIN_MS);
+  giveUp.unref();
+  socket.once("close", () => clearTimeout(giveUp));
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DRAIN_BYTES) socket.destroy();
+  });
+  req.once("end", () => {
+    clearTimeout(giveUp);
+    // A kept-alive connection goes on with its next request; a closing one is already half-closed: give the
+    // client a moment to close its side, then let go.
+    if (!keepAlive) setTimeout(() => socket.destroy(), 1_000).unref();
+  });
+  req.resume();
+}
+
+/**
+ * Requests Node refuses before the app sees them (headers or URL over MAX_HEADER_BYTES, malformed syntax, headers
+ * too slow) get a JSON error like every other refusal, then a lingering close instead of Node's immediate reset.
+ */
+export function answerClientErrors(server: Server): void {
+  const answered = new WeakSet<Socket>();
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (answered.has(socket)) return; // the parser reports every later chunk of a broken connection again
+    answered.add(socket);
+    if (error.code === "ECONNRESET" || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, code, message] =
+      error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "Request Header Fields Too Large", "HEADERS_TOO_LARGE", `the request line and headers are limited to ${MAX_HEADER_BYTES} bytes (URLs included)`]
+        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? [408, "Request Timeout", "REQUEST_TIMEOUT", `the request headers did not arrive within ${HEADERS_TIMEOUT_MS / 1000} s`]
+          : [400, "Bad Request", "INVALID_REQUEST", "malformed HTTP request"];
+    const body = JSON.stringify({ code, message });
+    socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    // Keep reading (Node's parser drops what it cannot parse) so the client's unsent bytes do not reset the
+    // connection before it has read the answer.
+    socket.resume();
+    setTimeout(() => socket.destroy(), DRAIN_MS).unref();
+  });
+}

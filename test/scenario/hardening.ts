@@ -1,0 +1,118 @@
+/**
+ * Hostile and malformed input (issue: hardening): every limit of src/http/limits.ts refused with a clear error and
+ * nothing stored, no 5xx from input, bounded error bodies, Origin: null refused, fractional numbers accepted.
+ * Connection-level behaviour (early refusals, keep-alive, slow bodies) is the daemon's: test/connections.test.ts.
+ */
+import { describe, expect, it } from "vitest";
+import { LIMITS } from "../../src/http/limits.ts";
+import { expectError } from "./assert.ts";
+import { chatPath, enc, messagePath, newGroup, ok, raw, type Chat, type Env, type Message, type Page } from "./kit.ts";
+
+const bytes = (n: number, unit = "a") => unit.repeat(n);
+
+export function hardeningScenarios(env: Env) {
+  describe("hardening: limits", () => {
+    it("message text: exactly 64 KiB is stored whole; one byte more is a 400 naming body.text, and nothing is stored", async () => {
+      const chat = await newGroup(env);
+      const longest = bytes(LIMITS.textBytes - 4) + "😀"; // 4 bytes: the limit counts UTF-8 bytes
+      const sent = await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: longest } });
+      const stored = await ok<Message>(env, messagePath(chat.id, sent.pendingMessageID));
+      expect(stored.text).toBe(longest);
+      const refused = await raw(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `${longest}b` } });
+      expectError(refused, 400, ["body", "text"]);
+      const listed = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`);
+      expect(listed.items.map((m) => m.id)).toEqual([sent.pendingMessageID]);
+      // An edit beyond the limit is refused too, and the message keeps its text.
+      const edit = await raw(env, messagePath(chat.id, sent.pendingMessageID), { method: "PUT", json: { text: bytes(LIMITS.textBytes + 1) } });
+      expectError(edit, 400, ["body", "text"]);
+    });
+
+    it("a chat's preview is a bounded excerpt in lists and on the chat, never the whole text", async () => {
+      const chat = await newGroup(env);
+      const text = bytes(LIMITS.textBytes);
+      await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text } });
+      const one = await ok<Chat & { preview?: Message }>(env, chatPath(chat.id));
+      expect(one.preview!.text!.length).toBeLessThanOrEqual(LIMITS.previewChars + 1);
+      expect(text.startsWith(one.preview!.text!.slice(0, -1))).toBe(true);
+      const list = await raw(env, "/v1/chats");
+      expect(list.text.length).toBeLessThan(200_000);
+      const listed = (list.body.items as (Chat & { preview?: Message })[]).find((c) => c.id === chat.id)!;
+      expect(listed.preview!.text!.length).toBeLessThanOrEqual(LIMITS.previewChars + 1);
+    });
+
+    it("titles, drafts, descriptions, webhook URLs, IDs and search text each have their limit", async () => {
+      const chat = await newGroup(env);
+      expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json: { title: bytes(LIMITS.titleBytes + 1) } }), 400, ["body", "title"]);
+      expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json: { draft: { text: bytes(LIMITS.textBytes + 1) } } }), 400, ["body", "draft", "text"]);
+      expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json: { description: bytes(LIMITS.descriptionBytes + 1) } }), 400, ["body", "description"]);
+      expect((await ok<Chat>(env, chatPath(chat.id))).title).toBe(chat.title);
+      expectError(await raw(env, "/v1/webhooks", { method: "POST", json: { url: `https://example.invalid/${bytes(LIMITS.urlBytes)}` } }), 400, ["body", "url"]);
+      expectError(await raw(env, `/v1/chats/${bytes(LIMITS.idBytes + 1)}`), 400, ["path", "chatID"]);
+      expectError(await raw(env, `/v1/messages/search?query=${bytes(LIMITS.queryTextBytes + 1)}`), 400, ["query", "query"]);
+      expectError(await raw(env, `/v1/messages/search?query=${bytes(LIMITS.queryStringBytes + 1)}`), 414);
+      // Any other string in a body, and arrays.
+      expectError(await raw(env, "/v1/chats", { method: "POST", json: { accountID: env.accounts[0].accountID, user: { fullName: bytes(LIMITS.stringBytes + 1) } } }), 400, ["body", "user", "fullName"]);
+      const many = Array.from({ length: LIMITS.arrayItems + 1 }, (_, i) => `p${i}`);
+      expectError(await raw(env, "/v1/chats", { method: "POST", json: { accountID: env.accounts[0].accountID, participantIDs: many } }), 400, ["body", "participantIDs"]);
+    });
+
+    it("a JSON body over 1 MiB is a 413 (declared length refused before reading)", async () => {
+      const chat = await newGroup(env);
+      const res = await raw(env, chatPath(chat.id), { method: "PATCH", body: JSON.stringify({ title: "t", pad: bytes(LIMITS.jsonBodyBytes) }), headers: { "content-type": "application/json" } });
+      expectError(res, 413);
+    });
+  });
+
+  describe("hardening: no 5xx from input", () => {
+    it("webhook IDs that are no storage key answer 404 on GET and DELETE", async () => {
+      for (const id of ["..%2Fx", "..", "%2E%2E", "a%3Fb", "a%3Ab", "wh_zz", enc("wh_1/../x")]) {
+        expectError(await raw(env, `/v1/webhooks/${id}`, { method: "DELETE" }), 404);
+        expectError(await raw(env, `/v1/webhooks/${id}`), 404);
+      }
+    });
+
+    it("a lone surrogate in any body string is a 400 naming the field, and nothing is stored", async () => {
+      const chat = await newGroup(env);
+      const loneSurrogate = (json: string) => raw(env, "/v1/assets/upload/base64", { method: "POST", body: json, headers: { "content-type": "application/json" } });
+      expectError(await loneSurrogate('{"content":"aGk=","fileName":"\\ud800.txt"}'), 400, ["body", "fileName"]);
+      const send = await raw(env, `${chatPath(chat.id)}/messages`, { method: "POST", body: '{"text":"a\\udc00b"}', headers: { "content-type": "application/json" } });
+      expectError(send, 400, ["body", "text"]);
+      expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items).toEqual([]);
+      // In a path or query, a percent-encoded surrogate is malformed UTF-8: 400 as well.
+      expectError(await raw(env, `/v1/chats/%ED%A0%80`), 400, ["path", "chatID"]);
+      expectError(await raw(env, `/v1/messages/search?query=%ED%A0%80`), 400);
+    });
+
+    it("reminders take fractional milliseconds (Python's time.time() * 1000), cut to the millisecond", async () => {
+      const chat = await newGroup(env);
+      const at = Date.now() + 3_600_000 + 0.625;
+      await ok(env, `${chatPath(chat.id)}/reminders`, { method: "POST", json: { reminder: { remindAtMs: at } } }, 204);
+      const after = await ok<Chat & { reminder?: { remindAtMs: number } }>(env, chatPath(chat.id));
+      expect(after.reminder?.remindAtMs).toBe(Math.floor(at));
+    });
+  });
+
+  describe("hardening: error bodies", () => {
+    it("quote at most ~100 characters of the offending value, once", async () => {
+      const chat = await newGroup(env);
+      const huge = bytes(100_000, "z");
+      const bad = await raw(env, `${chatPath(chat.id)}/archive`, { method: "POST", json: { archived: huge } });
+      expectError(bad, 400, ["body", "archived"]);
+      expect(bad.text.length).toBeLessThan(1_000);
+      const longID = bytes(400, "m");
+      const missing = await raw(env, messagePath(chat.id, longID));
+      expectError(missing, 404);
+      expect(missing.text.length).toBeLessThan(500);
+      const tooLongID = await raw(env, messagePath(chat.id, bytes(LIMITS.idBytes * 8, "m")));
+      expectError(tooLongID, 400, ["path", "messageID"]);
+      expect(tooLongID.text.length).toBeLessThan(600);
+    });
+  });
+
+  describe("hardening: browsers", () => {
+    it("refuses Origin: null (sandboxed iframes, file:// pages) like a foreign origin", async () => {
+      expectError(await raw(env, "/v1/accounts", { headers: { origin: "null" } }), 403);
+      expect((await raw(env, "/v1/accounts")).status).toBe(200);
+    });
+  });
+}
