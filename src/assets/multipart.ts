@@ -107,11 +107,19 @@ export async function streamMultipart<T>(
         notifyConsumer?.();
         break;
       }
-      if (chunk.done) {
-        parser.end();
+      try {
+        if (chunk.done) {
+          parser.end();
+          break;
+        }
+        parser.write(chunk.value);
+      } catch (error) {
+        // multipasta throws, rather than reports, a few malformed inputs (a `filename*` whose percent-encoding is
+        // not UTF-8 raises a URIError): a malformed body all the same.
+        parseError ??= { _tag: "BadHeaders", error } as unknown as Multipasta.MultipartError;
+        notifyConsumer?.();
         break;
       }
-      parser.write(chunk.value);
       if (parseError) break;
       // Backpressure: let the consumer take what was parsed before reading more of the body. A consumer that has
       // finished or failed takes nothing more; stop reading then.

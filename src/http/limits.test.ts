@@ -45,6 +45,13 @@ describe("checkJsonStrings", () => {
     expect(refusal({ nested: { content: "x".repeat(11) } }, 10, ["content"])).toEqual({ status: 400, path: ["body", "nested", "content"] });
   });
 
+  it("refuses a body nested deeper than 32 levels (a 100,000-level one too, without overflowing the stack)", () => {
+    const deep = (levels: number) => JSON.parse("[".repeat(levels) + "]".repeat(levels));
+    expect(refusal({ a: deep(40) })?.status).toBe(400);
+    expect(refusal({ a: deep(100_000) })?.status).toBe(400);
+    expect(refusal({ a: deep(20) })).toBeUndefined();
+  });
+
   it("refuses arrays with more items than LIMITS.arrayItems", () => {
     expect(refusal({ ids: Array.from({ length: LIMITS.arrayItems + 1 }, () => "a") })).toEqual({ status: 400, path: ["body", "ids"] });
   });

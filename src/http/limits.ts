@@ -54,6 +54,10 @@ export const LIMITS = {
   multipartParts: 16,
   /** The headers of one multipart part. */
   multipartHeaderBytes: 16 * 1024,
+  /** Webhooks of one device. */
+  webhooks: 20,
+  /** Deliveries pending for one webhook (a receiver that is down): beyond it the oldest is dropped, counted failed. */
+  webhookPending: 1000,
   /** A WebSocket message from a client. */
   webSocketMessageBytes: 256 * 1024,
   /** Characters of a message's text shown as a chat's preview in lists and events (longer texts end in "…"). */
@@ -86,12 +90,19 @@ export const id = v.pipe(v.string(), v.minLength(1, "must not be empty"), v.maxB
 export const boundedArray = <T extends v.GenericSchema>(item: T) =>
   v.pipe(v.array(item), v.maxLength(LIMITS.arrayItems, `must have at most ${LIMITS.arrayItems} items`));
 
+/** No body of this API nests more than a few levels; a deeper one is refused before it is walked any further. */
+const MAX_JSON_DEPTH = 32;
+
 /**
  * Every string inside a parsed JSON body must be well-formed UTF-16 (JSON's `\ud800` escapes can make lone
  * surrogates, which no UTF-8 store, URL or network can carry) and at most `maxBytes` long unless a field's own
  * schema allows more (`allowLonger`, by top-level key).
  */
 export function checkJsonStrings(value: unknown, maxBytes: number, allowLonger: readonly string[] = [], path: Issue["path"] = ["body"]): void {
+  if (path.length > MAX_JSON_DEPTH)
+    throw new ApiError(400, "INVALID_REQUEST", `the request body nests deeper than ${MAX_JSON_DEPTH} levels`, {
+      issues: [{ code: "too_deep", message: `nested deeper than ${MAX_JSON_DEPTH} levels`, path: path.slice(0, 3) }],
+    });
   if (typeof value === "string") {
     if (!value.isWellFormed())
       throw new ApiError(400, "INVALID_REQUEST", `invalid ${path.join(".")}: a string holds a lone surrogate`, {

@@ -1,4 +1,5 @@
-import { badRequest, notFound } from "../http/errors.ts";
+import { badRequest, conflict, notFound } from "../http/errors.ts";
+import { LIMITS } from "../http/limits.ts";
 import type { DomainEvent } from "../events/protocol.ts";
 import type { Storage } from "unstorage";
 import type { Kv } from "../store/kv.ts";
@@ -39,6 +40,8 @@ interface OutboxEntry {
   attempts: number;
   nextAt: number;
 }
+/** What the dispatcher keeps in memory of a pending delivery: all but the body, which stays in the store. */
+type Pending = Omit<OutboxEntry, "body">;
 
 export const MAX_ATTEMPTS = 10;
 const PREFIX = { config: "webhook:", stats: "whstats:", outbox: "whq:" };
@@ -56,6 +59,8 @@ export async function createWebhook(storage: Storage, input: { url: string; chat
   const chatIDs = input.chatIDs?.length ? [...new Set(input.chatIDs)] : ["*"];
   if (chatIDs.includes("*") && chatIDs.length > 1)
     throw badRequest('"*" cannot be combined with chat IDs', [{ code: "invalid_value", message: '"*" alone', path: ["body", "chatIDs"] }]);
+  if ((await storage.getKeys(PREFIX.config)).length >= LIMITS.webhooks)
+    throw conflict(`a device takes at most ${LIMITS.webhooks} webhooks; remove one first`);
   const record: WebhookRecord = { id: `wh_${randomHex(8)}`, url: url.toString(), chatIDs, secret: `whsec_${randomHex(24)}`, createdAt: new Date().toISOString() };
   await storage.setItem(PREFIX.config + record.id, record);
   return record;
@@ -83,7 +88,11 @@ export function presentWebhook(record: WebhookRecord, stats: WebhookStats | unde
 
 export class WebhookDispatcher {
   private hooks: WebhookRecord[] = [];
-  private readonly outbox = new Map<string, OutboxEntry>();
+  private readonly outbox = new Map<string, Pending>();
+  /** Outbox keys per webhook, oldest first: a webhook keeps at most LIMITS.webhookPending deliveries pending. */
+  private readonly pendingKeys = new Map<string, Set<string>>();
+  /** Deliveries dropped for that bound since the last run, per webhook (counted as failed by the next run). */
+  private readonly dropped = new Map<string, number>();
   private running = false;
   private counter = 0;
   private lastRefresh = 0;
@@ -103,7 +112,7 @@ export class WebhookDispatcher {
     await this.refresh(true);
     for (const key of await this.kv.storage.getKeys(PREFIX.outbox)) {
       const entry = await this.kv.storage.getItem<OutboxEntry>(key);
-      if (entry) this.outbox.set(key, entry);
+      if (entry) this.track(key, withoutBody(entry));
     }
   }
 
@@ -115,9 +124,27 @@ export class WebhookDispatcher {
   }
 
   pending(webhookID: string): number {
-    let n = 0;
-    for (const e of this.outbox.values()) if (e.webhookID === webhookID) n++;
-    return n;
+    return this.pendingKeys.get(webhookID)?.size ?? 0;
+  }
+
+  private track(key: string, entry: Pending): void {
+    this.outbox.set(key, entry);
+    let keys = this.pendingKeys.get(entry.webhookID);
+    if (!keys) this.pendingKeys.set(entry.webhookID, (keys = new Set()));
+    keys.add(key);
+    if (keys.size <= LIMITS.webhookPending) return;
+    // A receiver that has been down for long: its oldest delivery gives way, so memory stays bounded.
+    const oldest = keys.values().next().value!;
+    this.untrack(oldest);
+    this.kv.remove(oldest);
+    this.dropped.set(entry.webhookID, (this.dropped.get(entry.webhookID) ?? 0) + 1);
+  }
+
+  private untrack(key: string): void {
+    const entry = this.outbox.get(key);
+    if (!entry) return;
+    this.outbox.delete(key);
+    this.pendingKeys.get(entry.webhookID)?.delete(key);
   }
 
   wants(): boolean {
@@ -134,8 +161,8 @@ export class WebhookDispatcher {
         const key = `${PREFIX.outbox}${deliveryID}`;
         const body = `{"deliveryID":${JSON.stringify(deliveryID)},"webhookID":${JSON.stringify(hook.id)},${event.body}`;
         const entry: OutboxEntry = { deliveryID, webhookID: hook.id, type: JSON.parse(`{${event.body}`).type, body, attempts: 0, nextAt: 0 };
-        this.outbox.set(key, entry);
         this.kv.put(key, entry);
+        this.track(key, withoutBody(entry));
       }
   }
 
@@ -152,6 +179,14 @@ export class WebhookDispatcher {
     this.running = true;
     try {
       await this.refresh();
+      for (const [webhookID, count] of this.dropped) {
+        this.dropped.delete(webhookID);
+        const stats = await this.statsFor(webhookID);
+        const message = `${count} deliveries dropped: more than ${LIMITS.webhookPending} were pending`;
+        stats.failed += count;
+        stats.lastError = { at: new Date(this.now()).toISOString(), deliveryID: "", message, attempts: 0 };
+        this.kv.put(PREFIX.stats + webhookID, stats);
+      }
       for (;;) {
         const now = this.now();
         const due = [...this.outbox].filter(([, e]) => e.nextAt <= now).slice(0, 16);
@@ -165,10 +200,11 @@ export class WebhookDispatcher {
     }
   }
 
-  private async attempt(key: string, entry: OutboxEntry): Promise<void> {
+  private async attempt(key: string, entry: Pending): Promise<void> {
     const hook = this.hooks.find((h) => h.id === entry.webhookID);
-    if (!hook) {
-      this.outbox.delete(key);
+    const body = (await this.kv.get<OutboxEntry>(key))?.body;
+    if (!hook || body === undefined) {
+      this.untrack(key);
       this.kv.remove(key);
       return;
     }
@@ -184,9 +220,9 @@ export class WebhookDispatcher {
           "x-inboxd-event": entry.type,
           "x-inboxd-delivery": entry.deliveryID,
           "x-inboxd-timestamp": timestamp,
-          "x-inboxd-signature": `sha256=${await hmacHex(hook.secret, `${timestamp}.${entry.body}`)}`,
+          "x-inboxd-signature": `sha256=${await hmacHex(hook.secret, `${timestamp}.${body}`)}`,
         },
-        body: entry.body,
+        body,
         signal: AbortSignal.timeout(10_000),
       });
       await response.body?.cancel();
@@ -198,7 +234,7 @@ export class WebhookDispatcher {
     if (failure === undefined) {
       stats.delivered++;
       stats.lastSuccessAt = at;
-      this.outbox.delete(key);
+      this.untrack(key);
       this.kv.remove(key);
     } else {
       entry.attempts++;
@@ -206,14 +242,14 @@ export class WebhookDispatcher {
       if (entry.attempts >= MAX_ATTEMPTS) {
         stats.failed++;
         stats.failures = [{ deliveryID: entry.deliveryID, at, message: failure, type: entry.type }, ...stats.failures].slice(0, 20);
-        this.outbox.delete(key);
+        this.untrack(key);
         this.kv.remove(key);
       } else {
         // 1 s, 2 s, 4 s … capped at 1 h, with jitter so a recovering receiver is not hit all at once.
         // Whole milliseconds: a Durable Object alarm fires on the millisecond, and a fraction past it would never
         // be due when it does.
         entry.nextAt = Math.ceil(this.now() + Math.min(3_600_000, 1000 * 2 ** (entry.attempts - 1)) * (0.8 + Math.random() * 0.4));
-        this.kv.put(key, entry);
+        this.kv.put(key, { ...entry, body });
       }
     }
     this.kv.put(PREFIX.stats + hook.id, stats);
@@ -233,6 +269,10 @@ export class WebhookDispatcher {
     this.statsCache.set(id, loaded);
     return loaded;
   }
+}
+
+function withoutBody({ body: _body, ...pending }: OutboxEntry): Pending {
+  return pending;
 }
 
 async function hmacHex(secret: string, data: string): Promise<string> {
