@@ -130,6 +130,14 @@ export function uploadCases(env: AssetEnv) {
   });
 
   describe("base64 upload", () => {
+    it("a file name with a lone surrogate: 400 naming body.fileName, and nothing is stored", async () => {
+      const before = env.runtime.chunkFiles?.(env.server);
+      const r = await env.api.raw("POST", "/v1/assets/upload/base64", { body: '{"content":"aGk=","fileName":"\\ud800.txt"}', headers: { "content-type": "application/json" } });
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject({ code: "INVALID_REQUEST", details: { issues: [{ path: ["body", "fileName"] }] } });
+      if (before) expect(env.runtime.chunkFiles!(env.server)).toEqual(before);
+    });
+
     it("a PNG through the SDK, with fileName: the same shape as multipart", async () => {
       const bytes = png(30, 40);
       const up = (await sdk(env.server.url, env.rwToken).assets.uploadBase64({ content: b64(bytes), fileName: "b64.png" })) as Upload;
