@@ -58,7 +58,13 @@ export class Db {
     const records: ChatRecord[] = [];
     for (let i = 0; i < chatKeys.length; i += 2000) {
       const batch = await this.storage.getItems<ChatRecord>(chatKeys.slice(i, i + 2000));
-      for (const { value } of batch) if (value) records.push(value as ChatRecord);
+      for (const { value } of batch) {
+        if (!value) continue;
+        const chat = value as ChatRecord;
+        // Chats stored before previews were excerpts may still hold a whole message text.
+        chat.preview = previewOf(chat.preview);
+        records.push(chat);
+      }
     }
     this.chats.load(records);
     this.forgetPresented();
