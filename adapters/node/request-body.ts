@@ -125,6 +125,11 @@ export function finishBody(req: IncomingMessage, res: ServerResponse, body: Requ
 
 function drain(req: IncomingMessage, socket: Socket, keepAlive: boolean) {
   req.removeAllListeners("readable");
+  if (req.readableEnded) {
+    // Nothing left to drop; a kept-alive socket may already be serving the next request.
+    if (!keepAlive) socket.end();
+    return;
+  }
   let dropped = 0;
   const giveUp = setTimeout(() => socket.destroy(), DRAIN_MS);
   giveUp.unref();
