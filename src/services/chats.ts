@@ -96,6 +96,17 @@ function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number
   return new JsonText(body);
 }
 
+/** The first `limit` chats that match, most recent first, as wire objects (for answers that embed chats). */
+export function topChats(ctx: Context, filter: ChatFilter, limit: number): Chat[] {
+  const match = chatMatcher(ctx, filter);
+  const out: Chat[] = [];
+  for (const chat of ctx.db.chats.all()) {
+    if (out.length === limit) break;
+    if (match(chat)) out.push(presentChat(ctx.db, chat, { preview: true }));
+  }
+  return out;
+}
+
 export function listChats(ctx: Context, q: { accountIDs?: string[]; cursor?: string; direction?: "before" | "after" }) {
   return pageChats(ctx, "chats", { accountIDs: q.accountIDs }, CHAT_PAGE, q.cursor, q.direction);
 }

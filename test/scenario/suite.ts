@@ -3,8 +3,8 @@
  * Worker in workerd). Each entry file calls `scenarioSuite` with its harness. The scenarios drive the server the way
  * real clients do: the official SDKs (5.0.0 and 4.2.3) and raw HTTP for the wire details SDKs hide.
  *
- * Not covered here: asset endpoints (upload/download/serve: a later issue), GET /v1/search and POST /v1/focus (not
- * implemented yet), /v0, /oauth, WebSocket events, MCP.
+ * Not covered here: asset endpoints (their own suite in test/assets), POST /v1/focus (not implemented yet), /v0,
+ * /oauth, WebSocket events (test/events), MCP.
  */
 import { afterAll, beforeAll, describe } from "vitest";
 import { accountScenarios } from "./accounts.ts";
@@ -22,6 +22,7 @@ import { paginationScenarios } from "./pagination.ts";
 import { reactionScenarios } from "./reactions.ts";
 import { robustnessScenarios } from "./robustness.ts";
 import { sdk4Scenarios } from "./sdk4.ts";
+import { unifiedSearchScenarios } from "./unified-search.ts";
 
 export type { Start, StartOptions } from "./kit.ts";
 
@@ -58,6 +59,7 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
     messageScenarios(env);
     reactionScenarios(env);
     messageSearchScenarios(env);
+    unifiedSearchScenarios(env);
     paginationScenarios(env);
     encodingScenarios(env);
     sdk4Scenarios(env);
