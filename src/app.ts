@@ -23,7 +23,7 @@ import { fireDueReminders, nextReminderAt } from "./services/reminders.ts";
 import { WebhookDispatcher } from "./services/webhooks.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { assetRoutes } from "./routes/assets.ts";
-import { searchRoutes } from "./routes/search.ts";
+import { appRoutes } from "./routes/app.ts";
 import { BlobStore } from "./assets/blob-store.ts";
 import { cleanupUploads, MAX_UPLOAD_BYTES, UPLOAD_TTL_MS, type AssetConfig } from "./services/assets.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
@@ -158,7 +158,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   bridgeRoutes(router);
   webhookRoutes(router);
   assetRoutes(router, assets);
-  searchRoutes(router);
+  appRoutes(router);
   router.get("/v1/ws", () => {
     throw new ApiError(426, "UPGRADE_REQUIRED", "/v1/ws is a WebSocket endpoint: connect with a WebSocket client", undefined, { upgrade: "websocket" });
   });
@@ -167,6 +167,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   const events = new EventHub(db);
+  context.announce = (event) => events.publish([event]);
   await webhooks.load();
   events.addCommitSink(webhooks);
   events.add({ deliver: () => void webhooks.run(), wants: () => webhooks.wants() });

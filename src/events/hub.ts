@@ -42,18 +42,29 @@ export class EventHub {
       // ...and delivered only once it is durable.
       committed: (events) => {
         const list = events as DomainEvent[] | undefined;
-        if (!list?.length) return;
-        for (const sink of this.sinks) {
-          // A failing sink (a socket that cannot take a frame) must neither fail the write that is already durable
-          // nor keep the events from the other sinks.
-          try {
-            sink.deliver(list);
-          } catch (error) {
-            this.onSinkError?.(error);
-          }
-        }
+        if (list?.length) this.deliver(list);
       },
     };
+  }
+
+  /**
+   * Events that change nothing stored (focus): straight to the connected sinks, not to commit sinks, so webhooks
+   * and anything durable never see them.
+   */
+  publish(events: DomainEvent[]): void {
+    if (events.length) this.deliver(events);
+  }
+
+  private deliver(list: DomainEvent[]): void {
+    for (const sink of this.sinks) {
+      // A failing sink (a socket that cannot take a frame) must neither fail the write that is already durable
+      // nor keep the events from the other sinks.
+      try {
+        sink.deliver(list);
+      } catch (error) {
+        this.onSinkError?.(error);
+      }
+    }
   }
 
   addCommitSink(sink: CommitSink) {

@@ -1,3 +1,4 @@
+import type { DomainEvent } from "../events/protocol.ts";
 import type { LoginSessions } from "../bridges/login-sessions.ts";
 import type { BridgeRuntime } from "../bridges/runtime.ts";
 import type { WebhookDispatcher } from "./webhooks.ts";
@@ -19,6 +20,8 @@ export interface Context {
   assets: AssetConfig;
   /** When the oldest unsent upload expires (for the wake-up schedule). */
   nextUploadExpiry?: number;
+  /** Sends an event that changes nothing stored to the live connections (set once the event hub exists). */
+  announce?: (event: DomainEvent) => void;
 }
 
 export function requireChat(ctx: Context, chatID: string): ChatRecord {

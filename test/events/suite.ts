@@ -412,6 +412,22 @@ export function eventSuite(name: string, start: Start) {
         expect(last(all, marks.all, "chat.upserted", chatID).entries![0], what).toEqual(await api.chat(chatID));
       }
 
+      it("focus (POST /v1/focus): a focus event with what was asked, to the chat's subscribers; nothing stored", async () => {
+        const marks = await watch(b.id);
+        const message = (await api.get(`${chatPath(b.id)}/messages`)).items[0];
+        expect(await api.ok("POST", "/v1/focus", { chatID: b.id, messageID: message.id, draftText: "half-typed" })).toEqual({ success: true });
+        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
+          const e = (await c.next((f) => f.type === "focus" && f.chatID === b.id, { from, what: "the focus event" })) as Record<string, any>;
+          expect(e).toMatchObject({ ids: [b.id], focus: { chatID: b.id, messageID: message.id, draftText: "half-typed" } });
+          expect(typeof e.seq).toBe("number");
+        }
+        await otherGotNothing(marks);
+        // Without a chat, only connections subscribed to every chat hear it.
+        const bare = all.mark();
+        await api.ok("POST", "/v1/focus", {});
+        expect(await all.next((f) => f.type === "focus", { from: bare, what: "the chat-less focus event" })).toMatchObject({ chatID: "", ids: [] });
+      });
+
       it("archive and unarchive: chat.upserted with isArchived", async () => {
         await chatAction("archive", b.id, () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: true }), (c) => expect(c.isArchived).toBe(true));
         await chatAction("unarchive", b.id, () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: false }), (c) => expect(c.isArchived).toBe(false));

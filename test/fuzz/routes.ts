@@ -11,7 +11,7 @@ import * as assets from "../../src/routes/assets.ts";
 import * as bridges from "../../src/routes/bridges.ts";
 import * as chats from "../../src/routes/chats.ts";
 import * as messages from "../../src/routes/messages.ts";
-import * as search from "../../src/routes/search.ts";
+import * as appLevel from "../../src/routes/app.ts";
 import * as webhooks from "../../src/routes/webhooks.ts";
 import { ROOT } from "../harness/process.ts";
 
@@ -45,7 +45,8 @@ export const ROUTES: Route[] = [
   { method: "POST", path: "/v1/chats/:chatID/unread", body: chats.ReadBody },
   { method: "POST", path: "/v1/chats/:chatID/notify-anyway" },
   { method: "GET", path: "/v1/messages/search", query: messages.SearchQuery },
-  { method: "GET", path: "/v1/search", query: search.SearchQuery },
+  { method: "GET", path: "/v1/search", query: appLevel.SearchQuery },
+  { method: "POST", path: "/v1/focus", body: appLevel.FocusBody },
   { method: "GET", path: "/v1/chats/:chatID/messages", query: messages.ListQuery },
   { method: "POST", path: "/v1/chats/:chatID/messages", body: messages.SendBody },
   { method: "GET", path: "/v1/chats/:chatID/messages/:messageID" },

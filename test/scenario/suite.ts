@@ -3,8 +3,8 @@
  * Worker in workerd). Each entry file calls `scenarioSuite` with its harness. The scenarios drive the server the way
  * real clients do: the official SDKs (5.0.0 and 4.2.3) and raw HTTP for the wire details SDKs hide.
  *
- * Not covered here: asset endpoints (their own suite in test/assets), POST /v1/focus (not implemented yet), /v0,
- * /oauth, WebSocket events (test/events), MCP.
+ * Not covered here: asset endpoints (their own suite in test/assets), /v0, /oauth, WebSocket events (test/events),
+ * MCP.
  */
 import { afterAll, beforeAll, describe } from "vitest";
 import { accountScenarios } from "./accounts.ts";

@@ -1,6 +1,7 @@
 /**
  * GET /v1/search (SDK 5.0.0 `client.search`): chats by title, groups by participant name, and the first page of
  * message search, in one answer. Names are found as people type them: the start of each word is enough.
+ * POST /v1/focus (`client.focus`): checks what it names and answers success (its event: test/events).
  */
 import { describe, expect, it } from "vitest";
 import { expectError } from "./assert.ts";
@@ -64,6 +65,20 @@ export function unifiedSearchScenarios(env: Env) {
     it("requires a query of at least one character", async () => {
       expectError(await raw(env, "/v1/search"), 400, ["query", "query"]);
       expectError(await raw(env, "/v1/search?query=%20"), 400, ["query", "query"]);
+    });
+  });
+
+  describe("focus (POST /v1/focus)", () => {
+    it("answers success for nothing, a chat, or a chat and message; 404 for unknown ones; messageID needs chatID", async () => {
+      const chat = (await allChats(env)).find((c) => c.preview)!;
+      expect(await env.sdk.focus()).toEqual({ success: true });
+      expect(await env.sdk.focus({ chatID: chat.id, draftText: "draft" })).toEqual({ success: true });
+      const message = (await ok<Page<Message>>(env, `/v1/chats/${enc(chat.id)}/messages`)).items[0];
+      expect(await ok(env, "/v1/focus", { method: "POST", json: { chatID: chat.id, messageID: message.id } })).toEqual({ success: true });
+      expectError(await raw(env, "/v1/focus", { method: "POST", json: { chatID: "no-such-chat" } }), 404);
+      expectError(await raw(env, "/v1/focus", { method: "POST", json: { chatID: chat.id, messageID: "no-such-message" } }), 404);
+      expectError(await raw(env, "/v1/focus", { method: "POST", json: { messageID: message.id } }), 400, ["body", "chatID"]);
+      expect((await raw(env, "/v1/focus", { method: "POST", token: env.ro, json: {} })).status).toBe(403);
     });
   });
 }

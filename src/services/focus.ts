@@ -1,0 +1,27 @@
+import { badRequest } from "../http/errors.ts";
+import type { Context } from "./context.ts";
+import { requireChat } from "./context.ts";
+import { findMessage } from "./messages.ts";
+
+export interface FocusInput {
+  chatID?: string;
+  messageID?: string;
+  draftText?: string;
+  draftAttachmentPath?: string;
+}
+
+/**
+ * POST /v1/focus. The desktop app brings its window forward, opens the chat (at the message) and fills the draft;
+ * a daemon has no window, so this checks that the chat and message exist (404 otherwise) and tells the live
+ * connections: a `focus` event on /v1/ws, with what was asked, for a UI to follow. Nothing is stored.
+ */
+export async function focus(ctx: Context, input: FocusInput): Promise<{ success: true }> {
+  if (input.messageID !== undefined && input.chatID === undefined)
+    throw badRequest("messageID needs the chatID of its chat", [{ code: "required", message: "chatID is required with messageID", path: ["body", "chatID"] }]);
+  const chat = input.chatID === undefined ? undefined : requireChat(ctx, input.chatID);
+  if (chat && input.messageID !== undefined) await findMessage(ctx, chat, input.messageID);
+  const focusing = { ...input, chatID: chat?.id };
+  const body = { type: "focus", ts: new Date(ctx.now()).toISOString(), chatID: chat?.id ?? "", ids: chat ? [chat.id] : [], focus: focusing };
+  ctx.announce?.({ chatID: chat?.id ?? "", body: JSON.stringify(body).slice(1) });
+  return { success: true };
+}
