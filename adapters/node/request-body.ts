@@ -8,8 +8,8 @@ import { ApiError } from "../../src/http/errors.ts";
  * - The app gets each body as a pull stream over Node's request (`bodyOf`). Cancelling it only stops the delivery:
  *   the request is never destroyed mid-body, which would make the kernel reset the connection and throw away the
  *   response the client has not read yet.
- * - A body must keep coming: nothing for BODY_IDLE_MS, or less than BODY_MIN_BYTES_PER_S on average after
- *   BODY_GRACE_MS, fails the read with 408 (a body trickled byte by byte cannot hold a connection forever).
+ * - A body must keep coming (BODY_TIMEOUTS): nothing for 15 s, or less than 8 KiB/s on average after its first
+ *   10 s, fails the read with 408 (a body trickled byte by byte cannot hold a connection forever).
  * - When the app answers before the body is read to its end (an early 401, 413, 400…), `finishBody` drops the
  *   rest: a small remainder is read and dropped and the connection stays alive; a larger or unknown one gets
  *   `Connection: close`, and the daemon half-closes after the response, reading and dropping up to DRAIN_BYTES for
@@ -17,9 +17,6 @@ import { ApiError } from "../../src/http/errors.ts";
  * - Malformed requests that never reach the app (headers or URL over 16 KB, bad syntax, header timeout) get a
  *   JSON error the same way (`answerClientErrors`).
  */
-export const BODY_IDLE_MS = 15_000;
-export const BODY_GRACE_MS = 10_000;
-export const BODY_MIN_BYTES_PER_S = 8 * 1024;
 /** A remainder up to this is read and dropped with the connection kept alive. */
 const KEEP_ALIVE_DRAIN_BYTES = 1024 * 1024;
 const DRAIN_BYTES = 64 * 1024 * 1024;
@@ -39,11 +36,13 @@ export interface RequestBody {
 const requestTimeout = (message: string) => new ApiError(408, "REQUEST_TIMEOUT", message);
 
 export interface BodyTimeouts {
+  /** Longest wait for the next bytes of a body. */
   idleMs: number;
+  /** From the start of a body until its average rate is judged. */
   graceMs: number;
   minBytesPerSecond: number;
 }
-export const BODY_TIMEOUTS: BodyTimeouts = { idleMs: BODY_IDLE_MS, graceMs: BODY_GRACE_MS, minBytesPerSecond: BODY_MIN_BYTES_PER_S };
+export const BODY_TIMEOUTS: BodyTimeouts = { idleMs: 15_000, graceMs: 10_000, minBytesPerSecond: 8 * 1024 };
 
 export function bodyOf(req: IncomingMessage, timeouts: BodyTimeouts = BODY_TIMEOUTS): RequestBody {
   const started = Date.now();

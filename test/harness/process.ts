@@ -55,8 +55,8 @@ const started = new Set<ChildProcess>();
 
 /** SIGKILLs every process startServing started that is still running, and the given PIDs. */
 export function killAll(pids: number[] = []): void {
-  for (const child of started) if (child.pid) pids.push(child.pid);
-  for (const pid of pids) {
+  for (const pid of [...pids, ...[...started].map((child) => child.pid ?? 0)]) {
+    if (!pid) continue;
     try {
       process.kill(pid, "SIGKILL");
     } catch {
