@@ -228,10 +228,6 @@ function toResponse(result: unknown): Response {
 }
 
 /**
- * A request refused before its body was read (401, 403, 404…) still has the body on the connection; workerd then
- * resets the kept-alive connection. Small bodies are read and dropped; large ones are cancelled.
- */
-/**
  * A body the app answered without reading (a refusal): a small one is read and dropped, so the runtime can keep the
  * connection alive (workerd resets it otherwise); a larger one is cancelled, which the Worker drops and the Node
  * adapter drains after the response (adapters/node/request-body.ts). A body read halfway is the runtime's to finish.

@@ -26,19 +26,6 @@ export const unauthorized = () => new ApiError(401, "UNAUTHORIZED", "access toke
 export const forbidden = (message = "access token does not have the required scope") =>
   new ApiError(403, "FORBIDDEN", message);
 export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${clip(what, 120)} not found`);
-
-function clipDetails(details: NonNullable<ApiError["details"]>): ApiError["details"] {
-  const issues = (details as { issues?: Issue[] }).issues;
-  if (!Array.isArray(issues)) return details;
-  return {
-    ...details,
-    issues: issues.slice(0, 20).map((issue) => ({
-      ...issue,
-      message: clip(issue.message, MAX_MESSAGE_CHARS),
-      path: issue.path.map((part) => (typeof part === "string" ? clip(part) : part)),
-    })),
-  };
-}
 export const unprocessable = (message: string, path?: (string | number)[]) =>
   new ApiError(422, "UNPROCESSABLE_ENTITY", message, path ? { issues: [{ code: "invalid", message, path }] } : undefined);
 /** A conflict that retrying cannot fix: tell the SDKs (which retry 409s) not to. */
@@ -57,6 +44,19 @@ export function clip(value: string, max = 100): string {
 
 /** Error messages quote client values; valibot's also say "received <value>". Longer ones are cut here, once. */
 const MAX_MESSAGE_CHARS = 300;
+
+function clipDetails(details: NonNullable<ApiError["details"]>): ApiError["details"] {
+  const issues = (details as { issues?: Issue[] }).issues;
+  if (!Array.isArray(issues)) return details;
+  return {
+    ...details,
+    issues: issues.slice(0, 20).map((issue) => ({
+      ...issue,
+      message: clip(issue.message, MAX_MESSAGE_CHARS),
+      path: issue.path.map((part) => (typeof part === "string" ? clip(part) : part)),
+    })),
+  };
+}
 
 export function toErrorResponse(error: unknown, headers: Record<string, string> = {}): Response {
   const apiError =
