@@ -3,8 +3,8 @@ import { createStorage, type Storage } from "unstorage";
 import type { NetworkConnector } from "./bridges/connector.ts";
 import { BridgeRuntime } from "./bridges/runtime.ts";
 import { ApiError, toErrorResponse } from "./http/errors.ts";
-import { authenticate, authorize, checkRequestOrigin, requiredScope, type GuardOptions } from "./http/guard.ts";
-import type { ApiRouter, RequestContext } from "./http/route-kit.ts";
+import { authenticate, authorize, checkRequestOrigin, type GuardOptions } from "./http/guard.ts";
+import { Api, type ApiRouter, type Operation, type RequestContext } from "./http/route-kit.ts";
 import { parseQuery } from "./http/validate.ts";
 import { accountRoutes } from "./routes/accounts.ts";
 import { chatRoutes } from "./routes/chats.ts";
@@ -26,6 +26,10 @@ import { assetRoutes } from "./routes/assets.ts";
 import { appRoutes } from "./routes/app.ts";
 import { BlobStore } from "./assets/blob-store.ts";
 import { cleanupUploads, MAX_UPLOAD_BYTES, UPLOAD_TTL_MS, type AssetConfig } from "./services/assets.ts";
+import { isV0Path, v0ErrorResponse, v0Response, v0Routes } from "./v0/index.ts";
+import { mcpRoutes } from "./mcp/index.ts";
+import { specRoutes } from "./spec/routes.ts";
+import { eventRoutes } from "./routes/events.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 
 export const VERSION = "0.1.0";
@@ -83,6 +87,8 @@ export interface App {
   checkUpgrade(request: Request): Promise<{ ok: true; protocol?: string } | { ok: false; response: Response }>;
   events: EventHub;
   context: Context;
+  /** Every operation the app answers (what GET /v1/spec documents). */
+  operations: readonly Operation[];
   /** Does what is due (reminders, webhook retries, expired uploads) and schedules the next wake-up (AppOptions.schedule). */
   wake(): Promise<void>;
   close(): Promise<void>;
@@ -136,37 +142,38 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...options.info,
   };
   const tokens = new TokenVerifier(options.storage);
+  const events = new EventHub(db);
   const router: ApiRouter = Router({
     before: [
       async (request: Request, rc: RequestContext) => {
         checkRequestOrigin(request, rc.url, options);
-        const isPublicInfo = request.method === "GET" && rc.url.pathname === "/v1/info" && !request.headers.has("authorization");
-        if (isPublicInfo) return;
+        // Every route needs a valid token, except public ones asked without one; each operation checks its scope.
+        if (api.isPublic(request.method, rc.url.pathname) && !request.headers.has("authorization")) return;
         rc.principal = await authenticate(request, tokens);
-        authorize(rc.principal, requiredScope(request.method));
       },
     ],
-    catch: (error: unknown) => {
+    catch: (error: unknown, request: Request) => {
       if (!(error instanceof ApiError)) options.log?.(`error: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
-      return toErrorResponse(error);
+      return errorResponseFor(new URL(request.url), error);
     },
   }) as unknown as ApiRouter;
-  infoRoutes(router, info);
-  accountRoutes(router);
-  chatRoutes(router);
-  messageRoutes(router);
-  bridgeRoutes(router);
-  webhookRoutes(router);
-  assetRoutes(router, assets);
-  appRoutes(router);
-  router.get("/v1/ws", () => {
-    throw new ApiError(426, "UPGRADE_REQUIRED", "/v1/ws is a WebSocket endpoint: connect with a WebSocket client", undefined, { upgrade: "websocket" });
-  });
+  const api = new Api(router);
+  infoRoutes(api, info);
+  accountRoutes(api);
+  chatRoutes(api);
+  messageRoutes(api);
+  bridgeRoutes(api);
+  webhookRoutes(api);
+  assetRoutes(api, assets);
+  appRoutes(api);
+  eventRoutes(api);
+  v0Routes(api);
+  mcpRoutes(api, events);
+  specRoutes(api, info);
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });
 
-  const events = new EventHub(db);
   context.announce = (event) => events.publish([event]);
   await webhooks.load();
   events.addCommitSink(webhooks);
@@ -175,6 +182,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   return {
     context,
     events,
+    operations: api.operations,
     async wake() {
       await fireDueReminders(context);
       await webhooks.run();
@@ -207,8 +215,9 @@ export async function createApp(options: AppOptions): Promise<App> {
         const rc: RequestContext = { app: context, url, query: parseQuery(url) };
         response = toResponse(await router.fetch(request as never, rc));
       } catch (error) {
-        response = toErrorResponse(error);
+        response = errorResponseFor(url, error);
       }
+      if (isV0Path(url.pathname)) response = v0Response(response, url);
       await discardUnreadBody(request);
       response.headers.set(VERSION_HEADER, VERSION);
       options.log?.(`${request.method} ${url.pathname} ${response.status} ${Date.now() - started}ms`);
@@ -219,6 +228,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       await db.commit();
     },
   };
+}
+
+/** The error body of the generation the request was for: /v0 has its own (src/v0). */
+function errorResponseFor(url: URL, error: unknown): Response {
+  return isV0Path(url.pathname) ? v0ErrorResponse(error) : toErrorResponse(error);
 }
 
 function toResponse(result: unknown): Response {

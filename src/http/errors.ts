@@ -22,7 +22,9 @@ export class ApiError extends Error {
 
 export const badRequest = (message: string, issues?: Issue[]) =>
   new ApiError(400, "INVALID_REQUEST", message, issues ? { issues } : undefined);
-export const unauthorized = () => new ApiError(401, "UNAUTHORIZED", "access token is missing or invalid");
+/** RFC 6750: a 401 names the scheme to use (MCP clients read it to learn that a bearer token is expected). */
+export const unauthorized = () =>
+  new ApiError(401, "UNAUTHORIZED", "access token is missing or invalid", undefined, { "www-authenticate": 'Bearer realm="inboxd"' });
 export const forbidden = (message = "access token does not have the required scope") =>
   new ApiError(403, "FORBIDDEN", message);
 export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${clip(what, 120)} not found`);

@@ -100,10 +100,19 @@ export const queryArray = v.pipe(
   v.check((items) => items.every((item) => utf8Length(item) <= LIMITS.idBytes), `each item must be at most ${LIMITS.idBytes} bytes`),
 );
 export const queryBoolean = v.pipe(v.picklist(["true", "false"], "expected true or false"), v.transform((x) => x === "true"));
+// The metadata is what the OpenAPI document says of the field (src/spec): the value a client means, not its text.
 export const queryInt = (min: number, max: number) =>
-  v.pipe(v.string(), v.regex(/^-?\d+$/, "expected an integer"), v.transform(Number), v.minValue(min), v.maxValue(max));
+  v.pipe(
+    v.string(),
+    v.regex(/^-?\d+$/, "expected an integer"),
+    v.metadata({ type: "integer", minimum: min, maximum: max }),
+    v.transform(Number),
+    v.minValue(min),
+    v.maxValue(max),
+  );
 export const isoDate = v.pipe(
   v.string(),
+  v.metadata({ format: "date-time" }),
   // A `+hh:mm` offset sent with a raw `+` arrives as " hh:mm" (a `+` in a query is a space): put the plus back.
   v.transform((s) => s.replace(/ (\d{2}(?::?\d{2})?)$/, "+$1")),
   v.isoTimestamp("expected an ISO 8601 date-time"),

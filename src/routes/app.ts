@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { bounded, id, LIMITS } from "../http/limits.ts";
-import type { ApiRouter } from "../http/route-kit.ts";
-import { validate, validateBody } from "../http/validate.ts";
+import type { Api } from "../http/route-kit.ts";
+import { Success, UnifiedSearchResult } from "../schema/wire.ts";
 import { focus } from "../services/focus.ts";
 import { unifiedSearch } from "../services/search.ts";
 
@@ -18,8 +18,13 @@ export const FocusBody = v.object({
  * The app-level routes: GET /v1/search (chats, groups by participant and the first page of messages in one answer,
  * services/search.ts) and POST /v1/focus (services/focus.ts).
  */
-export function appRoutes(router: ApiRouter) {
-  router
-    .get("/v1/search", (_req, rc) => unifiedSearch(rc.app, validate("query", SearchQuery, rc.query).query))
-    .post("/v1/focus", async (req, rc) => focus(rc.app, await validateBody(req, FocusBody)));
+export function appRoutes(api: Api) {
+  const tag = "App";
+  api
+    .add({ method: "GET", path: "/v1/search", operationId: "search", summary: "Search", tag, query: SearchQuery, response: UnifiedSearchResult,
+      description: "Chats, groups by participant and the first page of messages matching `query`, in one answer." },
+      ({ rc, query }) => unifiedSearch(rc.app, query.query))
+    .add({ method: "POST", path: "/v1/focus", operationId: "focusApp", summary: "Focus the app", tag, body: FocusBody, response: Success,
+      description: "There is no window here: the IDs are checked (404 otherwise) and a `focus` event goes to connected WebSocket clients, so a UI can follow it." },
+      ({ rc, body }) => focus(rc.app, body));
 }

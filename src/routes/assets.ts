@@ -2,9 +2,10 @@ import * as v from "valibot";
 import { LIMITS } from "../http/limits.ts";
 import { streamMultipart } from "../assets/multipart.ts";
 import { ApiError, badRequest } from "../http/errors.ts";
-import type { ApiRouter, RequestContext } from "../http/route-kit.ts";
+import type { Api, RequestContext } from "../http/route-kit.ts";
 import { serveBytes } from "../http/serve-bytes.ts";
-import { refuseDeclaredLength, validate, validateBody } from "../http/validate.ts";
+import { refuseDeclaredLength } from "../http/validate.ts";
+import { Upload } from "../schema/bridges.ts";
 import { assetKey, MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, type AssetConfig } from "../services/assets.ts";
 
 export const Base64Body = v.object({
@@ -17,43 +18,66 @@ export const UrlBody = v.object({ url });
 export const ServeQuery = v.object({ url });
 const MIME = /^[\w.+-]+\/[\w.+-]+$/;
 
-export function assetRoutes(router: ApiRouter, config: AssetConfig) {
-  router
-    .post("/v1/assets/upload", async (req, rc) => {
-      refuseDeclaredLength(req, config.maxUploadBytes + (LIMITS.uploadBodyBytes - LIMITS.uploadBytes), "upload");
-      const upload = await streamMultipart(req, "file", { maxFileBytes: config.maxUploadBytes }, async (content, info) =>
-        // fileName/mimeType fields may come after the file part, so the part's own name and type are used here
-        // and the fields, when present, are applied below.
-        storeAsset(rc.app, config, content, { fileName: info.filename, mimeType: declaredType(info.contentType), kind: "upload", limit: config.maxUploadBytes }),
-      );
-      const asset = upload.file;
-      const { fileName, mimeType } = upload.fields;
-      if (mimeType !== undefined && !MIME.test(mimeType)) throw badRequest("mimeType is not a MIME type", [{ code: "invalid_format", message: "expected a MIME type like image/png", path: ["body", "mimeType"] }]);
-      if (fileName || (mimeType && mimeType !== asset.mimeType)) {
-        if (fileName) asset.fileName = fileName.slice(0, 255);
-        if (mimeType && mimeType !== asset.mimeType) await retypeAsset(rc.app, config, asset, mimeType);
-        else rc.app.db.kv.put(assetKey(asset.id), asset);
-        await rc.app.db.commit();
-      }
-      return presentUpload(config, asset);
-    })
-    .post("/v1/assets/upload/base64", async (req, rc) => {
-      const body = await validateBody(req, Base64Body, { maxBytes: LIMITS.base64BodyBytes, allowLonger: ["content"] });
-      const bytes = decodeBase64(body.content);
-      if (bytes.length > MAX_BASE64_BYTES) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`);
-      const asset = await storeAsset(rc.app, config, once(bytes), { fileName: body.fileName, mimeType: body.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });
-      return presentUpload(config, asset);
-    })
-    .post("/v1/assets/download", async (req, rc) => {
-      const { url } = await validateBody(req, UrlBody);
-      const asset = await resolveAsset(rc.app, config, url);
-      return { srcURL: srcURL(config, asset) };
-    })
-    .get("/v1/assets/serve", serve)
-    .head("/v1/assets/serve", serve);
+const Multipart = v.object({
+  file: v.pipe(v.string(), v.description("The file (binary)."), v.metadata({ format: "binary" })),
+  fileName: v.optional(v.string()),
+  mimeType: v.optional(v.string()),
+});
+const bytes = (description: string) => ({ description, content: { "application/octet-stream": null } });
 
-  async function serve(req: Request, rc: RequestContext) {
-    const { url } = validate("query", ServeQuery, rc.query);
+export function assetRoutes(api: Api, config: AssetConfig) {
+  const tag = "Files";
+  const serveDoc = {
+    path: "/v1/assets/serve",
+    tag,
+    query: ServeQuery,
+    description: "The bytes of an asset (by its mxc://, localmxc:// or file:// URL), with Range, ETag and Last-Modified support.",
+    responses: {
+      200: bytes("The file."),
+      206: bytes("The requested range."),
+      304: { description: "Not modified." },
+      416: { description: "Range not satisfiable." },
+    },
+  };
+  api
+    .add({ method: "POST", path: "/v1/assets/upload", operationId: "uploadAsset", summary: "Upload a file", tag, response: Upload,
+      description: `multipart/form-data with a \`file\` part (up to ${config.maxUploadBytes} bytes); its \`uploadID\` goes into a message's attachment.`,
+      requestBody: { description: "The file and optional fileName/mimeType fields.", content: { "multipart/form-data": Multipart }, required: true } },
+      async ({ req, rc }) => {
+        refuseDeclaredLength(req as unknown as Request, config.maxUploadBytes + (LIMITS.uploadBodyBytes - LIMITS.uploadBytes), "upload");
+        const upload = await streamMultipart(req as unknown as Request, "file", { maxFileBytes: config.maxUploadBytes }, async (content, info) =>
+          // fileName/mimeType fields may come after the file part, so the part's own name and type are used here
+          // and the fields, when present, are applied below.
+          storeAsset(rc.app, config, content, { fileName: info.filename, mimeType: declaredType(info.contentType), kind: "upload", limit: config.maxUploadBytes }),
+        );
+        const asset = upload.file;
+        const { fileName, mimeType } = upload.fields;
+        if (mimeType !== undefined && !MIME.test(mimeType)) throw badRequest("mimeType is not a MIME type", [{ code: "invalid_format", message: "expected a MIME type like image/png", path: ["body", "mimeType"] }]);
+        if (fileName || (mimeType && mimeType !== asset.mimeType)) {
+          if (fileName) asset.fileName = fileName.slice(0, 255);
+          if (mimeType && mimeType !== asset.mimeType) await retypeAsset(rc.app, config, asset, mimeType);
+          else rc.app.db.kv.put(assetKey(asset.id), asset);
+          await rc.app.db.commit();
+        }
+        return presentUpload(config, asset);
+      })
+    .add({ method: "POST", path: "/v1/assets/upload/base64", operationId: "uploadAssetBase64", summary: "Upload a file (base64)", tag, response: Upload,
+      body: Base64Body, bodyLimits: { maxBytes: LIMITS.base64BodyBytes, allowLonger: ["content"] },
+      description: `The file as base64 \`content\` (a data: URL prefix is accepted), up to ${MAX_BASE64_BYTES} bytes decoded.` },
+      async ({ rc, body }) => {
+        const bytes = decodeBase64(body.content);
+        if (bytes.length > MAX_BASE64_BYTES) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`);
+        const asset = await storeAsset(rc.app, config, once(bytes), { fileName: body.fileName, mimeType: body.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });
+        return presentUpload(config, asset);
+      })
+    .add({ method: "POST", path: "/v1/assets/download", operationId: "downloadAsset", summary: "Download a file", tag, body: UrlBody,
+      response: v.strictObject({ srcURL: v.pipe(v.string(), v.description("Where the file is now: a file:// URL on the daemon, localmxc:// in the Worker; /v1/assets/serve serves both.")) }),
+      description: "Fetches an attachment's bytes (an mxc:// or localmxc:// URL) onto this device." },
+      async ({ rc, body }) => ({ srcURL: srcURL(config, await resolveAsset(rc.app, config, body.url)) }))
+    .add({ method: "GET", operationId: "serveAsset", summary: "Serve a file", ...serveDoc }, ({ req, rc, query }) => serve(req as unknown as Request, rc, query.url))
+    .add({ method: "HEAD", operationId: "serveAssetHead", extension: true, summary: "Serve a file (headers only)", ...serveDoc }, ({ req, rc, query }) => serve(req as unknown as Request, rc, query.url));
+
+  async function serve(req: Request, rc: RequestContext, url: string) {
     const asset = await resolveAsset(rc.app, config, url);
     return serveBytes(req, {
       size: asset.size,

@@ -1,7 +1,8 @@
 import * as v from "valibot";
 import { bounded, boundedArray, id, LIMITS } from "../http/limits.ts";
-import { noContent, type ApiRouter } from "../http/route-kit.ts";
-import { direction, isoDate, pathParam, queryArray, queryBoolean, queryInt, validate, validateBody } from "../http/validate.ts";
+import { noContent, type Api } from "../http/route-kit.ts";
+import { direction, isoDate, queryArray, queryBoolean, queryInt } from "../http/validate.ts";
+import { Chat, extension, Message, pageOf } from "../schema/wire.ts";
 import {
   archiveChat,
   clearReminder,
@@ -43,13 +44,13 @@ const UserInput = v.object({
 });
 export const CreateBody = v.object({
   accountID: id,
-  mode: v.optional(v.picklist(["create", "start"])),
+  mode: v.optional(v.pipe(v.picklist(["create", "start"]), v.metadata(extension("4.2.x input: `start` finds or starts a direct chat with `user`.")))),
   participantIDs: v.optional(boundedArray(id)),
   type: v.optional(v.picklist(["single", "group"])),
   title: v.optional(bounded(LIMITS.titleBytes)),
   messageText: v.optional(bounded(LIMITS.textBytes)),
-  allowInvite: v.optional(v.boolean()),
-  user: v.optional(UserInput),
+  allowInvite: v.optional(v.pipe(v.boolean(), v.metadata(extension("4.2.x input, with mode `start`.")))),
+  user: v.optional(v.pipe(UserInput, v.metadata(extension("4.2.x input, with mode `start`: who to start a chat with.")))),
 });
 export const StartBody = v.object({
   accountID: id,
@@ -81,29 +82,55 @@ export const ReminderBody = v.object({
 });
 export const ReadBody = v.object({ messageID: v.optional(id) });
 
-export function chatRoutes(router: ApiRouter) {
-  const chatID = (req: { params: Record<string, string> }) => pathParam(req.params, "chatID");
-  router
-    .get("/v1/chats", (_req, rc) => listChats(rc.app, validate("query", ListQuery, rc.query)))
-    .get("/v1/chats/search", (_req, rc) => searchChats(rc.app, validate("query", SearchQuery, rc.query)))
-    .post("/v1/chats", async (req, rc) => createChat(rc.app, await validateBody(req, CreateBody)))
-    .post("/v1/chats/start", async (req, rc) => createChat(rc.app, { ...(await validateBody(req, StartBody)), mode: "start" }))
-    .get("/v1/chats/:chatID", (req, rc) => getChat(rc.app, chatID(req), validate("query", GetQuery, rc.query).maxParticipantCount))
-    .patch("/v1/chats/:chatID", async (req, rc) => updateChat(rc.app, chatID(req), await validateBody(req, PatchBody)))
-    .post("/v1/chats/:chatID/archive", async (req, rc) => {
-      await archiveChat(rc.app, chatID(req), (await validateBody(req, ArchiveBody)).archived);
-      return noContent();
-    })
-    .post("/v1/chats/:chatID/reminders", async (req, rc) => {
-      const { reminder } = await validateBody(req, ReminderBody);
-      await setReminder(rc.app, chatID(req), reminder.remindAtMs ?? Date.parse(reminder.remindAt!), reminder.dismissOnIncomingMessage);
-      return noContent();
-    })
-    .delete("/v1/chats/:chatID/reminders", async (req, rc) => {
-      await clearReminder(rc.app, chatID(req));
-      return noContent();
-    })
-    .post("/v1/chats/:chatID/read", async (req, rc) => markRead(rc.app, chatID(req), (await validateBody(req, ReadBody)).messageID))
-    .post("/v1/chats/:chatID/unread", async (req, rc) => markUnread(rc.app, chatID(req), (await validateBody(req, ReadBody)).messageID))
-    .post("/v1/chats/:chatID/notify-anyway", (req, rc) => notifyAnyway(rc.app, chatID(req)));
+const ChatPage = pageOf(Chat);
+const CreatedChat = v.strictObject({
+  ...Chat.entries,
+  chatID: v.pipe(v.string(), v.description("The chat's ID (4.2.x clients read this field).")),
+  status: v.optional(v.pipe(v.picklist(["existing", "created"]), v.description("start mode: whether the direct chat already existed."))),
+  preview: v.optional(v.pipe(Message, v.metadata(extension("the chat's last message, as in lists.")))),
+});
+const done = { 204: { description: "Done." } };
+
+export function chatRoutes(api: Api) {
+  const tag = "Chats";
+  api
+    .add({ method: "GET", path: "/v1/chats", operationId: "listChats", summary: "List chats", tag, query: ListQuery, response: ChatPage,
+      description: "Chats by last activity, newest first, with the last message as `preview`." },
+      ({ rc, query }) => listChats(rc.app, query))
+    .add({ method: "GET", path: "/v1/chats/search", operationId: "searchChats", summary: "Search chats", tag, query: SearchQuery, response: ChatPage,
+      description: "Chats whose title, network or participants match the literal words of `query`, with filters." },
+      ({ rc, query }) => searchChats(rc.app, query))
+    .add({ method: "POST", path: "/v1/chats", operationId: "createChat", summary: "Create a chat", tag, body: CreateBody, response: CreatedChat,
+      description: "Creates a group or direct chat (`mode: create`), or finds or starts a direct chat with a user (`mode: start`, 5.0.0)." },
+      ({ rc, body }) => createChat(rc.app, body))
+    .add({ method: "POST", path: "/v1/chats/start", operationId: "startChat", summary: "Start a direct chat", tag, body: StartBody, response: CreatedChat },
+      ({ rc, body }) => createChat(rc.app, { ...body, mode: "start" }))
+    .add({ method: "GET", path: "/v1/chats/:chatID", operationId: "getChat", summary: "Retrieve chat details", tag, query: GetQuery, response: Chat },
+      ({ rc, params, query }) => getChat(rc.app, params.chatID, query.maxParticipantCount))
+    .add({ method: "PATCH", path: "/v1/chats/:chatID", operationId: "patchChat", summary: "Update chat", tag, body: PatchBody, response: Chat,
+      description: "Title, description, archive/low-priority/pin/mute state and draft; only the fields sent change." },
+      ({ rc, params, body }) => updateChat(rc.app, params.chatID, body))
+    .add({ method: "POST", path: "/v1/chats/:chatID/archive", operationId: "archiveChat", summary: "Archive or unarchive a chat", tag, body: ArchiveBody, responses: done },
+      async ({ rc, params, body }) => {
+        await archiveChat(rc.app, params.chatID, body.archived);
+        return noContent();
+      })
+    .add({ method: "POST", path: "/v1/chats/:chatID/reminders", operationId: "setChatReminder", summary: "Create a chat reminder", tag, body: ReminderBody, responses: done },
+      async ({ rc, params, body: { reminder } }) => {
+        await setReminder(rc.app, params.chatID, reminder.remindAtMs ?? Date.parse(reminder.remindAt!), reminder.dismissOnIncomingMessage);
+        return noContent();
+      })
+    .add({ method: "DELETE", path: "/v1/chats/:chatID/reminders", operationId: "clearChatReminder", summary: "Delete a chat reminder", tag, responses: done },
+      async ({ rc, params }) => {
+        await clearReminder(rc.app, params.chatID);
+        return noContent();
+      })
+    .add({ method: "POST", path: "/v1/chats/:chatID/read", operationId: "markChatRead", summary: "Mark a chat as read", tag, body: ReadBody, response: Chat,
+      description: "Up to `messageID` when given, else up to the last message." },
+      ({ rc, params, body }) => markRead(rc.app, params.chatID, body.messageID))
+    .add({ method: "POST", path: "/v1/chats/:chatID/unread", operationId: "markChatUnread", summary: "Mark a chat as unread", tag, body: ReadBody, response: Chat },
+      ({ rc, params, body }) => markUnread(rc.app, params.chatID, body.messageID))
+    .add({ method: "POST", path: "/v1/chats/:chatID/notify-anyway", operationId: "notifyAnyway", summary: "Notify anyway", tag, response: Chat,
+      description: "Sends the notification the network held back for a muted chat (the sandbox records it)." },
+      ({ rc, params }) => notifyAnyway(rc.app, params.chatID));
 }

@@ -1,8 +1,9 @@
 import * as v from "valibot";
 import { bounded, id, LIMITS } from "../http/limits.ts";
-import { noContent, type ApiRouter } from "../http/route-kit.ts";
+import { noContent, type Api } from "../http/route-kit.ts";
 import { badRequest } from "../http/errors.ts";
-import { direction, isoDate, pathParam, queryArray, queryBoolean, queryInt, validate, validateBody } from "../http/validate.ts";
+import { direction, isoDate, queryArray, queryBoolean, queryInt } from "../http/validate.ts";
+import { extension, Message, MessageSearchPage, pageOf } from "../schema/wire.ts";
 import { deleteMessage, editMessage, getMessage, listMessages, sendMessage } from "../services/messages.ts";
 import { searchMessages } from "../services/message-search.ts";
 import { addReaction, removeReaction } from "../services/reactions.ts";
@@ -45,31 +46,48 @@ export const SearchQuery = v.object({
   sender: v.optional(bounded(LIMITS.idBytes)),
 });
 
-export function messageRoutes(router: ApiRouter) {
-  const ids = (req: { params: Record<string, string> }) => [pathParam(req.params, "chatID"), pathParam(req.params, "messageID")] as const;
-  router
-    .get("/v1/messages/search", (_req, rc) => searchMessages(rc.app, validate("query", SearchQuery, rc.query)))
-    .get("/v1/chats/:chatID/messages", (req, rc) => {
-      const q = validate("query", ListQuery, rc.query);
-      return listMessages(rc.app, pathParam(req.params, "chatID"), q.cursor, q.direction);
-    })
-    .post("/v1/chats/:chatID/messages", async (req, rc) => sendMessage(rc.app, pathParam(req.params, "chatID"), await validateBody(req, SendBody)))
-    .get("/v1/chats/:chatID/messages/:messageID", (req, rc) => getMessage(rc.app, ...ids(req)))
-    .put("/v1/chats/:chatID/messages/:messageID", async (req, rc) => editMessage(rc.app, ...ids(req), (await validateBody(req, EditBody)).text))
-    .delete("/v1/chats/:chatID/messages/:messageID", async (req, rc) => {
-      await deleteMessage(rc.app, ...ids(req));
-      return noContent();
-    })
-    .post("/v1/chats/:chatID/messages/:messageID/reactions", async (req, rc) => {
-      const body = await validateBody(req, ReactionBody);
-      return addReaction(rc.app, ...ids(req), body.reactionKey, body.transactionID);
-    })
-    .delete("/v1/chats/:chatID/messages/:messageID/reactions", (req, rc) =>
-      removeReaction(rc.app, ...ids(req), validate("query", ReactionQuery, rc.query).reactionKey),
-    )
-    .delete("/v1/chats/:chatID/messages/:messageID/reactions/:reactionKey", (req, rc) => {
-      const key = pathParam(req.params, "reactionKey");
-      if (!key) throw badRequest("reactionKey is required", [{ code: "required", message: "reactionKey is required", path: ["path", "reactionKey"] }]);
-      return removeReaction(rc.app, ...ids(req), key);
-    });
+const SentMessage = v.strictObject({
+  chatID: v.string(),
+  pendingMessageID: v.pipe(v.string(), v.description("The new message's ID; its sendStatus says when the network took it.")),
+});
+const EditedMessage = v.strictObject({ ...Message.entries, messageID: v.string(), success: v.literal(true) });
+const ReactionResult = v.strictObject({
+  success: v.literal(true),
+  chatID: v.string(),
+  messageID: v.string(),
+  reactionKey: v.string(),
+  transactionID: v.optional(v.pipe(v.string(), v.metadata(extension("on removal too: the transaction ID of the removal.")))),
+});
+
+export function messageRoutes(api: Api) {
+  const tag = "Messages";
+  api
+    .add({ method: "GET", path: "/v1/messages/search", operationId: "searchMessages", summary: "Search messages", tag, query: SearchQuery, response: MessageSearchPage,
+      description: "Messages with every literal word of `query` (case-insensitive), newest first, at most 20 per page, with filters." },
+      ({ rc, query }) => searchMessages(rc.app, query))
+    .add({ method: "GET", path: "/v1/chats/:chatID/messages", operationId: "listMessages", summary: "List messages", tag, query: ListQuery, response: pageOf(Message),
+      description: "A chat's messages, newest first; `cursor` with `direction` pages older (`before`) or newer (`after`)." },
+      ({ rc, params, query }) => listMessages(rc.app, params.chatID, query.cursor, query.direction))
+    .add({ method: "POST", path: "/v1/chats/:chatID/messages", operationId: "sendMessage", summary: "Send a message", tag, body: SendBody, response: SentMessage,
+      description: "Text, a reply (`replyToMessageID`) and/or one uploaded attachment (`attachment.uploadID` from the asset upload)." },
+      ({ rc, params, body }) => sendMessage(rc.app, params.chatID, body))
+    .add({ method: "GET", path: "/v1/chats/:chatID/messages/:messageID", operationId: "getMessage", summary: "Retrieve a message", tag, response: Message },
+      ({ rc, params }) => getMessage(rc.app, params.chatID, params.messageID))
+    .add({ method: "PUT", path: "/v1/chats/:chatID/messages/:messageID", operationId: "editMessage", summary: "Edit a message", tag, body: EditBody, response: EditedMessage },
+      ({ rc, params, body }) => editMessage(rc.app, params.chatID, params.messageID, body.text))
+    .add({ method: "DELETE", path: "/v1/chats/:chatID/messages/:messageID", operationId: "deleteMessage", summary: "Delete a message", tag, responses: { 204: { description: "Deleted." } } },
+      async ({ rc, params }) => {
+        await deleteMessage(rc.app, params.chatID, params.messageID);
+        return noContent();
+      })
+    .add({ method: "POST", path: "/v1/chats/:chatID/messages/:messageID/reactions", operationId: "addReaction", summary: "Add a reaction", tag, body: ReactionBody, response: ReactionResult },
+      ({ rc, params, body }) => addReaction(rc.app, params.chatID, params.messageID, body.reactionKey, body.transactionID))
+    .add({ method: "DELETE", path: "/v1/chats/:chatID/messages/:messageID/reactions", operationId: "removeReactionByQuery", extension: true, summary: "Remove a reaction (key in the query)", tag, query: ReactionQuery, response: ReactionResult,
+      description: "The 4.2.x form of removeReaction: `reactionKey` as a query parameter." },
+      ({ rc, params, query }) => removeReaction(rc.app, params.chatID, params.messageID, query.reactionKey))
+    .add({ method: "DELETE", path: "/v1/chats/:chatID/messages/:messageID/reactions/:reactionKey", operationId: "removeReaction", summary: "Remove a reaction", tag, response: ReactionResult },
+      ({ rc, params }) => {
+        if (!params.reactionKey) throw badRequest("reactionKey is required", [{ code: "required", message: "reactionKey is required", path: ["path", "reactionKey"] }]);
+        return removeReaction(rc.app, params.chatID, params.messageID, params.reactionKey);
+      });
 }

@@ -1,119 +1,159 @@
-/** Wire shapes of /v1 (the union of the spec's generation and SDK 5.0.0, wire-compat §1). */
+/**
+ * Wire shapes of /v1 (the union of the spec's generation and SDK 5.0.0, wire-compat §1) as valibot schemas: the
+ * TypeScript types the services build are inferred from them, and the served OpenAPI document describes them
+ * (src/spec/openapi.ts). Objects are strict: the document lists every field the API sends, and the scenario suite
+ * fails on a field it does not list.
+ */
+import * as v from "valibot";
 
-export interface User {
-  id: string;
-  username?: string;
-  phoneNumber?: string;
-  email?: string;
-  fullName?: string;
-  imgURL?: string;
-  cannotMessage?: boolean;
-  isSelf?: boolean;
-}
+/**
+ * What the document says of a field or parameter the official 5.0.0 API does not have (`v.metadata(extension(…))`):
+ * a description and the `x-inboxd-extension` marker that src/spec/openapi.test.ts checks for.
+ */
+export const extension = (description: string) => ({ description: `inboxd extension: ${description}`, "x-inboxd-extension": true });
 
-export interface BridgeRef {
-  id: string;
-  provider: "cloud" | "self-hosted" | "local" | "platform-sdk";
-  type: string;
-}
+const dateTime = v.pipe(v.string(), v.isoTimestamp(), v.description("ISO 8601 date-time (UTC)"));
 
-export type AccountStatus =
-  | "connected"
-  | "connecting"
-  | "backfilling"
-  | "connection_required"
-  | "reconnect_required"
-  | "attention_required"
-  | "disconnected"
-  | "disabled";
+export const User = v.pipe(
+  v.strictObject({
+    id: v.pipe(v.string(), v.description("Stable user ID on the network.")),
+    username: v.optional(v.string()),
+    phoneNumber: v.optional(v.string()),
+    email: v.optional(v.string()),
+    fullName: v.optional(v.string()),
+    imgURL: v.optional(v.string()),
+    cannotMessage: v.optional(v.boolean()),
+    isSelf: v.optional(v.boolean()),
+  }),
+  v.description("A person on a network."),
+);
+export type User = v.InferOutput<typeof User>;
 
-export interface Account {
-  accountID: string;
-  user: User;
-  bridge: BridgeRef;
-  status: AccountStatus;
-  network?: string;
-  loginID?: string;
-  statusText?: string;
-  capabilities?: Record<string, unknown>;
-}
+export const BridgeRef = v.strictObject({
+  id: v.string(),
+  provider: v.picklist(["cloud", "self-hosted", "local", "platform-sdk"]),
+  type: v.string(),
+});
+export type BridgeRef = v.InferOutput<typeof BridgeRef>;
 
-export interface Reaction {
-  id: string;
-  participantID: string;
-  reactionKey: string;
-  emoji?: boolean;
-  imgURL?: string;
-}
+export const AccountStatus = v.picklist([
+  "connected",
+  "connecting",
+  "backfilling",
+  "connection_required",
+  "reconnect_required",
+  "attention_required",
+  "disconnected",
+  "disabled",
+]);
+export type AccountStatus = v.InferOutput<typeof AccountStatus>;
 
-export interface Attachment {
-  type: "unknown" | "img" | "video" | "audio";
-  id?: string;
-  duration?: number;
-  fileName?: string;
-  fileSize?: number;
-  isGif?: boolean;
-  isSticker?: boolean;
-  isVoiceNote?: boolean;
-  mimeType?: string;
-  posterImg?: string;
-  size?: { width: number; height: number };
-  srcURL?: string;
-}
+export const Account = v.pipe(
+  v.strictObject({
+    accountID: v.string(),
+    user: User,
+    bridge: BridgeRef,
+    status: v.pipe(AccountStatus, v.metadata(extension("the connection state of the account."))),
+    network: v.optional(v.string()),
+    loginID: v.optional(v.pipe(v.string(), v.metadata(extension("the bridge login this account belongs to.")))),
+    statusText: v.optional(v.pipe(v.string(), v.metadata(extension("the account's status in words.")))),
+    capabilities: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.metadata(extension("what the account's network supports.")))),
+  }),
+  v.description("A chat account on one network."),
+);
+export type Account = v.InferOutput<typeof Account>;
 
-export type MessageType =
-  | "TEXT"
-  | "NOTICE"
-  | "IMAGE"
-  | "VIDEO"
-  | "VOICE"
-  | "AUDIO"
-  | "FILE"
-  | "STICKER"
-  | "LOCATION"
-  | "REACTION";
+export const Reaction = v.strictObject({
+  id: v.string(),
+  participantID: v.string(),
+  reactionKey: v.string(),
+  emoji: v.optional(v.boolean()),
+  imgURL: v.optional(v.string()),
+});
+export type Reaction = v.InferOutput<typeof Reaction>;
 
-export interface Message {
-  id: string;
-  accountID: string;
-  chatID: string;
-  senderID: string;
-  senderName?: string;
-  sortKey: string;
-  timestamp: string;
-  type: MessageType;
-  text?: string;
-  attachments?: Attachment[];
-  reactions?: Reaction[];
-  isSender: boolean;
-  isUnread?: boolean;
-  linkedMessageID?: string;
-  editedTimestamp?: string;
-  sendStatus?: { status: "SUCCESS" | "PENDING" | "FAIL_RETRIABLE" | "FAIL_PERMANENT"; timestamp: string; message?: string };
-}
+export const Attachment = v.strictObject({
+  type: v.picklist(["unknown", "img", "video", "audio"]),
+  id: v.optional(v.string()),
+  duration: v.optional(v.number()),
+  fileName: v.optional(v.string()),
+  fileSize: v.optional(v.number()),
+  isGif: v.optional(v.boolean()),
+  isSticker: v.optional(v.boolean()),
+  isVoiceNote: v.optional(v.boolean()),
+  mimeType: v.optional(v.string()),
+  posterImg: v.optional(v.string()),
+  size: v.optional(v.strictObject({ width: v.number(), height: v.number() })),
+  srcURL: v.optional(v.string()),
+});
+export type Attachment = v.InferOutput<typeof Attachment>;
 
-export interface Chat {
-  id: string;
-  localChatID: string;
-  accountID: string;
-  network: string;
-  title: string;
-  description?: string | null;
-  type: "single" | "group";
-  isReadOnly?: boolean;
-  participants: { items: User[]; hasMore: boolean; total: number };
-  lastActivity?: string;
-  unreadCount: number;
-  lastReadMessageSortKey?: string;
-  isArchived: boolean;
-  isMuted: boolean;
-  isPinned: boolean;
-  isLowPriority: boolean;
-  isMarkedUnread: boolean;
-  draft: { text: string } | null;
-  reminder?: { remindAt: string; remindAtMs: number; dismissOnIncomingMessage: boolean; isFired: boolean; firedAt?: string };
-  preview?: Message;
-}
+export const MessageType = v.picklist(["TEXT", "NOTICE", "IMAGE", "VIDEO", "VOICE", "AUDIO", "FILE", "STICKER", "LOCATION", "REACTION"]);
+export type MessageType = v.InferOutput<typeof MessageType>;
+
+export const Message = v.strictObject({
+  id: v.string(),
+  accountID: v.string(),
+  chatID: v.string(),
+  senderID: v.string(),
+  senderName: v.optional(v.string()),
+  sortKey: v.pipe(v.string(), v.description("Sortable position of the message in its chat.")),
+  timestamp: dateTime,
+  type: MessageType,
+  text: v.optional(v.string()),
+  attachments: v.optional(v.array(Attachment)),
+  reactions: v.optional(v.array(Reaction)),
+  isSender: v.boolean(),
+  isUnread: v.optional(v.boolean()),
+  linkedMessageID: v.optional(v.string()),
+  editedTimestamp: v.optional(dateTime),
+  sendStatus: v.optional(
+    v.strictObject({
+      status: v.picklist(["SUCCESS", "PENDING", "FAIL_RETRIABLE", "FAIL_PERMANENT"]),
+      timestamp: dateTime,
+      message: v.optional(v.string()),
+    }),
+  ),
+});
+export type Message = v.InferOutput<typeof Message>;
+
+export const Reminder = v.strictObject({
+  remindAt: dateTime,
+  remindAtMs: v.number(),
+  dismissOnIncomingMessage: v.boolean(),
+  isFired: v.boolean(),
+  firedAt: v.optional(dateTime),
+});
+
+export const Chat = v.strictObject({
+  id: v.string(),
+  localChatID: v.pipe(v.string(), v.description("This device's short number for the chat.")),
+  accountID: v.string(),
+  network: v.string(),
+  title: v.string(),
+  description: v.optional(v.nullable(v.string())),
+  type: v.picklist(["single", "group"]),
+  isReadOnly: v.optional(v.boolean()),
+  participants: v.strictObject({ items: v.array(User), hasMore: v.boolean(), total: v.number() }),
+  lastActivity: v.optional(dateTime),
+  unreadCount: v.number(),
+  lastReadMessageSortKey: v.optional(v.string()),
+  isArchived: v.boolean(),
+  isMuted: v.boolean(),
+  isPinned: v.boolean(),
+  isLowPriority: v.boolean(),
+  isMarkedUnread: v.boolean(),
+  draft: v.nullable(v.strictObject({ text: v.string() })),
+  reminder: v.optional(v.pipe(Reminder, v.metadata(extension("the chat's reminder, when one is set.")))),
+  preview: v.optional(v.pipe(Message, v.description("The chat's last message (5.0.0 calls a chat with it ChatWithPreview)."))),
+});
+export type Chat = v.InferOutput<typeof Chat>;
+
+const cursor = v.pipe(v.nullable(v.string()), v.description("Opaque cursor; null when the page is empty."));
+
+/** A page of items with the cursors of its two ends (wire-compat §4). */
+export const pageOf = <S extends v.GenericSchema>(item: S) =>
+  v.strictObject({ items: v.array(item), hasMore: v.boolean(), oldestCursor: cursor, newestCursor: cursor });
 
 export interface Page<T> {
   items: T[];
@@ -121,3 +161,33 @@ export interface Page<T> {
   oldestCursor: string | null;
   newestCursor: string | null;
 }
+
+/** The error body of /v1 (wire-compat §2). */
+export const ErrorBody = v.strictObject({
+  code: v.pipe(v.string(), v.description("Machine-readable error code, e.g. INVALID_REQUEST, NOT_FOUND.")),
+  message: v.string(),
+  details: v.optional(
+    v.union([
+      v.strictObject({
+        issues: v.array(v.strictObject({ code: v.string(), message: v.string(), path: v.array(v.union([v.string(), v.number()])) })),
+      }),
+      v.record(v.string(), v.unknown()),
+    ]),
+  ),
+});
+
+/** A page of message search: the messages and the chats they are in, by chat ID. */
+export const MessageSearchPage = v.strictObject({
+  ...pageOf(Message).entries,
+  chats: v.pipe(v.record(v.string(), Chat), v.description("The chats of the messages on this page, by chat ID.")),
+});
+
+export const UnifiedSearchResult = v.strictObject({
+  results: v.strictObject({
+    chats: v.pipe(v.array(Chat), v.description("Chats whose title or network has every word (word starts).")),
+    in_groups: v.pipe(v.array(Chat), v.description("Group chats with a participant whose name has every word.")),
+    messages: MessageSearchPage,
+  }),
+});
+
+export const Success = v.strictObject({ success: v.literal(true) });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generate } from "./generate.ts";
-import { ROUTES, routesInSource } from "./routes.ts";
+import { fuzzRoutes, type Route } from "./routes.ts";
 import { runFuzz } from "./run.ts";
 import { startFuzzTarget, type FuzzTarget } from "./target.ts";
 
@@ -12,7 +12,10 @@ const SEED = 20261123;
 const RSS_GROWTH_MB = 150;
 
 let target: FuzzTarget;
+let routes: Route[];
+
 beforeAll(async () => {
+  routes = await fuzzRoutes();
   target = await startFuzzTarget();
 });
 afterAll(async () => {
@@ -20,14 +23,14 @@ afterAll(async () => {
 });
 
 describe("fuzz", () => {
-  it("covers every route the app registers", () => {
-    const table = ROUTES.map((r) => `${r.method} ${r.path}`).sort();
-    expect(table).toEqual(routesInSource());
+  it("covers every /v1 route the app registers", () => {
+    expect(routes.length).toBeGreaterThan(40);
+    expect(routes.map((r) => `${r.method} ${r.path}`)).toContain("POST /v1/chats/:chatID/messages");
   });
 
   it(`${REQUESTS} malformed, boundary and hostile requests: no 5xx, errors in the documented shape, answers within 2 s, memory bounded`, async () => {
     const before = await target.settledRssMB();
-    const result = await runFuzz({ url: target.url, token: target.token, requests: generate(SEED, REQUESTS, target.context), concurrency: 8 });
+    const result = await runFuzz({ url: target.url, token: target.token, requests: generate(routes, SEED, REQUESTS, target.context), concurrency: 8 });
     const report = result.failures.slice(0, 15).map((f) => `${f.reason} — ${f.label}${f.body ? ` → ${f.body.slice(0, 160)}` : ""}`);
     expect(report, `${result.failures.length} failures of ${result.sent}`).toEqual([]);
     expect(result.sent).toBe(REQUESTS);

@@ -4,7 +4,7 @@
  * oversize). Deterministic for a given seed, so a failure can be replayed.
  */
 import { LIMITS } from "../../src/http/limits.ts";
-import { ROUTES, type Route } from "./routes.ts";
+import type { Route } from "./routes.ts";
 
 export interface FuzzRequest {
   method: string;
@@ -193,11 +193,11 @@ function multipartBody(rnd: Random): { body: string; contentType: string; label:
 }
 
 /** The n-th request of a run with this seed. */
-export function generate(seed: number, count: number, ctx: FuzzContext): FuzzRequest[] {
+export function generate(routes: Route[], seed: number, count: number, ctx: FuzzContext): FuzzRequest[] {
   const rnd = random(seed);
   const out: FuzzRequest[] = [];
   for (let i = 0; i < count; i++) {
-    const route = ROUTES[i % ROUTES.length];
+    const route = routes[i % routes.length];
     const { path, label: pathLabel } = pathFor(route, rnd, ctx);
     const { query, label: queryLabel } = queryFor(route, rnd, ctx);
     const headers: Record<string, string> = {};

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { generate } from "./generate.ts";
+import { fuzzRoutes } from "./routes.ts";
 import { runFuzz } from "./run.ts";
 import { startFuzzTarget } from "./target.ts";
 
@@ -46,7 +47,7 @@ try {
   const result = await runFuzz({
     url: target.url,
     token: target.token,
-    requests: generate(seed, requests, target.context),
+    requests: generate(await fuzzRoutes(), seed, requests, target.context),
     concurrency,
     onProgress: (done, failures) => console.error(`fuzz: ${done}/${requests} sent, ${failures} failures, RSS ${target.rssMB().toFixed(0)} MB`),
   });

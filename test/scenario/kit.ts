@@ -6,6 +6,7 @@ import { request as httpRequest } from "node:http";
 import { randomBytes } from "node:crypto";
 import BeeperDesktop from "@beeper/desktop-api";
 import BeeperDesktop4 from "desktop-api-4";
+import type { ResponseChecker } from "./openapi-check.ts";
 
 export type Scope = "read" | "write";
 
@@ -36,6 +37,8 @@ export interface Env {
   sdkRO: BeeperDesktop;
   sdk4: BeeperDesktop4;
   accounts: Account[];
+  /** Checks every JSON answer against GET /v1/spec (set once the server is up; see openapi-check.ts). */
+  spec?: ResponseChecker;
 }
 
 export const randomToken = (prefix: string) => `${prefix}_${randomBytes(18).toString("base64url")}`;
@@ -47,9 +50,24 @@ export const randomToken = (prefix: string) => `${prefix}_${randomBytes(18).toSt
 export const sdkOptions = { maxRetries: 0, logLevel: "off" as const, fetch: retryingFetch };
 
 export function makeClients(env: Env) {
-  env.sdk = new BeeperDesktop({ baseURL: env.url, accessToken: env.rw, ...sdkOptions });
-  env.sdkRO = new BeeperDesktop({ baseURL: env.url, accessToken: env.ro, ...sdkOptions });
-  env.sdk4 = new BeeperDesktop4({ baseURL: env.url, accessToken: env.rw, ...sdkOptions });
+  const options = { ...sdkOptions, fetch: checkedFetch(env) };
+  env.sdk = new BeeperDesktop({ baseURL: env.url, accessToken: env.rw, ...options });
+  env.sdkRO = new BeeperDesktop({ baseURL: env.url, accessToken: env.ro, ...options });
+  env.sdk4 = new BeeperDesktop4({ baseURL: env.url, accessToken: env.rw, ...options });
+}
+
+/** The SDKs' fetch: retried once on a reset connection, and every JSON answer checked against the document. */
+function checkedFetch(env: Env) {
+  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const res = await retryingFetch(input, init);
+    if (env.spec && /json/i.test(res.headers.get("content-type") ?? "")) {
+      const url = input instanceof Request ? input.url : String(input);
+      const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+      const text = await res.clone().text();
+      env.spec.check(method, url, res.status, res.headers.get("content-type"), text ? JSON.parse(text) : undefined);
+    }
+    return res;
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -188,6 +206,7 @@ export async function raw<T = any>(env: Env, path: string, init: RawInit = {}): 
       parsed = undefined;
     }
   }
+  if (parsed !== undefined) env.spec?.check(request.method, env.url + path, res.status, res.headers.get("content-type"), parsed);
   return { status: res.status, headers: res.headers, text, body: parsed as T };
 }
 

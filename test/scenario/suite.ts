@@ -6,7 +6,7 @@
  * Not covered here: asset endpoints (their own suite in test/assets), /v0, /oauth, WebSocket events (test/events),
  * MCP.
  */
-import { afterAll, beforeAll, describe } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountScenarios } from "./accounts.ts";
 import { authScenarios } from "./auth.ts";
 import { bridgeScenarios } from "./bridges.ts";
@@ -23,6 +23,8 @@ import { reactionScenarios } from "./reactions.ts";
 import { robustnessScenarios } from "./robustness.ts";
 import { sdk4Scenarios } from "./sdk4.ts";
 import { unifiedSearchScenarios } from "./unified-search.ts";
+import { v0Scenarios } from "./v0.ts";
+import { ResponseChecker } from "./openapi-check.ts";
 
 export type { Start, StartOptions } from "./kit.ts";
 
@@ -43,6 +45,7 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
       });
       stop = () => server.stop();
       env.url = server.url.replace(/\/$/, "");
+      env.spec = new ResponseChecker(await ok(env, "/v1/spec"));
       makeClients(env);
       env.accounts = await ok(env, "/v1/accounts");
     });
@@ -65,7 +68,13 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
     sdk4Scenarios(env);
     robustnessScenarios(env);
     bridgeScenarios(env, start);
+    v0Scenarios(env);
     // Last: its chats (empty groups, refused sends) would come first in the lists other scenarios walk.
     hardeningScenarios(env);
+
+    it("checked the answers it received against the served OpenAPI document", () => {
+      const operations = [...env.spec!.checked.keys()];
+      expect(operations.length, operations.join(", ")).toBeGreaterThan(35);
+    });
   });
 }
