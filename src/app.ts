@@ -26,7 +26,7 @@ import { assetRoutes } from "./routes/assets.ts";
 import { appRoutes } from "./routes/app.ts";
 import { BlobStore } from "./assets/blob-store.ts";
 import { cleanupUploads, MAX_UPLOAD_BYTES, UPLOAD_TTL_MS, type AssetConfig } from "./services/assets.ts";
-import { isV0Path, v0ErrorResponse, v0Response, v0Routes } from "./v0/index.ts";
+import { isV0Path, v0Components, v0ErrorBodies, v0ErrorResponse, v0Response, v0Routes } from "./v0/index.ts";
 import { mcpRoutes } from "./mcp/index.ts";
 import { specRoutes } from "./spec/routes.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -169,7 +169,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   eventRoutes(api);
   v0Routes(api);
   mcpRoutes(api, events);
-  specRoutes(api, info);
+  specRoutes(api, info, { errorBodies: v0ErrorBodies, components: v0Components });
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });

@@ -31,6 +31,8 @@ export interface DocumentOptions {
   version: string;
   /** Error body schemas other than /v1's, by the component name they get (the /v0 generation's). */
   errorBodies?: Record<string, v.GenericSchema>;
+  /** More named components (an area's own shapes, e.g. the /v0 Chat). */
+  components?: Record<string, v.GenericSchema>;
 }
 
 export type OpenApiDocument = {
@@ -48,7 +50,7 @@ const ref = (name: string) => `#/components/schemas/${name}`;
 export const openApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}");
 
 export function openApiDocument(operations: readonly Operation[], options: DocumentOptions): OpenApiDocument {
-  const definitions = { ...COMPONENTS, ...options.errorBodies };
+  const definitions = { ...COMPONENTS, ...options.components, ...options.errorBodies };
   const convert = (schema: v.GenericSchema, mode: "input" | "output") => {
     const out = jsonSchemaOf(schema, { mode, definitions, ref });
     delete out.$defs;

@@ -1,12 +1,12 @@
 import type { Api } from "../http/route-kit.ts";
 import type { ServerInfo } from "../routes/info.ts";
-import { openApiDocument, type OpenApiDocument } from "./openapi.ts";
+import { openApiDocument, type DocumentOptions, type OpenApiDocument } from "./openapi.ts";
 
 /**
  * GET /v1/spec: the OpenAPI 3.1 document of every operation registered on `api` (so it must be plugged in last),
  * with this server as its `servers` entry. Built once, on first request.
  */
-export function specRoutes(api: Api, info: ServerInfo) {
+export function specRoutes(api: Api, info: ServerInfo, more: Omit<DocumentOptions, "version"> = {}) {
   let document: OpenApiDocument | undefined;
   api.add(
     {
@@ -19,7 +19,7 @@ export function specRoutes(api: Api, info: ServerInfo) {
       responses: { 200: { description: "The OpenAPI 3.1 document.", content: { "application/json": null } } },
     },
     ({ rc }) => {
-      document ??= openApiDocument(api.operations, { version: info.version });
+      document ??= openApiDocument(api.operations, { version: info.version, ...more });
       return { ...document, servers: [{ url: rc.url.origin }] };
     },
   );

@@ -5,6 +5,7 @@
  */
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
+import { isV0Path } from "../../src/v0/index.ts";
 
 type Json = Record<string, any>;
 
@@ -43,8 +44,8 @@ export class ResponseChecker {
     const { pathname } = new URL(url);
     const route = this.routes.find((r) => r.method === method && r.pattern.test(pathname));
     const label = `${method} ${pathname} → ${status}`;
-    // An unknown route answers the error body too.
-    const response = route ? this.responseFor(route.operation, status) : { $ref: "#/components/responses/Error" };
+    // An unknown route answers the error body of its generation.
+    const response = route ? this.responseFor(route.operation, status) : { $ref: `#/components/responses/${isV0Path(pathname) ? "V0Error" : "Error"}` };
     if (!response) throw new Error(`${label}: status ${status} is not documented for ${route!.operation.operationId}`);
     const schema = this.resolveResponse(response)?.content?.["application/json"]?.schema;
     if (!schema) return; // documented as JSON without a schema (the OpenAPI document itself)

@@ -3,8 +3,10 @@
  * Worker in workerd). Each entry file calls `scenarioSuite` with its harness. The scenarios drive the server the way
  * real clients do: the official SDKs (5.0.0 and 4.2.3) and raw HTTP for the wire details SDKs hide.
  *
- * Not covered here: asset endpoints (their own suite in test/assets), /v0, /oauth, WebSocket events (test/events),
- * MCP.
+ * Every JSON answer a scenario receives is checked against the server's own OpenAPI document (openapi-check.ts).
+ *
+ * Not covered here: asset endpoints (their own suite in test/assets), /oauth, WebSocket events (test/events),
+ * MCP (test/mcp).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountScenarios } from "./accounts.ts";
