@@ -1,8 +1,95 @@
 /**
- * MCP for AI agents: /v0/mcp (Streamable HTTP) and /v0/sse (the older HTTP+SSE transport), over the same services
- * as REST. Plugged into the app by src/app.ts with `mcpRoutes(api, events)`.
+ * MCP for AI agents: /v0/mcp (Streamable HTTP, stateless) and /v0/sse (the older HTTP+SSE transport), over the same
+ * services as REST. The app's router has checked the bearer token before these handlers run (401 with
+ * WWW-Authenticate without one); a read-only token sees only the read-only tools.
+ *
+ * @example
+ * mcpRoutes(api, events, { tools: "read-only" });
  */
+import * as v from "valibot";
+import { VERSION } from "../app.ts";
 import type { EventHub } from "../events/hub.ts";
-import type { Api } from "../http/route-kit.ts";
+import { ApiError } from "../http/errors.ts";
+import { id } from "../http/limits.ts";
+import type { Api, RequestContext } from "../http/route-kit.ts";
+import { openApiDocument } from "../spec/openapi.ts";
+import { README } from "./docs/readme.generated.ts";
+import { DocsIndex, openApiSections, readmeSections } from "./docs/search.ts";
+import { checkToolSelection, type McpOptions } from "./options.ts";
+import type { ServerEnv } from "./server.ts";
+import { SSE_MESSAGES_PATH, SseSessions } from "./sse.ts";
+import { handleStreamable } from "./streamable.ts";
 
-export function mcpRoutes(_api: Api, _events: EventHub): void {}
+export { parseToolSelection, type McpOptions, type ToolSelection } from "./options.ts";
+
+const tag = "MCP";
+const stream = { "text/event-stream": null };
+
+export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}): void {
+  checkToolSelection(options.tools);
+  let docs: DocsIndex | undefined;
+  let env: Omit<ServerEnv, "signal"> | undefined;
+  let sessions: SseSessions | undefined;
+  // The services' context arrives with the first request; everything built from it is built once.
+  const envOf = (rc: RequestContext) =>
+    (env ??= {
+      app: rc.app,
+      events,
+      options,
+      // Built on first use, when every route (this one included) is in api.operations.
+      docs: () => (docs ??= new DocsIndex([...readmeSections(README), ...openApiSections(openApiDocument(api.operations, { version: VERSION }))])),
+    });
+  const sessionsOf = (rc: RequestContext) => (sessions ??= new SseSessions(envOf(rc)));
+  const stateless = () => {
+    throw new ApiError(405, "METHOD_NOT_ALLOWED", "/v0/mcp is stateless: POST each JSON-RPC message (there is no event stream to GET and no session to DELETE)", undefined, { allow: "POST" });
+  };
+  const notAllowed = { 405: { description: "Stateless server: no standalone event stream, no sessions.", headers: { allow: "POST" } } };
+
+  api
+    .add(
+      {
+        method: "POST", path: "/v0/mcp", operationId: "mcp", summary: "MCP (Streamable HTTP)", tag, scope: "read",
+        description:
+          "The Model Context Protocol over Streamable HTTP, stateless: POST a JSON-RPC message (or a batch) with `Accept: application/json, " +
+          "text/event-stream`; requests are answered as an event stream. Every tool reads the token's scopes: a read-only token sees only " +
+          "read-only tools. Configure an MCP client with this URL and the header `Authorization: Bearer <token>`.",
+        requestBody: { description: "A JSON-RPC 2.0 message or batch.", content: { "application/json": null }, required: true },
+        responses: {
+          200: { description: "The JSON-RPC responses, as server-sent events.", content: { ...stream, "application/json": null } },
+          202: { description: "Only notifications or responses were sent: accepted." },
+          400: { description: "Not JSON-RPC (a JSON-RPC error body).", content: { "application/json": null } },
+          406: { description: "Accept lacks application/json or text/event-stream (a JSON-RPC error body).", content: { "application/json": null } },
+          413: { description: "Body over 16 MiB (a JSON-RPC error body).", content: { "application/json": null } },
+          415: { description: "Content-Type is not application/json (a JSON-RPC error body).", content: { "application/json": null } },
+        },
+      },
+      ({ req, rc }) => handleStreamable(req as unknown as Request, rc.principal!, envOf(rc)),
+    )
+    .add({ method: "GET", path: "/v0/mcp", operationId: "mcpStream", summary: "MCP event stream (not offered)", tag, scope: "read", responses: notAllowed,
+      description: "Answers 405, which tells MCP clients that this stateless server has no standalone event stream." }, stateless)
+    .add({ method: "DELETE", path: "/v0/mcp", operationId: "mcpEndSession", summary: "End an MCP session (none here)", tag, scope: "read", responses: notAllowed,
+      description: "Answers 405: a stateless server has no sessions to end." }, stateless)
+    .add(
+      {
+        method: "GET", path: "/v0/sse", operationId: "mcpSse", summary: "MCP (HTTP+SSE, older transport)", tag, scope: "read",
+        description:
+          "The 2024-11-05 MCP transport, for clients that still use it: an event stream whose first `endpoint` event names the URL to POST " +
+          `messages to (${SSE_MESSAGES_PATH}?sessionId=…); replies arrive on the stream. The session lives while the stream is open.`,
+        responses: {
+          200: { description: "The session's event stream: `endpoint`, then `message` events.", content: stream },
+          503: { description: "Too many open sessions.", content: { "application/json": null }, headers: { "retry-after": "Seconds to wait." } },
+        },
+      },
+      ({ rc }) => sessionsOf(rc).open(rc.principal!),
+    )
+    .add(
+      {
+        method: "POST", path: SSE_MESSAGES_PATH, operationId: "mcpSseMessage", summary: "Post a message to an MCP SSE session", tag, scope: "read",
+        query: v.object({ sessionId: v.pipe(id, v.description("From the stream's endpoint event.")) }),
+        description: "One JSON-RPC message for the session; its reply goes out on the session's event stream. Only the token that opened the session may post to it.",
+        requestBody: { description: "A JSON-RPC 2.0 message.", content: { "application/json": null }, required: true },
+        responses: { 202: { description: "Accepted; the reply follows on the event stream." } },
+      },
+      ({ req, rc, query }) => sessionsOf(rc).post(req as unknown as Request, rc.url, query.sessionId, rc.principal!),
+    );
+}
