@@ -22,7 +22,8 @@ import { handleStreamable } from "./streamable.ts";
 
 export { parseToolSelection, type McpOptions, type ToolSelection } from "./options.ts";
 
-const tag = "MCP";
+// Not in the official 5.0.0 document (the desktop app serves them without describing them): marked as extensions.
+const common = { tag: "MCP", scope: "read" as const, extension: true };
 const stream = { "text/event-stream": null };
 
 export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}): void {
@@ -48,11 +49,12 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}):
   api
     .add(
       {
-        method: "POST", path: "/v0/mcp", operationId: "mcp", summary: "MCP (Streamable HTTP)", tag, scope: "read",
+        method: "POST", path: "/v0/mcp", operationId: "mcp", summary: "MCP (Streamable HTTP)", ...common,
         description:
           "The Model Context Protocol over Streamable HTTP, stateless: POST a JSON-RPC message (or a batch) with `Accept: application/json, " +
           "text/event-stream`; requests are answered as an event stream. Every tool reads the token's scopes: a read-only token sees only " +
-          "read-only tools. Configure an MCP client with this URL and the header `Authorization: Bearer <token>`.",
+          "read-only tools. Configure an MCP client with this URL and the header `Authorization: Bearer <token>`. GET and DELETE " +
+          "answer 405: a stateless server offers no standalone event stream and has no sessions to end.",
         requestBody: { description: "A JSON-RPC 2.0 message or batch.", content: { "application/json": null }, required: true },
         responses: {
           200: { description: "The JSON-RPC responses, as server-sent events.", content: { ...stream, "application/json": null } },
@@ -65,13 +67,12 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}):
       },
       ({ req, rc }) => handleStreamable(req as unknown as Request, rc.principal!, envOf(rc)),
     )
-    .add({ method: "GET", path: "/v0/mcp", operationId: "mcpStream", summary: "MCP event stream (not offered)", tag, scope: "read", responses: notAllowed,
-      description: "Answers 405, which tells MCP clients that this stateless server has no standalone event stream." }, stateless)
-    .add({ method: "DELETE", path: "/v0/mcp", operationId: "mcpEndSession", summary: "End an MCP session (none here)", tag, scope: "read", responses: notAllowed,
-      description: "Answers 405: a stateless server has no sessions to end." }, stateless)
+    // Described in the POST's entry: an operation that never succeeds has no place in the document.
+    .add({ method: "GET", path: "/v0/mcp", operationId: "mcpStream", summary: "MCP event stream (not offered)", ...common, responses: notAllowed, undocumented: true }, stateless)
+    .add({ method: "DELETE", path: "/v0/mcp", operationId: "mcpEndSession", summary: "End an MCP session (none here)", ...common, responses: notAllowed, undocumented: true }, stateless)
     .add(
       {
-        method: "GET", path: "/v0/sse", operationId: "mcpSse", summary: "MCP (HTTP+SSE, older transport)", tag, scope: "read",
+        method: "GET", path: "/v0/sse", operationId: "mcpSse", summary: "MCP (HTTP+SSE, older transport)", ...common,
         description:
           "The 2024-11-05 MCP transport, for clients that still use it: an event stream whose first `endpoint` event names the URL to POST " +
           `messages to (${SSE_MESSAGES_PATH}?sessionId=…); replies arrive on the stream. The session lives while the stream is open.`,
@@ -84,7 +85,7 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}):
     )
     .add(
       {
-        method: "POST", path: SSE_MESSAGES_PATH, operationId: "mcpSseMessage", summary: "Post a message to an MCP SSE session", tag, scope: "read",
+        method: "POST", path: SSE_MESSAGES_PATH, operationId: "mcpSseMessage", summary: "Post a message to an MCP SSE session", ...common,
         query: v.object({ sessionId: v.pipe(id, v.description("From the stream's endpoint event.")) }),
         description: "One JSON-RPC message for the session; its reply goes out on the session's event stream. Only the token that opened the session may post to it.",
         requestBody: { description: "A JSON-RPC 2.0 message.", content: { "application/json": null }, required: true },

@@ -63,6 +63,26 @@ export function mcpSuite(name: string, start: Start) {
         }
       });
 
+      it("answers quick calls on /v0/mcp as one JSON body, and waiting ones as an event stream", async () => {
+        const post = (id: number, method: string, params?: object) =>
+          fetch(endpoint(base.url, "streamable"), {
+            method: "POST",
+            headers: { authorization: `Bearer ${base.rw}`, accept: "application/json, text/event-stream", "content-type": "application/json" },
+            body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+          });
+        const quick = await post(1, "tools/call", { name: "get_accounts", arguments: {} });
+        expect(quick.headers.get("content-type")).toMatch(/^application\/json/);
+        expect((await quick.json()).result.structuredContent.items.length).toBe(2);
+        const waiting = await post(2, "tools/call", { name: "wait_for_message", arguments: { timeoutSeconds: 1 } });
+        expect(waiting.headers.get("content-type")).toMatch(/^text\/event-stream/);
+        expect(await waiting.text()).toMatch(/^event: message\ndata: \{"result":\{.*"timedOut":true/m);
+        const noAccept = await fetch(endpoint(base.url, "streamable"), { method: "POST", headers: { authorization: `Bearer ${base.rw}`, "content-type": "application/json" }, body: "{}" });
+        expect(noAccept.status).toBe(406);
+        const notJson = await fetch(endpoint(base.url, "streamable"), { method: "POST", headers: { authorization: `Bearer ${base.rw}`, accept: "application/json, text/event-stream", "content-type": "application/json" }, body: "{nope" });
+        expect(notJson.status).toBe(400);
+        expect((await notJson.json()).error.code).toBe(-32700);
+      });
+
       it("keeps a /v0/sse session to the token that opened it", async () => {
         const res = await fetch(endpoint(base.url, "sse"), { headers: { authorization: `Bearer ${base.rw}`, accept: "text/event-stream" } });
         const reader = res.body!.getReader();
