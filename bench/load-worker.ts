@@ -10,7 +10,7 @@ import type { Job, LoadResult, RequestSpec } from "./load.ts";
 function request(agent: http.Agent, job: Job, target: URL, spec: RequestSpec, n: number): Promise<{ status: number; body: string; bytes: number }> {
   return new Promise((resolve, reject) => {
     const body = spec.body?.replaceAll("{n}", String(n));
-    const headers: Record<string, string | number> = {};
+    const headers: Record<string, string | number> = { ...spec.headers };
     if (job.token) headers.authorization = `Bearer ${job.token}`;
     if (body !== undefined) Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
     const req = http.request({ host: target.hostname, port: target.port, method: spec.method, path: spec.path, agent, headers }, (res) => {

@@ -8,6 +8,8 @@ export interface RequestSpec {
   path: string;
   /** JSON body; every "{n}" is replaced with a per-request counter. */
   body?: string;
+  /** Extra request headers (MCP's Accept and protocol version). */
+  headers?: Record<string, string>;
 }
 
 export interface Job {

@@ -13,7 +13,8 @@ import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { measureIdleMemory } from "./idle-memory.ts";
 import { formatReport, type LiveRow, type Row } from "./report.ts";
 import { compareBindings, formatBindings } from "./sqlite-bindings.ts";
-import { buildWorkload, listChatIDs } from "./workload.ts";
+import { checkMcpSearch, mcpSearchRequests, measureSseSessionMemory } from "./mcp.ts";
+import { buildWorkload, listChatIDs, type Workload } from "./workload.ts";
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -32,8 +33,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --warmup S         seconds of discarded warm-up per endpoint (default 1)
   --concurrency N    concurrent clients for the read endpoints (default 8)
   --only LIST        run only these sections, comma-separated: bindings (the SQLite bindings of Node 20, 22 and
-                     24 side by side), endpoints (the HTTP endpoints, restarts, seed and RSS figures), fanout (live
-                     events), assets (memory during a large upload + download)
+                     24 side by side), endpoints (the HTTP endpoints, restarts, seed and RSS figures), mcp (MCP
+                     tools/call search_messages beside the same REST search, memory per open /v0/sse session),
+                     fanout (live events), assets (memory during a large upload + download)
   --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
                      .ci/with-node on first use) or system (default: the node running the bench)
   --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
@@ -43,6 +45,7 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --fanout-rate N    sends per second during the fan-out, open loop (default 200)
   --fanout-seconds S seconds measured for the fan-out, after the warm-up (default 10; --quick: 5)
   --idle-connections N  idle subscribed connections for the memory per connection (default 1000)
+  --mcp-sessions N   open, initialized /v0/sse sessions for the memory per session (default 200, the server's cap)
   --keep DIR         seed into DIR and keep it; if DIR already holds inboxd.sqlite3, skip the seed and reuse it
                      (sends of earlier runs stay in it)
   --json FILE        also write the results as JSON
@@ -66,6 +69,7 @@ const { values: opts } = parseArgs({
     "fanout-rate": { type: "string" },
     "fanout-seconds": { type: "string" },
     "idle-connections": { type: "string" },
+    "mcp-sessions": { type: "string" },
     node: { type: "string" },
     "binding-rounds": { type: "string" },
     json: { type: "string" },
@@ -92,8 +96,9 @@ const fanoutRate = num(opts["fanout-rate"], 200);
 const fanoutSeconds = num(opts["fanout-seconds"], opts.quick ? 5 : 10);
 const assetMB = num(opts["asset-mb"], opts.quick ? 100 : 500);
 const idleConnections = num(opts["idle-connections"], 1000);
+const mcpSessions = num(opts["mcp-sessions"], 200);
 const bindingRounds = num(opts["binding-rounds"], opts.quick ? 1 : 3);
-const SECTIONS = ["bindings", "endpoints", "fanout", "assets"];
+const SECTIONS = ["bindings", "endpoints", "mcp", "fanout", "assets"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
 for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
@@ -102,6 +107,8 @@ const RESTARTS = 3;
 const IDLE_SETTLE_MS = 2000;
 /** Measured rounds of opening and closing the idle connections (the median is reported). */
 const IDLE_ROUNDS = 5;
+/** Measured rounds of opening and closing the /v0/sse sessions (the median is reported). */
+const MCP_SESSION_ROUNDS = 3;
 /** After the last fan-out send: how long events may still arrive before they count as lost. */
 const FANOUT_DRAIN_S = 2;
 /** A fan-out window during which other processes used more than this (% of one core) is measured again... */
@@ -163,34 +170,34 @@ async function main() {
   });
   let chatIDs: string[], echoChatIDs: string[];
 
+  /** Runs one phase; the row also gets the server's CPU use (% of one core) and RSS after the phase. */
+  const measure = async (name: string, pid: number, url: string, requests: RequestSpec[], concurrency: number, auth = true) => {
+    log(`${name} (c=${concurrency}, ${warmup} s warm-up + ${duration} s)`);
+    generator ??= new LoadGenerator();
+    const cpu = cpuSeconds(pid), started = performance.now();
+    const result = await generator.run({ url, token: auth ? token : undefined, requests, concurrency, warmupSeconds: warmup, durationSeconds: duration });
+    const cpuPct = ((cpuSeconds(pid) - cpu) / ((performance.now() - started) / 1000)) * 100;
+    return { name, result, cpuPct, rssMB: memory(pid).rssMB };
+  };
+  const add = (row: Row, target: string, pass: boolean) => loads.push({ ...row, target, pass: pass && row.result!.errors === 0 });
+  const p99 = (limit: number) => (x: LoadResult) => x.p99 <= limit;
+  const p95 = (limit: number) => (x: LoadResult) => x.p95 <= limit;
+  let work: Workload | undefined;
+
   if (sections.has("endpoints")) {
-    const work = await buildWorkload(daemon.url, token);
+    work = await buildWorkload(daemon.url, token);
     ({ chatIDs, echoChatIDs } = work);
     log(`workload: ${work.chatIDs.length} chats, ${work.rareWords.length} rare words (of ${work.rareTries} tried: ${work.rareWords.slice(0, 6).map((w) => `${w.word}×${w.hits}`).join(" ")} …), account ${work.accountID}, dateAfter ${work.dateAfter}`);
-    generator = new LoadGenerator();
-    const load = generator;
-
-    /** Runs one phase; the row also gets the server's CPU use (% of one core) and RSS after the phase. */
-    const measure = async (name: string, pid: number, url: string, requests: RequestSpec[], concurrency: number, auth = true) => {
-      log(`${name} (c=${concurrency}, ${warmup} s warm-up + ${duration} s)`);
-      const cpu = cpuSeconds(pid), started = performance.now();
-      const result = await load.run({ url, token: auth ? token : undefined, requests, concurrency, warmupSeconds: warmup, durationSeconds: duration });
-      const cpuPct = ((cpuSeconds(pid) - cpu) / ((performance.now() - started) / 1000)) * 100;
-      return { name, result, cpuPct, rssMB: memory(pid).rssMB };
-    };
     writeFileSync(bodyFile, work.chatsBody);
     const baselineServer = await startBaseline(bodyFile);
     const bare = await measure(`  bare node:http, same ${work.chatsBody.length} B body`, baselineServer.pid, baselineServer.url, [{ method: "GET", path: "/" }], readConcurrency, false);
     await baselineServer.stop();
 
     const r = work.requests;
-    const add = (row: Row, target: string, pass: boolean) => loads.push({ ...row, target, pass: pass && row.result!.errors === 0 });
     const chatsList = await measure("GET /v1/chats", daemon.pid, daemon.url, r.chats, readConcurrency);
     const share = chatsList.result.rps / bare.result.rps;
     add(chatsList, `p99 ≤ 10 ms, ≥ 30 % of bare (${(share * 100).toFixed(0)} %)`, chatsList.result.p99 <= 10 && share >= 0.3);
     loads.push(bare);
-    const p99 = (limit: number) => (x: LoadResult) => x.p99 <= limit;
-    const p95 = (limit: number) => (x: LoadResult) => x.p95 <= limit;
     const phases: [string, RequestSpec[], number, string, (x: LoadResult) => boolean][] = [
       ["GET /v1/chats/{id}/messages", r.messages, readConcurrency, "p99 ≤ 10 ms", p99(10)],
       ["GET /v1/chats/{id}", r.chat, readConcurrency, "p99 ≤ 10 ms", p99(10)],
@@ -238,6 +245,29 @@ async function main() {
       endpoints: loads.map(({ name, result, target, pass, cpuPct, rssMB }) => ({ name: name.trim(), target, pass, serverCpuPct: cpuPct, serverRssMB: rssMB, ...result })),
     });
   } else ({ chatIDs, echoChatIDs } = await listChatIDs(daemon.url, token));
+
+  if (sections.has("mcp")) {
+    // The same rare words as the REST search row, asked as an MCP client asks (stateless POST /v0/mcp, SSE answer).
+    work ??= await buildWorkload(daemon.url, token);
+    const words = work.rareWords.map((w) => w.word);
+    await checkMcpSearch(daemon.url, token, words[0]);
+    const mcpSearch = await measure("MCP tools/call search_messages: one rare word", daemon.pid, daemon.url, mcpSearchRequests(words), readConcurrency);
+    add(mcpSearch, "p95 ≤ 20 ms", p95(20)(mcpSearch.result));
+    if (!sections.has("endpoints")) loads.push(await measure("  REST search, the same words (for reference)", daemon.pid, daemon.url, work.requests.searchRare, readConcurrency));
+    // Memory per open, initialized /v0/sse session, on a daemon started with --inspect (to force GCs before readings).
+    await daemon.stop();
+    daemon = await startDaemon(dir, token, { inspect: true });
+    log(`memory per /v0/sse session: daemon pid ${daemon.pid}, ${MCP_SESSION_ROUNDS} rounds of 0 / ${mcpSessions} open sessions after an unmeasured one`);
+    const sessions = await measureSseSessionMemory(daemon, token, mcpSessions, MCP_SESSION_ROUNDS, IDLE_SETTLE_MS, log);
+    const rounds = (key: "rss" | "heap") => ` (rounds: ${sessions.roundsKB.map((r) => r[key].toFixed(1)).join(" / ")})`;
+    scalars.push(
+      { name: `memory per open /v0/sse session (${mcpSessions} initialized, idle): RSS, median`, value: `${sessions.perSessionKB.rss.toFixed(1)} KB${rounds("rss")}`, target: "stated" },
+      { name: "  V8 heap in use", value: `${sessions.perSessionKB.heap.toFixed(1)} KB${rounds("heap")}` },
+    );
+    json.mcp = { search: { words: words.length, ...mcpSearch.result, serverCpuPct: mcpSearch.cpuPct }, sessions };
+    await daemon.stop();
+    daemon = await startDaemon(dir, token);
+  }
 
   if (sections.has("fanout")) {
     // Memory per idle connection, on a daemon of its own started with --inspect (to force GCs before readings).
