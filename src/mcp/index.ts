@@ -52,12 +52,13 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}):
         method: "POST", path: "/v0/mcp", operationId: "mcp", summary: "MCP (Streamable HTTP)", ...common,
         description:
           "The Model Context Protocol over Streamable HTTP, stateless: POST a JSON-RPC message (or a batch) with `Accept: application/json, " +
-          "text/event-stream`; requests are answered as an event stream. Every tool reads the token's scopes: a read-only token sees only " +
+          "text/event-stream`. Quick calls are answered with one JSON body; a call that waits (wait_for_message) or asks for progress, as an " +
+          "event stream. Every tool reads the token's scopes: a read-only token sees only " +
           "read-only tools. Configure an MCP client with this URL and the header `Authorization: Bearer <token>`. GET and DELETE " +
           "answer 405: a stateless server offers no standalone event stream and has no sessions to end.",
         requestBody: { description: "A JSON-RPC 2.0 message or batch.", content: { "application/json": null }, required: true },
         responses: {
-          200: { description: "The JSON-RPC responses, as server-sent events.", content: { ...stream, "application/json": null } },
+          200: { description: "The JSON-RPC responses: one JSON body, or server-sent events for calls that wait.", content: { "application/json": null, ...stream } },
           202: { description: "Only notifications or responses were sent: accepted." },
           400: { description: "Not JSON-RPC (a JSON-RPC error body).", content: { "application/json": null } },
           406: { description: "Accept lacks application/json or text/event-stream (a JSON-RPC error body).", content: { "application/json": null } },

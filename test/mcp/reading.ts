@@ -102,6 +102,15 @@ export function readingTests(env: McpEnv) {
     expect(structured.results.in_groups.map((c: Chat) => c.id)).toContain(group.id);
     expect(structured.results.messages.items.map((m: Message) => m.id)).toEqual(rest.results.messages.items.map((m: Message) => m.id));
     expect(text).toContain("## Groups with a matching participant");
+    // Its message part pages on through search_messages, with the cursor its text names.
+    const common = await ok(env.client, "search", { query: "the" });
+    const cursor = common.structured.results.messages.oldestCursor;
+    expect(common.structured.results.messages.hasMore).toBe(true);
+    expect(common.text).toContain(`search_messages with query \`the\`, cursor \`${cursor}\``);
+    const next = await ok(env.client, "search_messages", { query: "the", cursor, direction: "before" });
+    const restNext = await env.api.get(`/v1/messages/search?query=the&cursor=${enc(cursor)}&direction=before`);
+    expect(next.structured.items.map((m: Message) => m.id)).toEqual(restNext.items.map((m: Message) => m.id));
+    expect(next.structured.items[0].id).not.toBe(common.structured.results.messages.items[0].id);
   });
 
   it("search_docs: operations of the served OpenAPI document and README sections, best first", async () => {

@@ -7,6 +7,8 @@ export interface DocSection {
   source: "readme" | "openapi";
   title: string;
   text: string;
+  /** A deprecated operation (/v0): ranked after current ones that match as well. */
+  deprecated?: boolean;
 }
 
 export interface DocHit extends DocSection {
@@ -59,7 +61,7 @@ export function openApiSections(document: { paths?: Record<string, Record<string
     for (const [method, raw] of Object.entries(item)) {
       const op = raw as Json;
       if (typeof op !== "object" || !op || !("responses" in op)) continue;
-      const lines = [op.description as string | undefined, op.deprecated ? "Deprecated." : undefined, `operationId: ${String(op.operationId)}; tags: ${((op.tags as string[]) ?? []).join(", ")}`];
+      const lines = [op.description as string | undefined, op.deprecated && !/^deprecated/i.test(String(op.description)) ? "Deprecated." : undefined, `operationId: ${String(op.operationId)}; tags: ${((op.tags as string[]) ?? []).join(", ")}`];
       const params = (op.parameters as Json[] | undefined) ?? [];
       if (params.length) lines.push(`Parameters: ${params.map((p) => `${p.name} (${p.in}${p.required ? ", required" : ""})${typeof p.description === "string" ? ` — ${p.description}` : ""}`).join("; ")}`);
       const body = (op.requestBody as Json | undefined)?.content as Record<string, Json> | undefined;
@@ -69,7 +71,7 @@ export function openApiSections(document: { paths?: Record<string, Record<string
       }
       const answers = Object.entries((op.responses as Record<string, Json>) ?? {}).map(([status, r]) => `${status} ${typeof r.description === "string" ? r.description : ""}`.trim());
       lines.push(`Answers: ${answers.join("; ")}`);
-      sections.push({ source: "openapi", title: `${method.toUpperCase()} ${path} — ${String(op.summary ?? "")}`, text: lines.filter(Boolean).join("\n") });
+      sections.push({ source: "openapi", title: `${method.toUpperCase()} ${path} — ${String(op.summary ?? "")}`, text: lines.filter(Boolean).join("\n"), deprecated: op.deprecated === true });
     }
   }
   return sections;
@@ -105,6 +107,7 @@ export class DocsIndex {
       }
       if (!matched.length) continue;
       if (marker?.test(section.text)) score += 15;
+      if (section.deprecated) score -= 500;
       hits.push({ ...section, matched, score: matched.length * 1000 + score });
     }
     return hits.sort((a, b) => b.score - a.score).slice(0, options.limit ?? 5);

@@ -5,7 +5,7 @@ import { FocusBody, SearchQuery } from "../../routes/app.ts";
 import { Success } from "../../schema/wire.ts";
 import { focus } from "../../services/focus.ts";
 import { unifiedSearch } from "../../services/search.ts";
-import { capMessage, chatBlock, code, cut, messageBlock, pageHint, plain } from "../format.ts";
+import { capMessage, chatBlock, code, cut, messageBlock, plain } from "../format.ts";
 import { Chat, describe, MessageSearchPage } from "../schemas.ts";
 import { defineTool } from "../tool.ts";
 
@@ -27,7 +27,7 @@ export const searchTool = defineTool({
       part(`Chats (${results.chats.length})`, results.chats.map(chatBlock)),
       part(`Groups with a matching participant (${results.in_groups.length})`, results.in_groups.map(chatBlock)),
       part(`Messages (${messages.items.length}${messages.hasMore ? "+" : ""})`, messages.items.map((m) => messageBlock(m, { chatTitle: messages.chats[m.chatID]?.title ?? m.chatID }))),
-      messages.hasMore ? pageHint("search_messages (with this query)", messages) : "",
+      messages.hasMore && messages.oldestCursor ? `More messages: call search_messages with query ${code(query)}, cursor ${code(messages.oldestCursor)} and direction "before".` : "",
     ];
     return { structured: { results: { ...results, messages } }, text: text.filter(Boolean).join("\n\n") };
   },
