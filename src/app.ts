@@ -27,8 +27,8 @@ import { appRoutes } from "./routes/app.ts";
 import { BlobStore } from "./assets/blob-store.ts";
 import { cleanupUploads, MAX_UPLOAD_BYTES, UPLOAD_TTL_MS, type AssetConfig } from "./services/assets.ts";
 import { isV0Path, v0Components, v0ErrorBodies, v0ErrorResponse, v0Response, v0Routes } from "./v0/index.ts";
-import { mcpRoutes } from "./mcp/index.ts";
-import { specRoutes } from "./spec/routes.ts";
+import { mcpRoutes, type McpOptions } from "./mcp/index.ts";
+import { lazyDocument, specRoutes } from "./spec/routes.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 
@@ -59,6 +59,8 @@ export interface AppOptions extends GuardOptions {
    * them. Uploads never sent are deleted after `uploadTtlMs` (default 24 h).
    */
   assets?: { storage: Storage; dir?: string; maxUploadBytes?: number; uploadTtlMs?: number };
+  /** MCP tools offered: "all" (default), "read-only", or tool names (src/mcp/options.ts). */
+  mcp?: Pick<McpOptions, "tools">;
 }
 
 const earliest = (...times: (number | undefined)[]) => {
@@ -168,8 +170,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   appRoutes(api);
   eventRoutes(api);
   v0Routes(api);
-  mcpRoutes(api, events);
-  specRoutes(api, info, { errorBodies: v0ErrorBodies, components: v0Components });
+  const openApi = lazyDocument(api, { version: VERSION, errorBodies: v0ErrorBodies, components: v0Components });
+  mcpRoutes(api, events, { ...options.mcp, log: options.log, openApi });
+  specRoutes(api, openApi);
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });

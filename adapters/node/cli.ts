@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { databasePath, resolveDataDir } from "./data-dir.ts";
 import { startServer } from "./serve.ts";
+import { parseToolSelection, type ToolSelection } from "../../src/mcp/index.ts";
 import { runSeed } from "./seed-command.ts";
 import { runToken } from "./token-command.ts";
 import { runWebhook } from "./webhook-command.ts";
@@ -21,12 +22,14 @@ Commands:
   webhook          add, list and remove webhooks (signed POSTs of every live event)
 
 Every command takes --data-dir DIR (or INBOXD_DATA_DIR) and --help.`,
-  serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--verbose]
+  serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--mcp-tools LIST] [--verbose]
 
 Runs the API. On the first start with no token it creates one and prints it once.
   --port N           port to listen on (default 23373; 0 picks a free one)
   --host ADDR        address to bind (default 127.0.0.1, loopback only)
   --allow-host NAME  also answer requests whose Host is NAME (remote access; repeatable)
+  --mcp-tools LIST   MCP tools offered at /v0/mcp and /v0/sse: all (default), read-only, or tool names separated
+                     by commas (env INBOXD_MCP_TOOLS)
   --verbose          log one line per request to stderr
 Environment: INBOXD_PORT (instead of --port), INBOXD_LOG=debug (as --verbose), INBOXD_SQLITE_SYNC=FULL (fsync
 every commit). SQLite is node:sqlite on Node 22.13+ and 24, better-sqlite3 on Node 20; the startup line says which.
@@ -72,11 +75,18 @@ export async function main(argv: string[]): Promise<number> {
           port: { type: "string", default: process.env.INBOXD_PORT ?? "23373" },
           host: { type: "string", default: "127.0.0.1" },
           "allow-host": { type: "string", multiple: true },
+          "mcp-tools": { type: "string", default: process.env.INBOXD_MCP_TOOLS },
           verbose: { type: "boolean", short: "v" },
         });
         if (values.help) return help("serve");
         const port = Number(values.port);
         if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0–65535, got ${values.port}`);
+        let tools: ToolSelection;
+        try {
+          tools = parseToolSelection(values["mcp-tools"] as string | undefined);
+        } catch (error) {
+          throw new UsageError(`--mcp-tools: ${(error as Error).message}`);
+        }
         const dataDir = resolveDataDir(values["data-dir"] as string | undefined);
         mkdirSync(dataDir, { recursive: true });
         const unlock = lockDataDir(dataDir);
@@ -90,6 +100,7 @@ export async function main(argv: string[]): Promise<number> {
           host: values.host as string,
           dbPath: databasePath(dataDir),
           allowHosts: (values["allow-host"] as string[] | undefined) ?? [],
+          mcp: { tools },
           verbose: Boolean(values.verbose || process.env.INBOXD_LOG === "debug"),
           print: (line) => console.log(line),
         });

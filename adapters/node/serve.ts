@@ -18,6 +18,8 @@ export interface ServeOptions {
   verbose: boolean;
   /** Where to print the one-time token and status lines. */
   print: (line: string) => void;
+  /** MCP tools offered (--mcp-tools). */
+  mcp?: AppOptions["mcp"];
   /** Overrides for tests (e.g. short login-session expiry). */
   tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs">;
   /** Overrides for tests: how long a request body may take (request-body.ts). */
@@ -90,6 +92,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     assets: { storage: assetStorage(assetDir), dir: assetDir },
     storage,
     allowedHosts: options.allowHosts,
+    mcp: options.mcp,
     ...options.tuning,
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,

@@ -7,6 +7,7 @@ import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
 import { ensureToken } from "../../src/services/tokens.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
+import { parseToolSelection } from "../../src/mcp/index.ts";
 import { frameFor, handleClientFrame, readyMessage, type DomainEvent } from "../../src/events/protocol.ts";
 
 /** What a socket carries across hibernation (see upgrade()). */
@@ -50,6 +51,8 @@ export interface InboxEnv {
   INBOXD_SANDBOX_QR_DELAY_MS?: string;
   /** JSON `{"chats":40,"messages":800,"accounts":2,"seed":7}`: fill an empty store with a sandbox dataset. */
   INBOXD_SEED?: string;
+  /** MCP tools offered: all (default), read-only, or tool names separated by commas (as `serve --mcp-tools`). */
+  INBOXD_MCP_TOOLS?: string;
 }
 
 /**
@@ -186,6 +189,7 @@ export class InboxObject {
       assets: this.env.ASSETS ? { storage: createStorage({ driver: r2Driver({ binding: this.env.ASSETS as never }) }) } : undefined,
       // Reminders wake the object with an alarm, which also survives eviction and restarts.
       schedule: (at) => void (at === undefined ? this.state.storage.deleteAlarm() : this.state.storage.setAlarm(at)),
+      mcp: { tools: parseToolSelection(this.env.INBOXD_MCP_TOOLS) },
       loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       info: { platform: { os: "workerd", arch: "unknown" } },

@@ -38,7 +38,7 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}):
       events,
       options,
       // Built on first use, when every route (this one included) is in api.operations.
-      docs: () => (docs ??= new DocsIndex([...readmeSections(README), ...openApiSections(openApiDocument(api.operations, { version: VERSION }))])),
+      docs: () => (docs ??= new DocsIndex([...readmeSections(README), ...openApiSections(options.openApi?.() ?? openApiDocument(api.operations, { version: VERSION }))])),
     });
   const sessionsOf = (rc: RequestContext) => (sessions ??= new SseSessions(envOf(rc)));
   const stateless = () => {

@@ -1,12 +1,12 @@
 import * as v from "valibot";
 import { LIMITS } from "../http/limits.ts";
 import { streamMultipart } from "../assets/multipart.ts";
-import { ApiError, badRequest } from "../http/errors.ts";
+import { badRequest } from "../http/errors.ts";
 import type { Api, RequestContext } from "../http/route-kit.ts";
 import { serveBytes } from "../http/serve-bytes.ts";
 import { refuseDeclaredLength } from "../http/validate.ts";
 import { Upload } from "../schema/bridges.ts";
-import { assetKey, MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, type AssetConfig } from "../services/assets.ts";
+import { assetKey, MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, uploadBase64, type AssetConfig } from "../services/assets.ts";
 
 export const Base64Body = v.object({
   content: v.pipe(v.string(), v.minLength(1, "content must not be empty")),
@@ -64,12 +64,7 @@ export function assetRoutes(api: Api, config: AssetConfig) {
     .add({ method: "POST", path: "/v1/assets/upload/base64", operationId: "uploadAssetBase64", summary: "Upload a file (base64)", tag, response: Upload,
       body: Base64Body, bodyLimits: { maxBytes: LIMITS.base64BodyBytes, allowLonger: ["content"] },
       description: `The file as base64 \`content\` (a data: URL prefix is accepted), up to ${MAX_BASE64_BYTES} bytes decoded.` },
-      async ({ rc, body }) => {
-        const bytes = decodeBase64(body.content);
-        if (bytes.length > MAX_BASE64_BYTES) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`);
-        const asset = await storeAsset(rc.app, config, once(bytes), { fileName: body.fileName, mimeType: body.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });
-        return presentUpload(config, asset);
-      })
+      async ({ rc, body }) => presentUpload(config, await uploadBase64(rc.app, config, body, ["body", "content"])))
     .add({ method: "POST", path: "/v1/assets/download", operationId: "downloadAsset", summary: "Download a file", tag, body: UrlBody,
       response: v.strictObject({ srcURL: v.pipe(v.string(), v.description("Where the file is now: a file:// URL on the daemon, localmxc:// in the Worker; /v1/assets/serve serves both.")) }),
       description: "Fetches an attachment's bytes (an mxc:// or localmxc:// URL) onto this device." },
@@ -93,24 +88,4 @@ export function assetRoutes(api: Api, config: AssetConfig) {
 /** A part's own Content-Type counts only when it says something (browsers send octet-stream for unknown files). */
 function declaredType(type: string | undefined): string | undefined {
   return type && type !== "application/octet-stream" && MIME.test(type) ? type : undefined;
-}
-
-function decodeBase64(text: string): Uint8Array {
-  const clean = text.replace(/^data:[^,]*,/, "").replace(/\s+/g, "");
-  const invalid = () => badRequest("content is not base64", [{ code: "invalid_base64", message: "expected base64", path: ["body", "content"] }]);
-  // Padding only at the end, and never a length no encoder produces (one character past a group of four).
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean) || clean.replace(/=+$/, "").length % 4 === 1 || (clean.includes("=") && clean.length % 4 !== 0)) throw invalid();
-  let binary: string;
-  try {
-    binary = atob(clean.replace(/-/g, "+").replace(/_/g, "/"));
-  } catch {
-    throw invalid();
-  }
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
-}
-
-async function* once(bytes: Uint8Array) {
-  yield bytes;
 }

@@ -78,6 +78,8 @@ export const ReminderBody = v.object({
       dismissOnIncomingMessage: v.optional(v.boolean(), false),
     }),
     v.check((r) => r.remindAtMs !== undefined || r.remindAt !== undefined, "remindAtMs or remindAt is required"),
+    // Handlers get one time however it was sent.
+    v.transform((r) => ({ at: r.remindAtMs ?? Date.parse(r.remindAt!), dismissOnIncomingMessage: r.dismissOnIncomingMessage })),
   ),
 });
 export const ReadBody = v.object({ messageID: v.optional(id) });
@@ -117,7 +119,7 @@ export function chatRoutes(api: Api) {
       })
     .add({ method: "POST", path: "/v1/chats/:chatID/reminders", operationId: "setChatReminder", summary: "Create a chat reminder", tag, body: ReminderBody, responses: done },
       async ({ rc, params, body: { reminder } }) => {
-        await setReminder(rc.app, params.chatID, reminder.remindAtMs ?? Date.parse(reminder.remindAt!), reminder.dismissOnIncomingMessage);
+        await setReminder(rc.app, params.chatID, reminder.at, reminder.dismissOnIncomingMessage);
         return noContent();
       })
     .add({ method: "DELETE", path: "/v1/chats/:chatID/reminders", operationId: "clearChatReminder", summary: "Delete a chat reminder", tag, responses: done },

@@ -273,3 +273,39 @@ function extensionFor(mime: string): string {
   const map: Record<string, string> = { "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "video/mp4": ".mp4", "audio/ogg": ".ogg", "audio/mpeg": ".mp3", "audio/wav": ".wav", "application/pdf": ".pdf", "text/plain": ".txt" };
   return map[mime] ?? "";
 }
+
+/**
+ * Stores a file sent as base64 text (POST /v1/assets/upload/base64, MCP tools): standard or URL-safe alphabet,
+ * padded or not, with an optional data: URL prefix and whitespace. `at` is where `content` was in the request, for
+ * the 400 that names it.
+ */
+export async function uploadBase64(
+  ctx: Context,
+  config: AssetConfig,
+  file: { content: string; fileName?: string; mimeType?: string },
+  at: (string | number)[],
+): Promise<AssetRecord> {
+  const bytes = decodeBase64(file.content, at);
+  if (bytes.length > MAX_BASE64_BYTES) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`);
+  return storeAsset(ctx, config, once(bytes), { fileName: file.fileName, mimeType: file.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });
+}
+
+function decodeBase64(text: string, at: (string | number)[]): Uint8Array {
+  const clean = text.replace(/^data:[^,]*,/, "").replace(/\s+/g, "");
+  const invalid = () => badRequest("content is not base64", [{ code: "invalid_base64", message: "expected base64", path: at }]);
+  // Padding only at the end, and never a length no encoder produces (one character past a group of four).
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean) || clean.replace(/=+$/, "").length % 4 === 1 || (clean.includes("=") && clean.length % 4 !== 0)) throw invalid();
+  let binary: string;
+  try {
+    binary = atob(clean.replace(/-/g, "+").replace(/_/g, "/"));
+  } catch {
+    throw invalid();
+  }
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+async function* once(bytes: Uint8Array) {
+  yield bytes;
+}

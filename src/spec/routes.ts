@@ -1,13 +1,17 @@
 import type { Api } from "../http/route-kit.ts";
-import type { ServerInfo } from "../routes/info.ts";
 import { openApiDocument, type DocumentOptions, type OpenApiDocument } from "./openapi.ts";
 
 /**
- * GET /v1/spec: the OpenAPI 3.1 document of every operation registered on `api` (so it must be plugged in last),
- * with this server as its `servers` entry. Built once, on first request.
+ * The OpenAPI document of every operation registered on `api`, built once on first use — after the last route is
+ * plugged in (GET /v1/spec, search_docs).
  */
-export function specRoutes(api: Api, info: ServerInfo, more: Omit<DocumentOptions, "version"> = {}) {
+export function lazyDocument(api: Api, options: DocumentOptions): () => OpenApiDocument {
   let document: OpenApiDocument | undefined;
+  return () => (document ??= openApiDocument(api.operations, options));
+}
+
+/** GET /v1/spec: the document, with this server as its `servers` entry. */
+export function specRoutes(api: Api, document: () => OpenApiDocument) {
   api.add(
     {
       method: "GET",
@@ -19,8 +23,7 @@ export function specRoutes(api: Api, info: ServerInfo, more: Omit<DocumentOption
       responses: { 200: { description: "The OpenAPI 3.1 document.", content: { "application/json": null } } },
     },
     ({ rc }) => {
-      document ??= openApiDocument(api.operations, { version: info.version, ...more });
-      return { ...document, servers: [{ url: rc.url.origin }] };
+      return { ...document(), servers: [{ url: rc.url.origin }] };
     },
   );
 }

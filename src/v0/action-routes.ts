@@ -45,7 +45,7 @@ export function v0ActionRoutes(api: Api): void {
   addV0(api, "set-chat-reminder", { summary: "Set a chat reminder (v0)", body: SetChatReminderBody, response: Done,
     notes: "Body: `chatID` and `reminder: {remindAtMs (or remindAt), dismissOnIncomingMessage?}`, as /v1 takes them." },
     async ({ rc, body: { chatID, reminder } }) => {
-      await setReminder(rc.app, chatID, reminder.remindAtMs ?? Date.parse(reminder.remindAt!), reminder.dismissOnIncomingMessage);
+      await setReminder(rc.app, chatID, reminder.at, reminder.dismissOnIncomingMessage);
       return done;
     });
 

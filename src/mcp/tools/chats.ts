@@ -92,7 +92,7 @@ export const setReminderTool = defineTool({
   readOnly: false,
   idempotent: true,
   async run({ chatID, reminder }, tc) {
-    await setReminder(tc.app, chatID, reminder.remindAtMs ?? Date.parse(reminder.remindAt!), reminder.dismissOnIncomingMessage);
+    await setReminder(tc.app, chatID, reminder.at, reminder.dismissOnIncomingMessage);
     const chat = getChat(tc.app, chatID, 0);
     const set = chat.reminder!;
     const dismiss = set.dismissOnIncomingMessage ? ", dismissed if someone writes first" : "";
