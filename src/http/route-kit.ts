@@ -62,8 +62,6 @@ export interface Operation<Q extends v.GenericSchema | undefined = v.GenericSche
   extension?: boolean;
   /** Marks the operation deprecated in the document (the /v0 generation). */
   deprecated?: boolean;
-  /** Left out of the document: transport plumbing described elsewhere (the /v0/sse message endpoint). */
-  undocumented?: boolean;
 }
 
 type Out<S> = S extends v.GenericSchema ? v.InferOutput<S> : undefined;

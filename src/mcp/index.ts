@@ -68,9 +68,10 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}):
       },
       ({ req, rc }) => handleStreamable(req as unknown as Request, rc.principal!, envOf(rc)),
     )
-    // Described in the POST's entry: an operation that never succeeds has no place in the document.
-    .add({ method: "GET", path: "/v0/mcp", operationId: "mcpStream", summary: "MCP event stream (not offered)", ...common, responses: notAllowed, undocumented: true }, stateless)
-    .add({ method: "DELETE", path: "/v0/mcp", operationId: "mcpEndSession", summary: "End an MCP session (none here)", ...common, responses: notAllowed, undocumented: true }, stateless)
+    .add({ method: "GET", path: "/v0/mcp", operationId: "mcpStream", summary: "MCP event stream (not offered)", ...common, responses: notAllowed,
+      description: "Answers 405: this stateless server offers no standalone event stream (MCP clients expect exactly that answer)." }, stateless)
+    .add({ method: "DELETE", path: "/v0/mcp", operationId: "mcpEndSession", summary: "End an MCP session (none here)", ...common, responses: notAllowed,
+      description: "Answers 405: a stateless server has no session to end." }, stateless)
     .add(
       {
         method: "GET", path: "/v0/sse", operationId: "mcpSse", summary: "MCP (HTTP+SSE, older transport)", ...common,

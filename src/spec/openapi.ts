@@ -70,7 +70,6 @@ export function openApiDocument(operations: readonly Operation[], options: Docum
 
   const paths: OpenApiDocument["paths"] = {};
   for (const op of operations) {
-    if (op.undocumented) continue;
     const path = openApiPath(op.path);
     const entry: OperationObject = {
       operationId: op.operationId,
@@ -109,7 +108,7 @@ export function openApiDocument(operations: readonly Operation[], options: Docum
       license: { name: "MIT", identifier: "MIT" },
     },
     security: [{ bearerAuth: [] }],
-    tags: [...new Set(operations.filter((o) => !o.undocumented).map((o) => o.tag))].map((name) => ({ name })),
+    tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name })),
     paths,
     components: {
       schemas,
