@@ -30,6 +30,8 @@ import { isV0Path, v0Components, v0ErrorBodies, v0ErrorResponse, v0Response, v0R
 import { mcpRoutes, type McpOptions } from "./mcp/index.ts";
 import { lazyDocument, specRoutes } from "./spec/routes.ts";
 import { eventRoutes } from "./routes/events.ts";
+import { labelRoutes } from "./routes/labels.ts";
+import { typingRoutes } from "./routes/typing.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 
 export const VERSION = "0.1.0";
@@ -168,6 +170,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   webhookRoutes(api);
   assetRoutes(api, assets);
   appRoutes(api);
+  labelRoutes(api);
+  typingRoutes(api);
   eventRoutes(api);
   v0Routes(api);
   const openApi = lazyDocument(api, { version: VERSION, errorBodies: v0ErrorBodies, components: v0Components });

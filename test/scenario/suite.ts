@@ -26,6 +26,8 @@ import { robustnessScenarios } from "./robustness.ts";
 import { sdk4Scenarios } from "./sdk4.ts";
 import { unifiedSearchScenarios } from "./unified-search.ts";
 import { v0Scenarios } from "./v0.ts";
+import { chatLabelScenarios } from "./chat-labels.ts";
+import { appSurfaceScenarios } from "./app-surface.ts";
 import { ResponseChecker } from "./openapi-check.ts";
 
 export type { Start, StartOptions } from "./kit.ts";
@@ -71,6 +73,8 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
     robustnessScenarios(env);
     bridgeScenarios(env, start);
     v0Scenarios(env);
+    chatLabelScenarios(env);
+    appSurfaceScenarios(env);
     // Last: its chats (empty groups, refused sends) would come first in the lists other scenarios walk.
     hardeningScenarios(env);
 
