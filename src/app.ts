@@ -20,6 +20,7 @@ import { ingest } from "./services/ingest.ts";
 import { Db } from "./store/db.ts";
 import { EventHub } from "./events/hub.ts";
 import { fireDueReminders, nextReminderAt } from "./services/reminders.ts";
+import { endDueMutes, nextMuteEnd } from "./services/mutes.ts";
 import { WebhookDispatcher } from "./services/webhooks.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { assetRoutes } from "./routes/assets.ts";
@@ -93,7 +94,7 @@ export interface App {
   context: Context;
   /** Every operation the app answers (what GET /v1/spec documents). */
   operations: readonly Operation[];
-  /** Does what is due (reminders, webhook retries, expired uploads) and schedules the next wake-up (AppOptions.schedule). */
+  /** Does what is due (reminders, timed mutes, webhook retries, expired uploads) and schedules the next wake-up (AppOptions.schedule). */
   wake(): Promise<void>;
   close(): Promise<void>;
 }
@@ -129,7 +130,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     webhooks,
     assets,
     now: options.now ?? Date.now,
-    rearm: () => options.schedule?.(earliest(nextReminderAt(context), webhooks.nextAt(), context.nextUploadExpiry)),
+    rearm: () => options.schedule?.(earliest(nextReminderAt(context), nextMuteEnd(context), webhooks.nextAt(), context.nextUploadExpiry)),
   };
   bridges.onEvent = (account, event) => ingest(context, account, event);
   bridges.onSaveState = async (account, state) => {
@@ -192,6 +193,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     operations: api.operations,
     async wake() {
       await fireDueReminders(context);
+      await endDueMutes(context);
       await webhooks.run();
       await cleanupUploads(context, assets);
       context.rearm();

@@ -32,6 +32,7 @@ export const SearchQuery = v.object({
   scope: v.optional(v.picklist(["titles", "participants"])),
   type: v.optional(v.picklist(["single", "group", "any"])),
   unreadOnly: v.optional(queryBoolean),
+  labelID: v.optional(v.pipe(id, v.metadata(extension("only chats with this label (GET /v1/labels); an unknown label is a 422.")))),
 });
 export const GetQuery = v.object({ maxParticipantCount: v.optional(queryInt(-1, 500)) });
 
@@ -58,6 +59,11 @@ export const StartBody = v.object({
   allowInvite: v.optional(v.boolean()),
   messageText: v.optional(bounded(LIMITS.textBytes)),
 });
+/** An ISO 8601 date-time no later than year 9999 (the end of what ISO 8601 dates express without extension). */
+const dateTimeInput = v.pipe(v.string(), v.isoTimestamp("expected an ISO 8601 date-time"), v.check((x) => Date.parse(x) <= MAX_DATE_MS, "date is after year 9999"));
+/** Disappearing-message timers: any network's fits in a signed 32-bit number of seconds (68 years). */
+const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
+
 export const PatchBody = v.object({
   title: v.optional(v.nullable(v.pipe(v.string(), v.minLength(1, "title must not be empty (send null to reset it)"), v.maxBytes(LIMITS.titleBytes, `must be at most ${LIMITS.titleBytes} bytes`)))),
   description: v.optional(v.nullable(bounded(LIMITS.descriptionBytes))),
@@ -65,7 +71,27 @@ export const PatchBody = v.object({
   isLowPriority: v.optional(v.boolean()),
   isPinned: v.optional(v.boolean()),
   isMuted: v.optional(v.boolean()),
+  mutedUntil: v.optional(
+    v.pipe(
+      v.nullable(dateTimeInput),
+      v.metadata(extension("with `isMuted: true` (or alone): mute until this time, then unmute on its own; null drops the end time of a mute.")),
+      v.transform((x) => (x === null ? null : Date.parse(x))),
+    ),
+  ),
   draft: v.optional(v.nullable(v.object({ text: bounded(LIMITS.textBytes) }))),
+  imgURL: v.optional(
+    v.pipe(
+      v.nullable(v.pipe(v.string(), v.minLength(1, "imgURL must not be empty (send null to remove the picture)"), v.maxBytes(LIMITS.urlBytes, `must be at most ${LIMITS.urlBytes} bytes`))),
+      v.description("The chat's picture on this device: an uploaded image's `uploadID` or `srcURL` (or its path in this daemon's asset directory); null removes it."),
+    ),
+  ),
+  messageExpirySeconds: v.optional(
+    v.pipe(
+      v.nullable(v.pipe(v.number(), v.integer("expected a whole number of seconds"), v.minValue(0), v.maxValue(MAX_EXPIRY_SECONDS))),
+      v.description("Disappearing-message timer in seconds (0: off), recorded on this device; null clears it."),
+    ),
+  ),
+  labelIDs: v.optional(v.pipe(boundedArray(id), v.metadata(extension("replaces the chat's labels (IDs from GET /v1/labels; [] removes all); an unknown ID is a 422.")))),
 });
 export const ArchiveBody = v.object({ archived: v.optional(v.boolean(), true) });
 export const ReminderBody = v.object({
@@ -74,7 +100,7 @@ export const ReminderBody = v.object({
       // Upper bound: the last millisecond of year 9999, the end of what ISO 8601 dates express without extension.
       // A number in the API's types: fractions (Python's time.time() * 1000) are cut to the millisecond.
       remindAtMs: v.optional(v.pipe(v.number(), v.finite(), v.transform(Math.floor), v.minValue(0), v.maxValue(MAX_DATE_MS))),
-      remindAt: v.optional(v.pipe(v.string(), v.isoTimestamp("expected an ISO 8601 date-time"), v.check((x) => Date.parse(x) <= MAX_DATE_MS, "date is after year 9999"))),
+      remindAt: v.optional(dateTimeInput),
       dismissOnIncomingMessage: v.optional(v.boolean(), false),
     }),
     v.check((r) => r.remindAtMs !== undefined || r.remindAt !== undefined, "remindAtMs or remindAt is required"),
@@ -110,7 +136,7 @@ export function chatRoutes(api: Api) {
     .add({ method: "GET", path: "/v1/chats/:chatID", operationId: "getChat", summary: "Retrieve chat details", tag, query: GetQuery, response: Chat },
       ({ rc, params, query }) => getChat(rc.app, params.chatID, query.maxParticipantCount))
     .add({ method: "PATCH", path: "/v1/chats/:chatID", operationId: "patchChat", summary: "Update chat", tag, body: PatchBody, response: Chat,
-      description: "Title, description, archive/low-priority/pin/mute state and draft; only the fields sent change." },
+      description: "Title, description, archive/low-priority/pin/mute state (with an optional end), draft, picture, disappearing-message timer and labels; only the fields sent change." },
       ({ rc, params, body }) => updateChat(rc.app, params.chatID, body))
     .add({ method: "POST", path: "/v1/chats/:chatID/archive", operationId: "archiveChat", summary: "Archive or unarchive a chat", tag, body: ArchiveBody, responses: done },
       async ({ rc, params, body }) => {

@@ -144,10 +144,24 @@ export const Chat = v.strictObject({
   isLowPriority: v.boolean(),
   isMarkedUnread: v.boolean(),
   draft: v.nullable(v.strictObject({ text: v.string() })),
+  imgURL: v.optional(v.pipe(v.string(), v.description("The chat's picture set on this device: a local asset URL (file:// on the daemon, localmxc:// in the Worker) that /v1/assets/serve serves."))),
+  messageExpirySeconds: v.optional(v.pipe(v.number(), v.integer(), v.description("Disappearing-message timer in seconds, when one is set (0: off)."))),
+  mutedUntil: v.optional(v.pipe(dateTime, v.metadata(extension("when a timed mute ends; `isMuted` turns false then and this field goes away.")))),
+  labelIDs: v.pipe(v.array(v.string()), v.metadata(extension("the device-local labels of the chat (GET /v1/labels), in the order they were set."))),
   reminder: v.optional(v.pipe(Reminder, v.metadata(extension("the chat's reminder, when one is set.")))),
   preview: v.optional(v.pipe(Message, v.description("The chat's last message (5.0.0 calls a chat with it ChatWithPreview)."))),
 });
 export type Chat = v.InferOutput<typeof Chat>;
+
+/** A device-local chat label. */
+export const Label = v.pipe(
+  v.strictObject({
+    id: v.pipe(v.string(), v.description("Stable label ID; chats list it in `labelIDs`.")),
+    name: v.string(),
+  }),
+  v.metadata(extension("a chat label of this device.")),
+);
+export type Label = v.InferOutput<typeof Label>;
 
 const cursor = v.pipe(v.nullable(v.string()), v.description("Opaque cursor; null when the page is empty."));
 

@@ -6,6 +6,8 @@ import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
 import { upsertChat } from "./ingest.ts";
 import { findMessage, sendMessage } from "./messages.ts";
 import { chatListJSON, JsonText, presentChat } from "./present.ts";
+import { resolveChatPicture } from "./chat-picture.ts";
+import { checkLabels, requireLabel } from "./labels.ts";
 
 export const CHAT_PAGE = 25;
 const encoder = new TextEncoder();
@@ -20,6 +22,7 @@ export interface ChatFilter {
   scope?: "titles" | "participants";
   type?: "single" | "group" | "any";
   unreadOnly?: boolean;
+  labelID?: string;
 }
 
 /** Case-insensitive word-prefix match: every query word must start some word of the haystack. */
@@ -41,6 +44,7 @@ function chatMatcher(ctx: Context, f: ChatFilter): (c: ChatRecord) => boolean {
     if (f.lastActivityBefore !== undefined && !(c.lastActivity < f.lastActivityBefore)) return false;
     if (f.type && f.type !== "any" && c.type !== f.type) return false;
     if (f.unreadOnly && c.unreadCount === 0 && !c.markedUnread) return false;
+    if (f.labelID !== undefined && !c.labelIDs?.includes(f.labelID)) return false;
     if (queryWords.length) {
       const titles = `${c.title} ${ctx.db.account(c.accountID)?.networkName ?? ""}`;
       const people = c.participants.map((p) => `${p.fullName ?? ""} ${p.username ?? ""}`).join(" ");
@@ -113,6 +117,7 @@ export function listChats(ctx: Context, q: { accountIDs?: string[]; cursor?: str
 
 export function searchChats(ctx: Context, q: ChatFilter & { cursor?: string; direction?: "before" | "after"; limit?: number }) {
   const { cursor, direction, limit, ...filter } = q;
+  if (filter.labelID !== undefined) requireLabel(ctx, filter.labelID, ["query", "labelID"]);
   return pageChats(ctx, "chat-search", filter, limit ?? 50, cursor, direction);
 }
 
@@ -176,21 +181,56 @@ export interface ChatPatch {
   isPinned?: boolean;
   isMuted?: boolean;
   draft?: { text: string } | null;
+  /** A local image asset (see chat-picture.ts); null removes the picture. */
+  imgURL?: string | null;
+  messageExpirySeconds?: number | null;
+  /** ms since epoch; null: a mute without end. Implies isMuted: true. */
+  mutedUntil?: number | null;
+  labelIDs?: string[];
 }
 
+/**
+ * Applies the fields sent, and only those. Everything that can fail is checked first (the picture is looked up,
+ * the only wait), then every change is made at once with no await before the save, so a concurrent PATCH or label
+ * deletion is never half-applied or undone.
+ */
 export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch): Promise<Chat> {
   const chat = requireChat(ctx, chatID);
   if (patch.draft && chat.draft?.text) throw unprocessable("a draft is already set: send draft=null first", ["body", "draft"]);
+  const mute = muteChange(ctx, chat, patch);
+  if (patch.labelIDs !== undefined) checkLabels(ctx, patch.labelIDs);
+  const imgURL = patch.imgURL ? await resolveChatPicture(ctx, patch.imgURL) : patch.imgURL;
+  // Checked again, now with no await before the save: a label deleted during the wait is refused, not stored.
+  if (patch.labelIDs !== undefined) chat.labelIDs = checkLabels(ctx, patch.labelIDs);
   if (patch.title !== undefined) chat.title = patch.title ?? defaultTitle(chat);
   if (patch.description !== undefined) chat.description = patch.description;
   if (patch.isArchived !== undefined) chat.isArchived = patch.isArchived;
   if (patch.isLowPriority !== undefined) chat.isLowPriority = patch.isLowPriority;
   if (patch.isPinned !== undefined) chat.isPinned = patch.isPinned;
-  if (patch.isMuted !== undefined) chat.isMuted = patch.isMuted;
+  if (mute) Object.assign(chat, mute);
   if (patch.draft !== undefined) chat.draft = patch.draft;
+  if (imgURL !== undefined) chat.imgURL = imgURL ?? undefined;
+  if (patch.messageExpirySeconds !== undefined) chat.messageExpirySeconds = patch.messageExpirySeconds ?? undefined;
   ctx.db.saveChat(chat);
   await ctx.db.commit();
+  if (mute) ctx.rearm();
   return presentChat(ctx.db, chat, { preview: true });
+}
+
+/**
+ * `isMuted` and `mutedUntil` together: a time mutes until then (isMuted may be left out), `isMuted: true` alone
+ * mutes without end (replacing a timed mute), `isMuted: false` unmutes and drops any end time, `mutedUntil: null`
+ * alone drops the end time of a mute (the chat stays as muted as it was).
+ */
+function muteChange(ctx: Context, chat: ChatRecord, patch: ChatPatch): { isMuted: boolean; mutedUntil: number | undefined } | undefined {
+  const { isMuted, mutedUntil } = patch;
+  if (mutedUntil === undefined) return isMuted === undefined ? undefined : { isMuted, mutedUntil: undefined };
+  if (mutedUntil === null) return { isMuted: isMuted ?? chat.isMuted, mutedUntil: undefined };
+  if (isMuted === false)
+    throw badRequest("mutedUntil needs isMuted true (or left out)", [{ code: "conflict", message: "a time to unmute at needs isMuted true; send isMuted false alone to unmute now", path: ["body", "mutedUntil"] }]);
+  if (mutedUntil <= ctx.now())
+    throw badRequest("mutedUntil is in the past", [{ code: "too_small", message: "must be in the future", path: ["body", "mutedUntil"] }]);
+  return { isMuted: true, mutedUntil };
 }
 
 /** The title a chat has without a custom one: the other person, or the first names of the members. */

@@ -1,4 +1,4 @@
-import type { Chat, Message } from "../schema/wire.ts";
+import type { Chat, Message, User } from "../schema/wire.ts";
 import type { Db } from "../store/db.ts";
 import type { ChatRecord, MessageRecord } from "../store/records.ts";
 import { sortKeyOf } from "./cursor.ts";
@@ -42,7 +42,7 @@ export function presentMessage(chat: ChatRecord, m: MessageRecord): Message {
 export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants?: number; preview?: boolean } = {}): Chat {
   const max = options.maxParticipants ?? -1;
   const all = chat.participants;
-  const items = max < 0 ? all : all.slice(0, max);
+  const items = (max < 0 ? all : all.slice(0, max)).map(presentUser);
   const account = db.account(chat.accountID);
   const out: Chat = {
     id: chat.id,
@@ -60,8 +60,12 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
     isLowPriority: chat.isLowPriority,
     isMarkedUnread: chat.markedUnread === true,
     draft: chat.draft ?? null,
+    labelIDs: chat.labelIDs ?? [],
   };
   if (chat.description !== undefined) out.description = chat.description;
+  if (chat.imgURL !== undefined) out.imgURL = chat.imgURL;
+  if (chat.messageExpirySeconds !== undefined) out.messageExpirySeconds = chat.messageExpirySeconds;
+  if (chat.mutedUntil !== undefined) out.mutedUntil = new Date(chat.mutedUntil).toISOString();
   if (chat.lastReadSeq >= 0) out.lastReadMessageSortKey = sortKeyOf(chat.lastReadSeq);
   if (chat.reminder)
     out.reminder = {
@@ -73,6 +77,14 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
     };
   if (options.preview && chat.preview) out.preview = presentMessage(chat, chat.preview);
   return out;
+}
+
+/**
+ * A person as newer clients read them: `cannotMessage` always said (false unless the network says otherwise: the
+ * connector contract lets a network mark a user it has no path to).
+ */
+export function presentUser(user: User): User {
+  return user.cannotMessage === undefined ? { ...user, cannotMessage: false } : user;
 }
 
 /** A response body already serialised (chat lists splice cached per-chat JSON instead of re-serialising). */

@@ -17,8 +17,6 @@ const reference: Json = JSON.parse(readFileSync(new URL("../../test/fixtures/des
 const NOT_YET: Record<string, string> = {
   "Chat.capabilities": "issue 10 (remaining 5.x fields)",
   "Chat.snooze": "issue 10",
-  "Chat.messageExpirySeconds": "issue 10 / issue 17 item 14",
-  "Chat.imgURL": "issue 10 / issue 17 item 14",
   "Chat.unreadMentionsCount": "issue 10",
   "Message.isDeleted": "issue 10",
   "Message.isHidden": "issue 10",
@@ -26,9 +24,6 @@ const NOT_YET: Record<string, string> = {
   "Message.seen": "issue 10",
   "Message.links": "issue 10",
   "Attachment.transcription": "issue 10",
-  "PATCH /v1/chats/{chatID} body.imgURL": "issue 10 / issue 17 item 14",
-  "PATCH /v1/chats/{chatID} body.messageExpirySeconds": "issue 10 / issue 17 item 14",
-  "DELETE /v1/chats/{chatID}/messages/{messageID} query.forEveryone": "issue 10 / issue 17 item 15",
   // The 5.0.0 asset answers allow an `error` field beside the data; inboxd answers failures with an error status.
   "DownloadAssetOutput.error": "never: failures are 4xx/5xx with the error body",
   "UploadAssetOutput.error": "never: failures are 4xx/5xx with the error body",

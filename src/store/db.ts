@@ -1,7 +1,7 @@
 import type { Storage } from "unstorage";
 import { ChatTable } from "./chat-table.ts";
 import { Kv } from "./kv.ts";
-import { CHUNK_SIZE, keys, previewOf, type AccountRecord, type ChatRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
+import { CHUNK_SIZE, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
 
@@ -15,6 +15,8 @@ export class Db {
   readonly index: SearchIndex;
   accounts: AccountRecord[] = [];
   logins: LoginRecord[] = [];
+  /** Device-local chat labels: few and small, so kept in memory and stored as one record. */
+  labels: LabelRecord[] = [];
   private meta: MetaRecord = { schema: 1, nextChatNo: 0 };
   private readonly locks = new Map<number, Promise<unknown>>();
   private changes = new ChangeSet();
@@ -54,6 +56,7 @@ export class Db {
     this.meta = (await this.storage.getItem<MetaRecord>(keys.meta)) ?? { schema: 1, nextChatNo: 0 };
     this.accounts = (await this.storage.getItem<AccountRecord[]>(keys.accounts)) ?? [];
     this.logins = (await this.storage.getItem<LoginRecord[]>(keys.logins)) ?? [];
+    this.labels = (await this.storage.getItem<LabelRecord[]>(keys.labels)) ?? [];
     const chatKeys = Array.from({ length: this.meta.nextChatNo }, (_, no) => keys.chat(no));
     const records: ChatRecord[] = [];
     for (let i = 0; i < chatKeys.length; i += 2000) {
@@ -97,6 +100,14 @@ export class Db {
 
   saveLogins() {
     this.kv.put(keys.logins, this.logins);
+  }
+
+  /**
+   * Persists the label list. Label changes, like chat changes, are made synchronously in memory before the next
+   * await, so concurrent requests cannot lose each other's updates; the commit writes the list as it is then.
+   */
+  saveLabels() {
+    this.kv.put(keys.labels, this.labels);
   }
 
   /** Forgets a chat and its messages (account removal). Search postings left behind are filtered out on read. */

@@ -54,6 +54,21 @@ export interface ChatRecord {
   /** `firedAt` is set when the reminder has gone off; it stays on the chat until cleared. */
   reminder?: { at: number; dismissOnIncomingMessage: boolean; firedAt?: number };
   draft?: { text: string } | null;
+  /** Device-local labels (LabelRecord IDs), in the order they were set. */
+  labelIDs?: string[];
+  /** The chat's picture on this device: the srcURL of a local image asset. */
+  imgURL?: string;
+  /** Disappearing-message timer in seconds, as a client set it (0: off). */
+  messageExpirySeconds?: number;
+  /** ms since epoch when a timed mute ends (isMuted is then cleared); absent for a mute without end. */
+  mutedUntil?: number;
+}
+
+/** A device-local chat label (GET /v1/labels); chats refer to it by `id`. */
+export interface LabelRecord {
+  id: string;
+  name: string;
+  createdAt: number;
 }
 
 export interface MessageRecord {
@@ -88,6 +103,7 @@ export const keys = {
   meta: "meta",
   accounts: "accounts",
   logins: "logins",
+  labels: "labels",
   chat: (no: number) => `chat:${no}`,
   chunk: (chatNo: number, chunk: number) => `msg:${chatNo}:${chunk}`,
   contacts: (accountID: string) => `contacts:${encodeKeyPart(accountID)}`,
