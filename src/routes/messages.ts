@@ -30,6 +30,17 @@ export const ReactionBody = v.object({
   transactionID: v.optional(bounded(LIMITS.idBytes)),
 });
 export const ReactionQuery = v.object({ reactionKey: id });
+export const DeleteQuery = v.object({
+  // queryBoolean's steps, with the description where the document keeps it (before the transformation).
+  forEveryone: v.optional(
+    v.pipe(
+      v.picklist(["true", "false"], "expected true or false"),
+      v.description("true (default): delete on the network too; false: delete only on this device, the network is not told."),
+      v.transform((x) => x === "true"),
+    ),
+    "true",
+  ),
+});
 export const SearchQuery = v.object({
   query: v.optional(bounded(LIMITS.queryTextBytes)),
   accountIDs: v.optional(queryArray),
@@ -75,9 +86,10 @@ export function messageRoutes(api: Api) {
       ({ rc, params }) => getMessage(rc.app, params.chatID, params.messageID))
     .add({ method: "PUT", path: "/v1/chats/:chatID/messages/:messageID", operationId: "editMessage", summary: "Edit a message", tag, body: EditBody, response: EditedMessage },
       ({ rc, params, body }) => editMessage(rc.app, params.chatID, params.messageID, body.text))
-    .add({ method: "DELETE", path: "/v1/chats/:chatID/messages/:messageID", operationId: "deleteMessage", summary: "Delete a message", tag, responses: { 204: { description: "Deleted." } } },
-      async ({ rc, params }) => {
-        await deleteMessage(rc.app, params.chatID, params.messageID);
+    .add({ method: "DELETE", path: "/v1/chats/:chatID/messages/:messageID", operationId: "deleteMessage", summary: "Delete a message", tag, query: DeleteQuery,
+      description: "Deletes a message for everyone (the network is asked to), or with `forEveryone=false` only on this device.", responses: { 204: { description: "Deleted." } } },
+      async ({ rc, params, query }) => {
+        await deleteMessage(rc.app, params.chatID, params.messageID, { forEveryone: query.forEveryone });
         return noContent();
       })
     .add({ method: "POST", path: "/v1/chats/:chatID/messages/:messageID/reactions", operationId: "addReaction", summary: "Add a reaction", tag, body: ReactionBody, response: ReactionResult },

@@ -182,14 +182,20 @@ export async function editMessage(ctx: Context, chatID: string, id: string, text
   return { ...message, messageID: message.id, success: true };
 }
 
-export async function deleteMessage(ctx: Context, chatID: string, id: string): Promise<void> {
+/**
+ * Deletes a message: for everyone (default) the network is asked first and the message goes only once it agreed;
+ * `forEveryone: false` deletes it on this device alone — the network is not told, so the other party keeps it —
+ * which needs nothing from the network (not even a connected client).
+ */
+export async function deleteMessage(ctx: Context, chatID: string, id: string, options: { forEveryone?: boolean } = {}): Promise<void> {
   const chat = requireChat(ctx, chatID);
-  const client = ctx.bridges.client(chat.accountID);
+  const forEveryone = options.forEveryone ?? true;
+  const client = forEveryone ? ctx.bridges.client(chat.accountID) : undefined;
   await ctx.db.withChat(chat.no, async () => {
     const m = await findMessage(ctx, chat, id);
     if (m.sendStatus === "pending") throw unprocessable("a message cannot be deleted while it is being sent", ["path", "messageID"]);
-    if (!client.delete) throw unprocessable("deleting messages is not supported by this network");
-    if (m.networkID) await callNetwork(() => client.delete!(chat.networkChatID, m.networkID!));
+    if (client && !client.delete) throw unprocessable("deleting messages for everyone is not supported by this network (forEveryone=false deletes it on this device)");
+    if (client && m.networkID) await callNetwork(() => client.delete!(chat.networkChatID, m.networkID!));
     m.deleted = true;
     await ctx.db.putMessage(chat.no, m);
     if (chat.preview?.seq === m.seq) {

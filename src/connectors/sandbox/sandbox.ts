@@ -15,6 +15,7 @@ import type { BridgeFacts, LoginCapable } from "../../bridges/login.ts";
 import { corpus, groupTitle, person, pick, prng } from "./corpus.ts";
 import { createSandboxLogin, sandboxFlows } from "./login.ts";
 import { sandboxMedia } from "./media.ts";
+import { SandboxHistory } from "./history.ts";
 
 const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"];
 
@@ -117,6 +118,8 @@ class SandboxClient implements NetworkClient {
   private counter = 0;
   private connected = false;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  /** What the other parties have of this account's messages (see history.ts). */
+  private readonly history = new SandboxHistory();
 
   constructor(
     private readonly account: AccountRecord,
@@ -189,13 +192,16 @@ class SandboxClient implements NetworkClient {
         throw new NetworkError("rejected", `attachment arrived incomplete (${received} of ${message.attachment.info.fileSize} bytes)`);
     }
     const receipt = { networkMessageID: `sbx-${Date.now().toString(36)}-${(this.counter++).toString(36)}`, timestamp: Date.now() };
+    // "!history" to Echo: Echo answers with what it still has of the chat before it (history.ts).
+    const had = message.text?.trim() === "!history" ? this.history.texts(networkChatID) : undefined;
+    this.history.record(networkChatID, receipt.networkMessageID, message.text ?? message.attachment?.info.fileName ?? "");
     if (networkChatID !== directChatID(ECHO_ID)) return receipt;
     // "!status <state> [text]" to Echo makes the network report that account state (for trying reconnects).
     const command = /^!status\s+(\w+)\s*(.*)$/.exec(message.text ?? "");
     if (command && STATUSES.includes(command[1] as AccountRecord["status"])) {
       const status = command[1] as AccountRecord["status"];
       queueMicrotask(() => void this.host.emit({ type: "status", status, statusText: command[2] || undefined }).catch(() => undefined));
-    } else this.echo(networkChatID, receipt.networkMessageID, message);
+    } else this.echo(networkChatID, receipt.networkMessageID, had ? { text: `history ${JSON.stringify(had)}` } : message);
     return receipt;
   }
 
@@ -222,7 +228,9 @@ class SandboxClient implements NetworkClient {
   }
 
   async edit() {}
-  async delete() {}
+  async delete(networkChatID: string, networkMessageID: string) {
+    this.history.remove(networkChatID, networkMessageID);
+  }
   async react() {}
   async unreact() {}
   async markRead() {}
