@@ -1,9 +1,39 @@
+import type { NetworkClient } from "../bridges/connector.ts";
+import { ApiError } from "../http/errors.ts";
 import type { Account, Page, User } from "../schema/wire.ts";
 import type { AccountRecord } from "../store/records.ts";
 import { callNetwork, requireAccount, unsupported, type Context } from "./context.ts";
 import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
+import { presentUser } from "./present.ts";
 
-export function presentAccount(a: AccountRecord): Account {
+/**
+ * What an account's network lets a client do, from the optional methods its connected client has (the contract's
+ * way of declaring features, src/bridges/connector.ts). Absent while the account has no connected client.
+ */
+export function accountCapabilities(client: NetworkClient | undefined): Record<string, boolean> | undefined {
+  if (!client) return undefined;
+  return {
+    sendMessages: true,
+    editMessages: client.edit !== undefined,
+    deleteMessages: client.delete !== undefined,
+    // Deleting only on this device needs nothing from the network.
+    deleteMessagesForMe: true,
+    reactions: client.react !== undefined,
+    markRead: client.markRead !== undefined,
+    createChats: client.createChat !== undefined,
+    startChats: client.resolveIdentifier !== undefined,
+    searchContacts: client.searchContacts !== undefined,
+    listContacts: client.listContacts !== undefined,
+    downloadMedia: client.downloadMedia !== undefined,
+    typing: typeof (client as { setTyping?: unknown }).setTyping === "function",
+  };
+}
+
+/**
+ * The Account wire object. With the context, it carries `capabilities` too; every place that answers accounts
+ * (accounts, bridges, login sessions) passes it, so an account reads the same wherever a client meets it.
+ */
+export function presentAccount(a: AccountRecord, ctx?: Context): Account {
   const out: Account = {
     accountID: a.accountID,
     user: { ...a.user, isSelf: true },
@@ -13,15 +43,27 @@ export function presentAccount(a: AccountRecord): Account {
     loginID: a.loginID,
   };
   if (a.statusText) out.statusText = a.statusText;
+  const capabilities = ctx && accountCapabilities(connectedClient(ctx, a.accountID));
+  if (capabilities) out.capabilities = capabilities;
   return out;
 }
 
+/** The account's client, or undefined while it has none (the runtime answers that case with a 503 error). */
+function connectedClient(ctx: Context, accountID: string): NetworkClient | undefined {
+  try {
+    return ctx.bridges.client(accountID);
+  } catch (error) {
+    if (error instanceof ApiError) return undefined;
+    throw error;
+  }
+}
+
 export function listAccounts(ctx: Context): Account[] {
-  return ctx.db.accounts.map(presentAccount);
+  return ctx.db.accounts.map((a) => presentAccount(a, ctx));
 }
 
 export function getAccount(ctx: Context, accountID: string): Account {
-  return presentAccount(requireAccount(ctx, accountID));
+  return presentAccount(requireAccount(ctx, accountID), ctx);
 }
 
 /** Network search plus exact identifier lookup, merged and de-duplicated. */
@@ -34,7 +76,7 @@ export async function searchContacts(ctx: Context, accountID: string, query: str
     client.resolveIdentifier ? callNetwork(() => client.resolveIdentifier!({ id: query, username: query, email: query, phoneNumber: query })) : null,
   ]);
   const items = exact ? [exact, ...found.filter((u) => u.id !== exact.id)] : found;
-  return { items };
+  return { items: items.map(presentUser) };
 }
 
 /** Contacts sorted by name; cursors are positions (name, id) in that order. */
@@ -65,7 +107,7 @@ export async function listContacts(
   const slice = after ? all.slice(Math.max(start, end - limit), end) : all.slice(start, start + limit);
   const hasMore = after ? end - limit > start : start + limit < end;
   return {
-    items: slice,
+    items: slice.map(presentUser),
     hasMore,
     oldestCursor: slice.length ? encodeCursor("contacts", scope, [key(slice[slice.length - 1])]) : null,
     newestCursor: slice.length ? encodeCursor("contacts", scope, [key(slice[0])]) : null,

@@ -42,7 +42,7 @@ export function presentBridge(ctx: Context, connector: Bridgeable) {
           : "Ready to connect",
     supportsMultipleAccounts: max > 1,
     activeAccountCount: active,
-    accounts: accounts.map(presentAccount),
+    accounts: accounts.map((a) => presentAccount(a, ctx)),
   };
 }
 
@@ -105,7 +105,7 @@ export function presentSession(ctx: Context, session: LoginSession) {
   if (accountID) out.accountID = accountID;
   if (session.outcome) {
     const account = ctx.db.account(session.outcome.accountIDs[0]);
-    if (account) out.account = presentAccount(account);
+    if (account) out.account = presentAccount(account, ctx);
     const login = ctx.db.logins.find((l) => l.loginID === session.outcome!.loginID);
     if (login) out.login = presentLogin(ctx, login);
   }
