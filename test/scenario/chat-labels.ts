@@ -41,6 +41,13 @@ export function chatLabelScenarios(env: Env) {
   const labels = () => ok<Label[]>(env, "/v1/labels");
   const chat = (id: string) => ok<LabelledChat>(env, chatPath(id));
   const patch = (id: string, json: unknown) => raw<LabelledChat>(env, chatPath(id), { method: "PATCH", json });
+  /** PATCHes `{[field]: null}`: the field is gone from the answer and from the chat. */
+  const expectCleared = async (id: string, field: "imgURL" | "messageExpirySeconds") => {
+    const res = await patch(id, { [field]: null });
+    expect(res.status).toBe(200);
+    expect(res.body[field]).toBeUndefined();
+    expect((await chat(id))[field]).toBeUndefined();
+  };
   const labelled = async (labelID: string) => (await walk<LabelledChat>(env, "/v1/chats/search", { labelID, limit: 200 })).items;
 
   describe("labels", () => {
@@ -179,10 +186,7 @@ export function chatLabelScenarios(env: Env) {
       expect(set.messageExpirySeconds).toBe(86_400);
       expect((await chat(group.id)).messageExpirySeconds).toBe(86_400);
       expect((await patch(group.id, { messageExpirySeconds: 0 })).body.messageExpirySeconds).toBe(0);
-      const cleared = await patch(group.id, { messageExpirySeconds: null });
-      expect(cleared.status).toBe(200);
-      expect(cleared.body.messageExpirySeconds).toBeUndefined();
-      expect((await chat(group.id)).messageExpirySeconds).toBeUndefined();
+      await expectCleared(group.id, "messageExpirySeconds");
     });
 
     it("refuses negative, fractional, non-numeric and over-large timers with 400", async () => {
@@ -216,10 +220,7 @@ export function chatLabelScenarios(env: Env) {
         const third = await upload(png(5, 5), "path.png", "image/png");
         expect((await patch(group.id, { imgURL: decodeURIComponent(new URL(third.srcURL).pathname) })).body.imgURL).toBe(third.srcURL);
       }
-      const removed = await patch(group.id, { imgURL: null });
-      expect(removed.status).toBe(200);
-      expect(removed.body.imgURL).toBeUndefined();
-      expect((await chat(group.id)).imgURL).toBeUndefined();
+      await expectCleared(group.id, "imgURL");
     });
 
     it("refuses what is not a local image: 422 naming body.imgURL (400 when empty or not a string)", async () => {
