@@ -73,12 +73,12 @@ const earliest = (...times: (number | undefined)[]) => {
 
 /**
  * The built-in networks: the sandbox (up to 10 accounts), and a single-account variant of it that behaves like
- * networks bound to one phone or device.
+ * networks bound to one phone or device and, like SMS, has no typing notifications.
  */
 function defaultConnectors(options: AppOptions): NetworkConnector[] {
   return [
     new SandboxConnector({ qrDelayMs: options.sandboxQrDelayMs }),
-    new SandboxConnector({ network: "sandbox-solo", displayName: "Sandbox (single account)", maxAccounts: 1, qrDelayMs: options.sandboxQrDelayMs }),
+    new SandboxConnector({ network: "sandbox-solo", displayName: "Sandbox (single account)", maxAccounts: 1, qrDelayMs: options.sandboxQrDelayMs, typing: false }),
   ];
 }
 

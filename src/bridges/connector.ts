@@ -16,6 +16,8 @@ import type { AccountRecord } from "../store/records.ts";
  * - A chat's messages are ordered by arrival (their sortKey). A connector backfills a chat's history, oldest first,
  *   before it delivers live traffic for that chat (as bridgev2's forward backfill does); history older than what is
  *   already stored is not inserted before it.
+ * - Typing notifications are live only: a `typing` event is never stored, and a connector need not send `paused`
+ *   for someone whose message just arrived (clients clear the indicator on the message, or after `timeoutMs`).
  */
 export interface NetworkConnector {
   /** Stable identifier, used in account IDs and bridge IDs. */
@@ -73,16 +75,21 @@ export interface InboundMessage {
   attachments?: Attachment[];
 }
 
+/** Whether someone is typing in a chat (bridgev2's typing notices, text kind only). */
+export type TypingState = "typing" | "paused";
+
 export type InboundEvent =
   | { type: "message"; networkChatID: string; message: InboundMessage }
   | { type: "edit"; networkChatID: string; networkMessageID: string; text: string; timestamp: number }
   | { type: "delete"; networkChatID: string; networkMessageID: string }
   | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean }
   | { type: "chat"; chat: NetworkChat }
+  /** `timeoutMs`: how long a `typing` state holds without a new notice (networks repeat it while typing goes on). */
+  | { type: "typing"; networkChatID: string; senderID: string; state: TypingState; timeoutMs?: number }
   | { type: "status"; status: AccountRecord["status"]; statusText?: string };
 
 export interface ConnectorHost {
-  /** Delivers an event from the network; resolves once it is stored durably. */
+  /** Delivers an event from the network; resolves once it is stored durably (a typing event: once it is sent out). */
   emit(event: InboundEvent): Promise<void>;
   /** Replaces the connector-owned state of this account (stored with it, never returned by the API). */
   saveState(state: Record<string, unknown>): Promise<void>;
@@ -99,6 +106,8 @@ export interface NetworkClient {
   react?(networkChatID: string, networkMessageID: string, reactionKey: string): Promise<void>;
   unreact?(networkChatID: string, networkMessageID: string, reactionKey: string): Promise<void>;
   markRead?(networkChatID: string, networkMessageID: string): Promise<void>;
+  /** Tells the chat's other participants that this account is typing, or stopped (bridgev2's TypingHandlingNetworkAPI). */
+  setTyping?(networkChatID: string, state: TypingState): Promise<void>;
   createChat?(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat>;
   /** Resolves a partial identity (ID, username, phone, email) to a user the network can message. */
   resolveIdentifier?(user: Partial<User>): Promise<User | null>;

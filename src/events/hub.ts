@@ -1,7 +1,7 @@
 import { presentChat, presentMessage } from "../services/present.ts";
 import type { ChangeSet } from "../store/changes.ts";
 import type { Db } from "../store/db.ts";
-import type { DomainEvent } from "./protocol.ts";
+import { domainEvent, type DomainEvent } from "./protocol.ts";
 
 /** Receives every batch of domain events, in commit order, after the commit is durable. */
 export interface EventSink {
@@ -48,8 +48,8 @@ export class EventHub {
   }
 
   /**
-   * Events that change nothing stored (focus): straight to the connected sinks, not to commit sinks, so webhooks
-   * and anything durable never see them.
+   * Events that change nothing stored (focus, typing): straight to the connected sinks, not to commit sinks, so
+   * webhooks and anything durable never see them.
    */
   publish(events: DomainEvent[]): void {
     if (events.length) this.deliver(events);
@@ -83,12 +83,8 @@ export class EventHub {
  */
 export function buildEvents(db: Db, changes: ChangeSet, ts: string): DomainEvent[] {
   const events: DomainEvent[] = [];
-  const event = (type: string, chatID: string, ids: string[], entries?: unknown[], extra?: Record<string, unknown>): DomainEvent => {
-    const body: Record<string, unknown> = { type, ts, chatID, ids };
-    if (entries) body.entries = entries;
-    Object.assign(body, extra);
-    return { chatID, body: JSON.stringify(body).slice(1) };
-  };
+  const event = (type: string, chatID: string, ids: string[], entries?: unknown[], extra?: Record<string, unknown>) =>
+    domainEvent(type, ts, chatID, ids, entries ? { entries, ...extra } : extra);
   const chatNos = new Set([...changes.messages.keys(), ...changes.deletedMessages.keys(), ...changes.chats.keys()]);
   for (const no of chatNos) {
     const chat = db.chats.get(no);

@@ -48,11 +48,26 @@ export function handleClientFrame(state: ConnectionState, frame: string | ArrayB
   return { state: next, replies: [JSON.stringify({ type: "subscriptions.updated", ...(rid !== undefined ? { requestID: rid } : {}), chatIDs: unique })] };
 }
 
-/** A domain event as the hub builds it once per commit; `seq` is added per connection. */
+/**
+ * An event as it is built once for every connection; `seq` is added per connection. The types:
+ * - stored changes, built by the hub after each durable commit (also delivered to webhooks): `message.upserted`,
+ *   `message.deleted`, `chat.upserted`, `chat.deleted` — `{type, ts, chatID, ids, entries?}`;
+ * - live-only events, which change nothing stored and go to the WebSocket connections alone (never to webhooks,
+ *   never replayed): `focus` — `{type, ts, chatID, ids: [chatID], focus: {chatID?, messageID?, draftText?,
+ *   draftAttachmentPath?}}` (`chatID` "" and `ids` [] when no chat was named: only `["*"]` subscribers get it);
+ *   `typing` — `{type, ts, chatID, ids: [chatID], typing: {participantID, state: "typing"|"paused", timeoutMs?}}`,
+ *   someone in the chat (as a network reports it) typing, or no longer; `timeoutMs` is how long a `typing` state
+ *   holds without a new one.
+ */
 export interface DomainEvent {
   chatID: string;
   /** The event serialised without `seq`, starting right after its opening brace. */
   body: string;
+}
+
+/** Builds an event: `type` first (readers match on the body's start), then `ts`, `chatID`, `ids` and the rest. */
+export function domainEvent(type: string, ts: string, chatID: string, ids: string[], fields?: Record<string, unknown>): DomainEvent {
+  return { chatID, body: JSON.stringify({ type, ts, chatID, ids, ...fields }).slice(1) };
 }
 
 export function subscribed(state: ConnectionState, chatID: string): boolean {

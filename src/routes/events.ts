@@ -15,7 +15,8 @@ export function eventRoutes(api: Api) {
       tag: "Events",
       description:
         "Upgrade to a WebSocket for live events: `subscriptions.set` with chat IDs (or `*`), then `ready`, " +
-        "`subscriptions.updated` and domain events (`message.upserted`, `chat.upserted`, `focus`, …). Browsers " +
+        "`subscriptions.updated` and domain events (`message.upserted`, `chat.upserted`, …) and live-only ones " +
+        "(`focus`, `typing`: never stored, never sent to webhooks). Browsers " +
         "authenticate with the subprotocols `bearer.<token>` and `inboxd.v1`. A plain GET answers 426.",
       responses: {
         101: { description: "Switching protocols: the WebSocket is open." },

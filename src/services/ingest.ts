@@ -5,13 +5,15 @@ import type { Context } from "./context.ts";
 import { appendMessage, termsOf } from "./messages.ts";
 import { messageID } from "./present.ts";
 import { applyReaction } from "./reactions.ts";
+import { announceTyping } from "./typing.ts";
 
 /**
  * Turns what a connector reports into stored state. Idempotent per network message ID, so a connector may
- * redeliver (e.g. after a reconnect) without duplicating messages.
+ * redeliver (e.g. after a reconnect) without duplicating messages. Typing notices are not stored: they go out live.
  */
 export async function ingest(ctx: Context, account: AccountRecord, event: InboundEvent): Promise<void> {
   const { db } = ctx;
+  if (event.type === "typing") return announceTyping(ctx, account, event);
   if (event.type === "status") {
     account.status = event.status;
     account.statusText = event.statusText;

@@ -155,9 +155,9 @@ export interface Page<T> {
 // ---------------------------------------------------------------------------------------------------------------
 // WebSocket client
 
-/** A domain event as it arrives on /v1/ws. */
+/** A domain event as it arrives on /v1/ws (focus and typing are live-only: src/events/protocol.ts). */
 export interface WsEvent {
-  type: "chat.upserted" | "chat.deleted" | "message.upserted" | "message.deleted";
+  type: "chat.upserted" | "chat.deleted" | "message.upserted" | "message.deleted" | "focus" | "typing";
   seq: number;
   ts: string;
   chatID: string;
@@ -165,6 +165,7 @@ export interface WsEvent {
   entries?: any[];
   transactionID?: string;
   transactionIDs?: string[];
+  typing?: { participantID: string; state: "typing" | "paused"; timeoutMs?: number };
 }
 
 export type Frame = Record<string, any>;

@@ -8,6 +8,7 @@
  * from the earlier writes is already in front of the barrier's event.
  */
 import { LIMITS } from "../../src/http/limits.ts";
+import { ECHO_TYPING_TIMEOUT_MS } from "../../src/connectors/sandbox/sandbox.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   Api,
@@ -428,6 +429,47 @@ export function eventSuite(name: string, start: Start) {
         expect(await all.next((f) => f.type === "focus", { from: bare, what: "the chat-less focus event" })).toMatchObject({ chatID: "", ids: [] });
       });
 
+      /** The typing events of a chat since `from`, in order. */
+      const typingOn = (c: Conn, from: number, chatID: string) => c.events(from).filter((e) => e.type === "typing" && e.chatID === chatID);
+
+      it("typing (inbound): Echo is seen typing before it answers and paused after; only the chat's subscribers hear it", async () => {
+        const marks = await watch(echo.id);
+        const id = await api.send(echo.id, `typing first ${Date.now()}`);
+        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
+          const reply = await c.event("message.upserted", echo.id, { from, where: (e) => e.entries?.some((m) => m.senderID === ECHO_ID && m.linkedMessageID === id) ?? false });
+          const paused = await c.event("typing", echo.id, { from, where: (e) => e.seq > reply.seq && e.typing?.state === "paused" });
+          const before = typingOn(c, from, echo.id).filter((e) => e.seq < reply.seq);
+          expect(before.map((e) => e.typing?.state), "typing notices before the reply").toEqual(["typing"]);
+          // The whole event, exactly: the chat, and who is typing for how long.
+          expect(before[0]).toEqual({ type: "typing", seq: before[0].seq, ts: before[0].ts, chatID: echo.id, ids: [echo.id], typing: { participantID: ECHO_ID, state: "typing", timeoutMs: ECHO_TYPING_TIMEOUT_MS } });
+          expect(before[0].ts).toMatch(ISO);
+          expect(paused).toEqual({ type: "typing", seq: paused.seq, ts: paused.ts, chatID: echo.id, ids: [echo.id], typing: { participantID: ECHO_ID, state: "paused" } });
+        }
+        await otherGotNothing(marks);
+      });
+
+      it("typing (outbound): POST …/typing answers {chatID, state} and reaches the network (Echo mirrors it); nothing is stored", async () => {
+        const marks = await watch(echo.id);
+        const chatBefore = await api.chat(echo.id);
+        for (const state of ["typing", "paused"] as const) {
+          const from = { all: all.mark(), one: one.mark() };
+          expect(await api.ok("POST", `${chatPath(echo.id)}/typing`, { state })).toEqual({ chatID: echo.id, state });
+          for (const [c, at] of [[all, from.all], [one, from.one]] as const) {
+            const e = await c.event("typing", echo.id, { from: at });
+            expect(e.typing).toEqual({ participantID: ECHO_ID, state, ...(state === "typing" ? { timeoutMs: ECHO_TYPING_TIMEOUT_MS } : {}) });
+          }
+        }
+        await otherGotNothing(marks);
+        // Typing changed nothing stored: no chat.upserted or message event for the chat, and the chat reads the same.
+        expect(all.events(marks.all).filter((e) => e.chatID === echo.id).map((e) => e.type)).toEqual(["typing", "typing"]);
+        expect(await api.chat(echo.id)).toEqual(chatBefore);
+        // In a chat where nobody mirrors it, it goes out and nothing comes back.
+        const quiet = all.mark();
+        expect(await api.ok("POST", `${chatPath(a.id)}/typing`, { state: "typing" })).toEqual({ chatID: a.id, state: "typing" });
+        await fence(all);
+        expect(typingOn(all, quiet, a.id)).toEqual([]);
+      });
+
       it("archive and unarchive: chat.upserted with isArchived", async () => {
         await chatAction("archive", b.id, () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: true }), (c) => expect(c.isArchived).toBe(true));
         await chatAction("unarchive", b.id, () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: false }), (c) => expect(c.isArchived).toBe(false));
@@ -775,6 +817,18 @@ export function eventSuite(name: string, start: Start) {
         // Outbox entries are written with the commit that caused them: once none is pending, nothing else comes.
         await waitFor("nothing pending", async () => (await stats(hook.id)).pending === 0);
         expect(r.deliveries.map((x) => x.json.chatID)).toEqual(r.deliveries.map(() => a.id));
+      });
+
+      it("does not deliver typing, which is live only: the reply Echo typed is delivered, its typing notices are not", async () => {
+        const r = await receiver();
+        const hook = await addHook(r.url, [echo.id]);
+        const id = await api.send(echo.id, `typed for a webhook ${Date.now()}`);
+        await r.waitFor("Echo's reply", (x) => x.json?.type === "message.upserted" && x.json.entries?.some((m: { senderID: string; linkedMessageID?: string }) => m.senderID === ECHO_ID && m.linkedMessageID === id));
+        // Outbox entries are written with the commit that caused them: once none is pending, nothing else comes.
+        await waitFor("nothing pending", async () => (await stats(hook.id)).pending === 0);
+        const types = r.deliveries.map((x) => x.json?.type);
+        expect(types).toContain("chat.upserted");
+        expect(types.filter((t) => t !== "message.upserted" && t !== "chat.upserted")).toEqual([]);
       });
 
       it("retries a failing receiver with the same delivery ID, then counts it delivered", async () => {

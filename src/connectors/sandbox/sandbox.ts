@@ -8,6 +8,7 @@ import {
   type NetworkMedia,
   type OutgoingMessage,
   type SendReceipt,
+  type TypingState,
 } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
@@ -22,7 +23,8 @@ const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfil
 /**
  * The built-in simulated network. Each account has a deterministic address book (derived from its seed) and an
  * "Echo" contact that answers every message in its direct chat 20–60 ms later, so inbound traffic can be tested
- * without a real server. Nothing leaves the process.
+ * without a real server. Echo is seen typing before it answers and stops once it has, and mirrors the typing
+ * notifications sent to its chat, so both directions of typing can be tested too. Nothing leaves the process.
  */
 export const SANDBOX_DOMAIN = "sandbox.invalid";
 export const ECHO_ID = `@echo:${SANDBOX_DOMAIN}`;
@@ -67,23 +69,30 @@ export interface SandboxOptions {
   maxAccounts?: number;
   /** How long the QR flow waits before it completes on its own. */
   qrDelayMs?: number;
+  /** Whether the network has typing notifications (default true); without them, like SMS, it neither sends nor shows any. */
+  typing?: boolean;
 }
+
+/** How long Echo's `typing` holds without a new notice (networks repeat it every few seconds while typing goes on). */
+export const ECHO_TYPING_TIMEOUT_MS = 6000;
 
 export class SandboxConnector implements NetworkConnector, LoginCapable {
   readonly network: string;
   readonly displayName: string;
   readonly bridge: BridgeFacts;
   private readonly qrDelayMs: number;
+  private readonly typing: boolean;
 
   constructor(options: SandboxOptions = {}) {
     this.network = options.network ?? "sandbox";
     this.displayName = options.displayName ?? "Sandbox";
     this.qrDelayMs = options.qrDelayMs ?? 1500;
+    this.typing = options.typing ?? true;
     this.bridge = { maxAccounts: options.maxAccounts ?? 10, capabilities: sandboxCapabilities };
   }
 
   loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient {
-    return new SandboxClient(account, host);
+    return new SandboxClient(account, host, this.typing);
   }
 
   loginFlows() {
@@ -121,10 +130,21 @@ class SandboxClient implements NetworkClient {
   /** What the other parties have of this account's messages (see history.ts). */
   private readonly history = new SandboxHistory();
 
+  /** Present only where the network has typing notifications: the core offers the feature by this method's presence. */
+  readonly setTyping?: (networkChatID: string, state: TypingState) => Promise<void>;
+
   constructor(
     private readonly account: AccountRecord,
     private readonly host: ConnectorHost,
-  ) {}
+    private readonly typing: boolean,
+  ) {
+    if (typing)
+      this.setTyping = async (networkChatID, state) => {
+        if (!this.connected) throw new NetworkError("unavailable", "sandbox account is not connected");
+        // Echo mirrors typing in its chat: the only way to see that a notice reached this network.
+        if (networkChatID === directChatID(ECHO_ID)) await this.echoTyping(networkChatID, state);
+      };
+  }
 
   private addressBook(): User[] {
     return (this.contacts ??= sandboxContacts(this.account.state as unknown as SandboxState));
@@ -206,24 +226,37 @@ class SandboxClient implements NetworkClient {
   }
 
   private echo(networkChatID: string, replyTo: string, message: OutgoingMessage) {
+    const delay = 20 + Math.floor(Math.random() * 40);
+    this.later(delay / 2, () => this.echoTyping(networkChatID, "typing"));
+    this.later(delay, async () => {
+      const text = message.text ?? (message.attachment ? `[${message.attachment.info.fileName ?? "attachment"}]` : "");
+      await this.host.emit({
+        type: "message",
+        networkChatID,
+        message: {
+          networkMessageID: `sbx-echo-${Date.now().toString(36)}-${(this.counter++).toString(36)}`,
+          senderID: ECHO_ID,
+          senderName: echoUser.fullName,
+          timestamp: Date.now(),
+          text: `Echo: ${text}`,
+          replyTo,
+        },
+      });
+      await this.echoTyping(networkChatID, "paused");
+    });
+  }
+
+  private async echoTyping(networkChatID: string, state: TypingState) {
+    if (!this.typing) return;
+    await this.host.emit({ type: "typing", networkChatID, senderID: ECHO_ID, state, ...(state === "typing" ? { timeoutMs: ECHO_TYPING_TIMEOUT_MS } : {}) });
+  }
+
+  /** Runs `work` after `ms`, unless the account disconnects first; like the network itself, it never throws at anyone. */
+  private later(ms: number, work: () => Promise<void>) {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      const text = message.text ?? (message.attachment ? `[${message.attachment.info.fileName ?? "attachment"}]` : "");
-      void this.host
-        .emit({
-          type: "message",
-          networkChatID,
-          message: {
-            networkMessageID: `sbx-echo-${Date.now().toString(36)}-${(this.counter++).toString(36)}`,
-            senderID: ECHO_ID,
-            senderName: echoUser.fullName,
-            timestamp: Date.now(),
-            text: `Echo: ${text}`,
-            replyTo,
-          },
-        })
-        .catch(() => undefined);
-    }, 20 + Math.floor(Math.random() * 40));
+      void work().catch(() => undefined);
+    }, ms);
     this.timers.add(timer);
   }
 
