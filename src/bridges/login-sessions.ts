@@ -1,4 +1,4 @@
-import { ApiError, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { NetworkError } from "./connector.ts";
 import type { LoginProcess, LoginResult, LoginStep, StepSubmission } from "./login.ts";
 
@@ -26,11 +26,17 @@ interface Live {
   waiting?: AbortController;
 }
 
+/** The newer step types keep to the statuses clients know: each waits for the client to submit something. */
 const statusOf: Record<Exclude<LoginStep["type"], "complete">, SessionStatus> = {
   user_input: "waiting_for_input",
   cookies: "waiting_for_cookies",
   display_and_wait: "waiting_for_display",
+  client_http: "waiting_for_input",
+  webauthn: "waiting_for_input",
 };
+
+/** The part of a submission each step type cannot go without (its body field, for the error's path). */
+const needs: Partial<Record<LoginStep["type"], "credential" | "response">> = { webauthn: "credential", client_http: "response" };
 
 export interface LoginSessionOptions {
   /** An idle session expires after this long (default 10 minutes). */
@@ -98,6 +104,9 @@ export class LoginSessions {
         throw new ApiError(409, "STEP_MISMATCH", `step ${stepID} is not the current step (${step.stepID})`, undefined, { "x-should-retry": "false" });
       if (step.type !== type)
         throw new ApiError(422, "STEP_TYPE_MISMATCH", `the current step is ${step.type}, not ${type}`, { issues: [{ code: "invalid_type", message: `expected ${step.type}`, path: ["body", "type"] }] });
+      const part = needs[step.type];
+      if (part && submission[part] === undefined)
+        throw badRequest(`a ${step.type} step is answered with ${part}`, [{ code: "required", message: `${part} is required`, path: ["body", part] }]);
       session.expiresAt = this.now() + this.ttlMs;
       if (step.type === "display_and_wait") {
         if (!live.process.wait) return;

@@ -34,6 +34,33 @@ export type LoginDisplay =
   | { type: "code"; data: string }
   | { type: "nothing" };
 
+/** HTTP headers with every value kept (a header may repeat), as bridgev2 carries them (Go's http.Header). */
+export type HTTPHeaders = Record<string, string[]>;
+
+/**
+ * A request the client must make for the login, from its own device (bridgev2's `client_http` step, added in 2026):
+ * a network that only lets the user's own browser or app reach its login endpoints. `body` is base64. bridgev2's
+ * `request_id` is the step's `stepID` here (bridgev2 uses the request ID as the step ID, too).
+ */
+export interface ClientHTTPRequest {
+  method: string;
+  url: string;
+  headers?: HTTPHeaders;
+  body?: string;
+}
+
+/** What the client got for a `client_http` request: the response (`statusCode` 100–599), or `error` when it failed. */
+export interface ClientHTTPResponse {
+  statusCode?: number;
+  /** The URL after redirects. */
+  finalURL?: string;
+  headers?: HTTPHeaders;
+  /** base64 */
+  body?: string;
+  /** A safe message (no secrets) for a request the client could not complete. */
+  error?: string;
+}
+
 /** What a finished login yields: one network identity holding one or more accounts. */
 export interface LoginResult {
   /** The network's stable ID of the identity (reconnects must produce the same one). */
@@ -55,15 +82,28 @@ export type LoginStep =
       extractJS?: string;
     }
   | { type: "display_and_wait"; stepID: string; instructions?: string; display: LoginDisplay }
+  | { type: "client_http"; stepID: string; instructions?: string; request: ClientHTTPRequest }
+  /**
+   * A passkey (bridgev2's `webauthn` step, added in 2026): the client calls `navigator.credentials.get({publicKey})`
+   * at `url` (the origin the credential belongs to) and submits the credential's JSON (`PublicKeyCredential.toJSON()`).
+   * `publicKey` is the PublicKeyCredentialRequestOptions JSON as the network gives it.
+   */
+  | { type: "webauthn"; stepID: string; instructions?: string; url?: string; publicKey?: Record<string, unknown> }
   | { type: "complete"; stepID: string; instructions?: string; result: LoginResult };
 
+/** What a client submits for a step: `fields` for user_input and cookies, `credential` for webauthn, `response` for client_http. */
 export interface StepSubmission {
   fields: Record<string, string>;
   lastURL?: string;
+  /** The WebAuthn credential as JSON (webauthn steps). */
+  credential?: Record<string, unknown>;
+  /** The outcome of the request a client_http step asked for. */
+  response?: ClientHTTPResponse;
 }
 
 /**
- * One login attempt. `start` returns the first step; `submit` answers the current user_input or cookies step;
+ * One login attempt. `start` returns the first step; `submit` answers the current user_input, cookies, webauthn or
+ * client_http step (a client_http step is answered with what the request got, and may be followed by another);
  * `wait` resolves with the step after a display_and_wait step (or the same step again when `signal` aborts first).
  * Wrong input is reported by throwing a NetworkError("rejected"); the host then fails the session cleanly.
  */
@@ -81,10 +121,16 @@ export interface BridgeFacts {
   capabilities: Record<string, unknown>;
 }
 
+/** What the client driving a login said it can do (bridgev2 asks the same when a login starts). */
+export interface LoginClient {
+  /** The client can make `client_http` requests; a process must not return such a step otherwise. */
+  clientHTTP: boolean;
+}
+
 /** Optional connector half for logins; a connector without it cannot be connected through the API. */
 export interface LoginCapable {
   readonly bridge: BridgeFacts;
   loginFlows(): LoginFlow[];
   /** `reauth` is the existing login's accounts when reconnecting. No IO until `start()`. */
-  createLogin(flowID: string, reauth?: AccountRecord[]): LoginProcess;
+  createLogin(flowID: string, reauth?: AccountRecord[], client?: LoginClient): LoginProcess;
 }

@@ -34,6 +34,12 @@ export const Login = v.strictObject({
   user: User,
 });
 
+/**
+ * The name the newer official clients give a login (…/connections): the same object under its own component, so
+ * the document shows what they look for. A distinct schema object, since components are found by identity.
+ */
+export const BridgeConnection = v.pipe(v.strictObject({ ...Login.entries }), v.description("A bridge login, as /connections names it: the same shape as Login."));
+
 const InputField = v.strictObject({
   id: v.string(),
   label: text,
@@ -41,6 +47,16 @@ const InputField = v.strictObject({
   placeholder: text,
   initialValue: text,
   optional: v.optional(v.boolean()),
+});
+
+const headers = v.pipe(v.record(v.string(), v.array(v.string())), v.description("Header name → every value it has."));
+
+/** bridgev2's client_http request (its `request_id` is the step's `stepID`). */
+export const ClientHTTPRequest = v.strictObject({
+  method: v.string(),
+  url: v.string(),
+  headers: v.optional(headers),
+  body: v.optional(v.pipe(v.string(), v.description("base64"))),
 });
 
 export const LoginStep = v.variant("type", [
@@ -66,6 +82,20 @@ export const LoginStep = v.variant("type", [
       v.strictObject({ type: v.literal("nothing") }),
     ]),
   }),
+  v.pipe(
+    v.strictObject({ type: v.literal("client_http"), stepID: v.string(), instructions: text, request: ClientHTTPRequest }),
+    v.description("Make this HTTP request from the client's own device and submit what it got (`response`)."),
+  ),
+  v.pipe(
+    v.strictObject({
+      type: v.literal("webauthn"),
+      stepID: v.string(),
+      instructions: text,
+      url: v.optional(v.pipe(v.string(), v.description("The origin the passkey belongs to."))),
+      publicKey: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.description("PublicKeyCredentialRequestOptions JSON for navigator.credentials.get()."))),
+    }),
+    v.description("Sign in with a passkey and submit the credential's JSON (`credential`)."),
+  ),
 ]);
 
 export const LoginSession = v.strictObject({
@@ -78,14 +108,18 @@ export const LoginSession = v.strictObject({
   accountID: text,
   account: v.optional(Account),
   login: v.optional(Login),
+  connection: v.optional(BridgeConnection),
 });
 
 export const CancelledSession = v.strictObject({ bridgeID: v.string(), loginSessionID: v.string(), status: LoginSession.entries.status });
 
+/** What both generations of clients read after a removal: `success` and `removedAccountIDs` (older), `status` and `affectedAccountIDs` (newer). */
 export const RemovedLogin = v.strictObject({
   bridgeID: v.string(),
   loginID: v.string(),
   scope: v.picklist(["current-device", "all-devices"]),
+  status: v.literal("removed"),
+  affectedAccountIDs: v.array(v.string()),
   removedAccountIDs: v.array(v.string()),
   success: v.literal(true),
 });

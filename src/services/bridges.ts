@@ -107,12 +107,13 @@ export function presentSession(ctx: Context, session: LoginSession) {
     const account = ctx.db.account(session.outcome.accountIDs[0]);
     if (account) out.account = presentAccount(account, ctx);
     const login = ctx.db.logins.find((l) => l.loginID === session.outcome!.loginID);
-    if (login) out.login = presentLogin(ctx, login);
+    // The newer official clients read the login as `connection` (the same object, by their name for it).
+    if (login) out.login = out.connection = presentLogin(ctx, login);
   }
   return out;
 }
 
-export async function startLoginSession(ctx: Context, bridgeID: string, input: { flowID?: string; accountID?: string; loginID?: string }) {
+export async function startLoginSession(ctx: Context, bridgeID: string, input: { flowID?: string; accountID?: string; loginID?: string; clientHTTP?: boolean }) {
   const connector = requireBridge(ctx, bridgeID);
   const flows = connector.loginFlows();
   const flowID = input.flowID ?? flows[0]?.id;
@@ -131,7 +132,7 @@ export async function startLoginSession(ctx: Context, bridgeID: string, input: {
   } else if (activeAccounts(ctx, connector.network).length >= connector.bridge.maxAccounts) {
     throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device; remove one first`, undefined, { "x-should-retry": "false" });
   }
-  const process = await callNetwork(async () => connector.createLogin(flowID, reauthAccounts));
+  const process = await callNetwork(async () => connector.createLogin(flowID, reauthAccounts, { clientHTTP: input.clientHTTP === true }));
   return presentSession(ctx, await ctx.sessions.start(bridgeID, process, reauth));
 }
 
@@ -229,7 +230,8 @@ export async function removeLogin(ctx: Context, bridgeID: string, loginID: strin
   db.saveAccounts();
   db.saveLogins();
   await db.commit();
-  return { bridgeID, loginID, scope, removedAccountIDs: accounts.map((a) => a.accountID), success: true };
+  const removed = accounts.map((a) => a.accountID);
+  return { bridgeID, loginID, scope, status: "removed" as const, affectedAccountIDs: removed, removedAccountIDs: removed, success: true as const };
 }
 
 function randomID(): string {

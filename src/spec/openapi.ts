@@ -7,7 +7,7 @@
 import type * as v from "valibot";
 import type { Operation, ResponseDoc } from "../http/route-kit.ts";
 import { Account, Attachment, Chat, ErrorBody, Message, Reaction, User } from "../schema/wire.ts";
-import { Bridge, Login, LoginSession, LoginStep, Upload, Webhook } from "../schema/bridges.ts";
+import { Bridge, BridgeConnection, Login, LoginSession, LoginStep, Upload, Webhook } from "../schema/bridges.ts";
 import { jsonSchemaOf, type JsonSchema } from "./json-schema.ts";
 
 /** Schemas that become named components (referenced wherever an operation uses the same schema object). */
@@ -20,6 +20,7 @@ const COMPONENTS: Record<string, v.GenericSchema> = {
   Chat,
   Bridge,
   Login,
+  BridgeConnection,
   LoginStep,
   LoginSession,
   Webhook,
