@@ -184,7 +184,7 @@ export interface ChatPatch {
   /** A local image asset (see chat-picture.ts); null removes the picture. */
   imgURL?: string | null;
   messageExpirySeconds?: number | null;
-  /** ms since epoch; null: a mute without end. Implies isMuted: true. */
+  /** ms since epoch: muted until then (isMuted true or left out); null drops the end time of a mute. */
   mutedUntil?: number | null;
   labelIDs?: string[];
 }
@@ -197,7 +197,7 @@ export interface ChatPatch {
 export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch): Promise<Chat> {
   const chat = requireChat(ctx, chatID);
   if (patch.draft && chat.draft?.text) throw unprocessable("a draft is already set: send draft=null first", ["body", "draft"]);
-  const mute = muteChange(ctx, chat, patch);
+  const mute = muteChange(ctx, patch);
   if (patch.labelIDs !== undefined) checkLabels(ctx, patch.labelIDs);
   const imgURL = patch.imgURL ? await resolveChatPicture(ctx, patch.imgURL) : patch.imgURL;
   // Checked again, now with no await before the save: a label deleted during the wait is refused, not stored.
@@ -207,7 +207,8 @@ export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch)
   if (patch.isArchived !== undefined) chat.isArchived = patch.isArchived;
   if (patch.isLowPriority !== undefined) chat.isLowPriority = patch.isLowPriority;
   if (patch.isPinned !== undefined) chat.isPinned = patch.isPinned;
-  if (mute) Object.assign(chat, mute);
+  if (mute?.isMuted !== undefined) chat.isMuted = mute.isMuted;
+  if (mute) chat.mutedUntil = mute.mutedUntil;
   if (patch.draft !== undefined) chat.draft = patch.draft;
   if (imgURL !== undefined) chat.imgURL = imgURL ?? undefined;
   if (patch.messageExpirySeconds !== undefined) chat.messageExpirySeconds = patch.messageExpirySeconds ?? undefined;
@@ -222,10 +223,10 @@ export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch)
  * mutes without end (replacing a timed mute), `isMuted: false` unmutes and drops any end time, `mutedUntil: null`
  * alone drops the end time of a mute (the chat stays as muted as it was).
  */
-function muteChange(ctx: Context, chat: ChatRecord, patch: ChatPatch): { isMuted: boolean; mutedUntil: number | undefined } | undefined {
+function muteChange(ctx: Context, patch: ChatPatch): { isMuted?: boolean; mutedUntil: number | undefined } | undefined {
   const { isMuted, mutedUntil } = patch;
   if (mutedUntil === undefined) return isMuted === undefined ? undefined : { isMuted, mutedUntil: undefined };
-  if (mutedUntil === null) return { isMuted: isMuted ?? chat.isMuted, mutedUntil: undefined };
+  if (mutedUntil === null) return { isMuted, mutedUntil: undefined };
   if (isMuted === false)
     throw badRequest("mutedUntil needs isMuted true (or left out)", [{ code: "conflict", message: "a time to unmute at needs isMuted true; send isMuted false alone to unmute now", path: ["body", "mutedUntil"] }]);
   if (mutedUntil <= ctx.now())
