@@ -25,7 +25,7 @@ export function accountCapabilities(client: NetworkClient | undefined): Record<s
     searchContacts: client.searchContacts !== undefined,
     listContacts: client.listContacts !== undefined,
     downloadMedia: client.downloadMedia !== undefined,
-    typing: typeof (client as { setTyping?: unknown }).setTyping === "function",
+    typing: client.setTyping !== undefined,
   };
 }
 
