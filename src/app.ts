@@ -176,7 +176,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   eventRoutes(api);
   v0Routes(api);
   const openApi = lazyDocument(api, { version: VERSION, errorBodies: v0ErrorBodies, components: v0Components });
-  mcpRoutes(api, events, { ...options.mcp, log: options.log, openApi });
+  mcpRoutes(api, events, { ...options.mcp, log: options.log }, openApi);
   specRoutes(api, openApi);
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);

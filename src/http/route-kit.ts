@@ -53,9 +53,9 @@ export interface Operation<Q extends v.GenericSchema | undefined = v.GenericSche
   responses?: Record<number, ResponseDoc>;
   /**
    * The scope a token needs (default: `read` for GET/HEAD, `write` otherwise). `public`: answered without a token
-   * too (a token, when sent, must still be valid). `authenticated`: any valid token; the handler checks more.
+   * too (a token, when sent, must still be valid).
    */
-  scope?: Scope | "public" | "authenticated";
+  scope?: Scope | "public";
   /** The component name of the error body this operation answers with (default `Error`, the /v1 body). */
   errorBody?: string;
   /** Not in the official 5.0.0 API: marked `x-inboxd-extension` in the document. */

@@ -4,15 +4,14 @@
  * WWW-Authenticate without one); a read-only token sees only the read-only tools.
  *
  * @example
- * mcpRoutes(api, events, { tools: "read-only" });
+ * mcpRoutes(api, events, { tools: "read-only" }, openApi);
  */
 import * as v from "valibot";
-import { VERSION } from "../app.ts";
 import type { EventHub } from "../events/hub.ts";
 import { ApiError } from "../http/errors.ts";
 import { id } from "../http/limits.ts";
 import type { Api, RequestContext } from "../http/route-kit.ts";
-import { openApiDocument } from "../spec/openapi.ts";
+import type { OpenApiDocument } from "../spec/openapi.ts";
 import { README } from "./docs/readme.generated.ts";
 import { DocsIndex, openApiSections, readmeSections } from "./docs/search.ts";
 import { checkToolSelection, type McpOptions } from "./options.ts";
@@ -26,7 +25,8 @@ export { parseToolSelection, type McpOptions, type ToolSelection } from "./optio
 const common = { tag: "MCP", scope: "read" as const, extension: true };
 const stream = { "text/event-stream": null };
 
-export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}): void {
+/** `openApi`: the served OpenAPI document (GET /v1/spec), which search_docs searches. */
+export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openApi: () => OpenApiDocument): void {
   checkToolSelection(options.tools);
   let docs: DocsIndex | undefined;
   let env: Omit<ServerEnv, "signal"> | undefined;
@@ -38,7 +38,7 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions = {}):
       events,
       options,
       // Built on first use, when every route (this one included) is in api.operations.
-      docs: () => (docs ??= new DocsIndex([...readmeSections(README), ...openApiSections(options.openApi?.() ?? openApiDocument(api.operations, { version: VERSION }))])),
+      docs: () => (docs ??= new DocsIndex([...readmeSections(README), ...openApiSections(openApi())])),
     });
   const sessionsOf = (rc: RequestContext) => (sessions ??= new SseSessions(envOf(rc)));
   const stateless = () => {

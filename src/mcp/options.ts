@@ -2,7 +2,6 @@
  * Which tools a server offers: all (default), only the read-only ones, or an allowlist. The CLI flag `--mcp-tools`
  * and the env var INBOXD_MCP_TOOLS take the same text: `all`, `read-only`, or tool names separated by commas.
  */
-import type { OpenApiDocument } from "../spec/openapi.ts";
 import type { AnyTool } from "./tool.ts";
 import { TOOL_NAMES } from "./tools/index.ts";
 
@@ -12,8 +11,6 @@ export interface McpOptions {
   tools?: ToolSelection;
   /** Unexpected errors inside tools, as "error: …" lines (the app's log). */
   log?: (line: string) => void;
-  /** The served OpenAPI document, for search_docs (default: one built from the operations, without /v0 extras). */
-  openApi?: () => OpenApiDocument;
 }
 
 /** Parses the flag/env text; throws naming the valid choices when a name is unknown. */

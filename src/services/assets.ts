@@ -148,11 +148,21 @@ export async function takeUpload(ctx: Context, uploadID: string): Promise<AssetR
   return asset;
 }
 
-/** Resolves an asset URL (mxc://, localmxc://, file://) to a local asset, fetching network media when needed. */
-export async function resolveAsset(ctx: Context, config: AssetConfig, url: string): Promise<AssetRecord> {
+/**
+ * The asset a URL of this server names (`mxc://inboxd/<id>`, `localmxc://inboxd/<id>`, a file:// URL inside the asset
+ * directory), or undefined for any other URL. Never fetches anything.
+ */
+export async function resolveLocalAsset(ctx: Context, config: AssetConfig, url: string): Promise<AssetRecord | undefined> {
   const local = /^(?:local)?mxc:\/\/inboxd\/([a-z0-9]{1,40})$/i.exec(url);
   if (local) return requireAsset(ctx, local[1]);
   if (url.startsWith("file://")) return requireAsset(ctx, assetIDFromFileURL(config, url));
+  return undefined;
+}
+
+/** Resolves an asset URL (mxc://, localmxc://, file://) to a local asset, fetching network media when needed. */
+export async function resolveAsset(ctx: Context, config: AssetConfig, url: string): Promise<AssetRecord> {
+  const local = await resolveLocalAsset(ctx, config, url);
+  if (local) return local;
   if (!/^(?:local)?mxc:\/\/[^/\s]+\/[^\s]+$/i.test(url))
     throw badRequest("url must be an mxc://, localmxc:// or file:// URL", [{ code: "invalid_url", message: "unsupported URL", path: ["url"] }]);
   const known = await ctx.db.kv.get<string>(sourceKey(url));

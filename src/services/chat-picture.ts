@@ -1,5 +1,5 @@
 import { ApiError, unprocessable } from "../http/errors.ts";
-import { assetKey, resolveAsset, srcURL, takeUpload, type AssetRecord } from "./assets.ts";
+import { resolveLocalAsset, srcURL, takeUpload, type AssetRecord } from "./assets.ts";
 import type { Context } from "./context.ts";
 
 /**
@@ -14,19 +14,17 @@ import type { Context } from "./context.ts";
 export async function resolveChatPicture(ctx: Context, value: string): Promise<string> {
   const refuse = (why: string) =>
     unprocessable(`imgURL ${why}: send an image's uploadID or srcURL from POST /v1/assets/upload`, ["body", "imgURL"]);
-  const url = value.startsWith("/") ? `file://${encodeURI(value)}` : value;
+  // A bare uploadID is the asset's own mxc:// URL; a path is a file:// URL. Only URLs of this server resolve.
+  const url = value.startsWith("/") ? `file://${encodeURI(value)}` : /^[a-z0-9]{1,40}$/i.test(value) ? `mxc://inboxd/${value}` : value;
   let asset: AssetRecord | undefined;
-  if (/^[a-z0-9]{1,40}$/i.test(url)) asset = await ctx.db.kv.get<AssetRecord>(assetKey(url));
-  else if (/^(file:\/\/|(local)?mxc:\/\/inboxd\/)/i.test(url)) {
-    try {
-      asset = await resolveAsset(ctx, ctx.assets, url);
-    } catch (error) {
-      // Unknown assets (404) and paths outside the asset directory (403) are both "not an asset of this server".
-      if (error instanceof ApiError && error.status < 500) throw refuse("does not name an asset of this server");
-      throw error;
-    }
-  } else throw refuse("must be a local asset");
-  if (!asset) throw refuse("does not name an asset of this server");
+  try {
+    asset = await resolveLocalAsset(ctx, ctx.assets, url);
+  } catch (error) {
+    // Unknown assets (404) and paths outside the asset directory (403) are both "not an asset of this server".
+    if (error instanceof ApiError && error.status < 500) throw refuse("does not name an asset of this server");
+    throw error;
+  }
+  if (!asset) throw refuse(/^(file:\/\/|(local)?mxc:\/\/inboxd\/)/i.test(url) ? "does not name an asset of this server" : "must be a local asset");
   if (!asset.mimeType.startsWith("image/")) throw refuse(`must be an image (this asset is ${asset.mimeType})`);
   if (asset.kind === "upload" && asset.usedAt === undefined) {
     // Taking the upload keeps it: unsent uploads are deleted after a day, a chat's picture must stay.

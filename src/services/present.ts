@@ -92,6 +92,11 @@ export class JsonText {
   constructor(readonly text: string | Uint8Array) {}
 }
 
+/** The object behind a JsonText, for callers that reshape it (the /v0 layer, MCP tools). */
+export function fromJsonText<T>(body: JsonText): T {
+  return JSON.parse(typeof body.text === "string" ? body.text : new TextDecoder().decode(body.text)) as T;
+}
+
 /**
  * The list form of a chat (all participants, with preview) as JSON, cached per chat. `Db.saveChat` — the one way
  * every chat change is persisted — drops the entry, so the cache can never serve a stale chat.

@@ -8,7 +8,7 @@ import { User, type Chat, type Page } from "../schema/wire.ts";
 import { listAccounts, searchContacts } from "../services/accounts.ts";
 import { getChat, searchChats } from "../services/chats.ts";
 import { searchMessages } from "../services/message-search.ts";
-import type { JsonText } from "../services/present.ts";
+import { fromJsonText } from "../services/present.ts";
 import { unifiedSearch } from "../services/search.ts";
 import { GetChatQuery, SearchChatsQuery, SearchMessagesQuery, SearchQuery, SearchUsersQuery, V0_PARTICIPANTS, withoutNulls } from "./inputs.ts";
 import { addV0 } from "./operation.ts";
@@ -33,7 +33,7 @@ export function v0ReadRoutes(api: Api): void {
 
   addV0(api, "search-chats", { summary: "Search chats (v0)", query: SearchChatsQuery, response: V0ChatPage,
     notes: "Cursors are those of /v1 chat search: a page can be continued on either." },
-    ({ rc, query }) => toV0ChatPage(parse<Page<Chat>>(searchChats(rc.app, withoutNulls(query)))));
+    ({ rc, query }) => toV0ChatPage(fromJsonText<Page<Chat>>(searchChats(rc.app, withoutNulls(query)))));
 
   addV0(api, "search-messages", { summary: "Search messages (v0)", query: SearchMessagesQuery, response: V0MessageSearchPage,
     notes: "`limit` takes 1 to 500 (default 20), yet a page holds at most 20 messages, as on /v1." },
@@ -41,6 +41,3 @@ export function v0ReadRoutes(api: Api): void {
 }
 
 /** Chat search answers with JSON already serialised (its cached list form); v0 reshapes it. */
-function parse<T>(json: JsonText): T {
-  return JSON.parse(typeof json.text === "string" ? json.text : new TextDecoder().decode(json.text)) as T;
-}

@@ -4,15 +4,12 @@ import { ArchiveBody, ReadBody, ReminderBody, SearchQuery } from "../../routes/c
 import { Reminder } from "../../schema/wire.ts";
 import { archiveChat, clearReminder, getChat, markRead, markUnread, searchChats, setReminder } from "../../services/chats.ts";
 import type { Context } from "../../services/context.ts";
-import type { JsonText } from "../../services/present.ts";
+import { fromJsonText } from "../../services/present.ts";
 import { chatBlock, code, pageHint, personName, plain, when } from "../format.ts";
 import { accountIDs, Chat, ChatPage, chatID, describe, int, isoDateTime, paging } from "../schemas.ts";
 import { defineTool } from "../tool.ts";
 
 /** Chat lists come from the services as ready JSON (they splice cached chats); tools want the objects. */
-export function fromJsonText<T>(body: JsonText): T {
-  return JSON.parse(typeof body.text === "string" ? body.text : new TextDecoder().decode(body.text)) as T;
-}
 
 export const pageOfChats = (app: Context, query: Parameters<typeof searchChats>[1]) => fromJsonText<v.InferOutput<typeof ChatPage>>(searchChats(app, query));
 
