@@ -34,6 +34,7 @@ import { eventRoutes } from "./routes/events.ts";
 import { labelRoutes } from "./routes/labels.ts";
 import { typingRoutes } from "./routes/typing.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
+import { XmppConnector, type XmppOptions } from "./connectors/xmpp/index.ts";
 
 export const VERSION = "0.1.0";
 export const VERSION_HEADER = "X-Beeper-Desktop-Version";
@@ -62,6 +63,11 @@ export interface AppOptions extends GuardOptions {
    * them. Uploads never sent are deleted after `uploadTtlMs` (default 24 h).
    */
   assets?: { storage: Storage; dir?: string; maxUploadBytes?: number; uploadTtlMs?: number };
+  /**
+   * XMPP: transports besides WebSocket (the daemon adds TCP with STARTTLS, adapters/node/xmpp-tcp.ts), and how many
+   * messages of each archive a first connect reads (default 10,000; older ones load when a client pages back).
+   */
+  xmpp?: XmppOptions;
   /** MCP tools offered: "all" (default), "read-only", or tool names (src/mcp/options.ts). */
   mcp?: Pick<McpOptions, "tools">;
 }
@@ -72,13 +78,14 @@ const earliest = (...times: (number | undefined)[]) => {
 };
 
 /**
- * The built-in networks: the sandbox (up to 10 accounts), and a single-account variant of it that behaves like
- * networks bound to one phone or device and, like SMS, has no typing notifications.
+ * The built-in networks: the sandbox (up to 10 accounts), a single-account variant of it that behaves like
+ * networks bound to one phone or device and, like SMS, has no typing notifications, and XMPP.
  */
 function defaultConnectors(options: AppOptions): NetworkConnector[] {
   return [
     new SandboxConnector({ qrDelayMs: options.sandboxQrDelayMs }),
     new SandboxConnector({ network: "sandbox-solo", displayName: "Sandbox (single account)", maxAccounts: 1, qrDelayMs: options.sandboxQrDelayMs, typing: false }),
+    new XmppConnector(options.xmpp),
   ];
 }
 

@@ -3,6 +3,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
+import { xmppOverTCP } from "./xmpp-tcp.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 import { assetStorage } from "./asset-storage.ts";
@@ -21,7 +22,8 @@ export interface ServeOptions {
   /** MCP tools offered (--mcp-tools). */
   mcp?: AppOptions["mcp"];
   /** Overrides for tests (e.g. short login-session expiry). */
-  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs">;
+  /** Test tuning; `xmppFirstBackfill`: messages per archive a first XMPP connect reads. */
+  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number };
   /** Overrides for tests: how long a request body may take (request-body.ts). */
   bodyTimeouts?: BodyTimeouts;
 }
@@ -93,7 +95,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     storage,
     allowedHosts: options.allowHosts,
     mcp: options.mcp,
-    ...options.tuning,
+    xmpp: { transports: [xmppOverTCP], firstBackfill: options.tuning?.xmppFirstBackfill },
+    loginSessionTtlMs: options.tuning?.loginSessionTtlMs,
+    sandboxQrDelayMs: options.tuning?.sandboxQrDelayMs,
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });

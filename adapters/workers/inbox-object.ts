@@ -49,6 +49,8 @@ export interface InboxEnv {
   /** Test tuning: idle login sessions expire after this many ms; the sandbox QR login completes after this many. */
   INBOXD_LOGIN_SESSION_TTL_MS?: string;
   INBOXD_SANDBOX_QR_DELAY_MS?: string;
+  /** Test tuning: how many messages of each XMPP archive a first connect reads (default 10,000). */
+  INBOXD_XMPP_FIRST_BACKFILL?: string;
   /** JSON `{"chats":40,"messages":800,"accounts":2,"seed":7}`: fill an empty store with a sandbox dataset. */
   INBOXD_SEED?: string;
   /** MCP tools offered: all (default), read-only, or tool names separated by commas (as `serve --mcp-tools`). */
@@ -192,6 +194,8 @@ export class InboxObject {
       mcp: { tools: parseToolSelection(this.env.INBOXD_MCP_TOOLS) },
       loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
+      // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
+      xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
       info: { platform: { os: "workerd", arch: "unknown" } },
       // Workers logs record every request already; forward only the unexpected errors the core reports.
       log: (line) => {

@@ -14,8 +14,9 @@ import type { AccountRecord } from "../store/records.ts";
  * - IDs passed across are network IDs (`networkChatID`, `networkMessageID`); the host maps them to API IDs.
  * - Delivery is idempotent per `networkMessageID`: redelivering a message (after a reconnect) is harmless.
  * - A chat's messages are ordered by arrival (their sortKey). A connector backfills a chat's history, oldest first,
- *   before it delivers live traffic for that chat (as bridgev2's forward backfill does); history older than what is
- *   already stored is not inserted before it.
+ *   before it delivers live traffic for that chat (as bridgev2's forward backfill does); a message event never
+ *   inserts history before what is already stored. Older history comes only through `fetchHistory`, which the host
+ *   calls when a client pages past the oldest stored message (bridgev2's backward backfill).
  * - Typing notifications are live only: a `typing` event is never stored, and a connector need not send `paused`
  *   for someone whose message just arrived (clients clear the indicator on the message, or after `timeoutMs`).
  */
@@ -75,6 +76,12 @@ export interface InboundMessage {
   attachments?: Attachment[];
 }
 
+/** Older messages of a chat, oldest first; `hasMore` is false once the network has nothing older. */
+export interface HistoryPage {
+  messages: InboundMessage[];
+  hasMore: boolean;
+}
+
 /** Whether someone is typing in a chat (bridgev2's typing notices, text kind only). */
 export type TypingState = "typing" | "paused";
 
@@ -83,9 +90,18 @@ export type InboundEvent =
   | { type: "edit"; networkChatID: string; networkMessageID: string; text: string; timestamp: number }
   | { type: "delete"; networkChatID: string; networkMessageID: string }
   | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean }
+  /** A participant's whole set of reactions to a message, replacing what they had (networks that send sets). */
+  | { type: "reactions"; networkChatID: string; networkMessageID: string; senderID: string; reactionKeys: string[] }
   | { type: "chat"; chat: NetworkChat }
   /** `timeoutMs`: how long a `typing` state holds without a new notice (networks repeat it while typing goes on). */
   | { type: "typing"; networkChatID: string; senderID: string; state: TypingState; timeoutMs?: number }
+  /**
+   * Another participant got (`delivered`) or read (`read`) this account's message. A read receipt covers the
+   * messages before it, as chat markers and read receipts do on most networks.
+   */
+  | { type: "receipt"; networkChatID: string; networkMessageID: string; userID: string; kind: "delivered" | "read"; timestamp: number }
+  /** This account read the chat up to the message on another device or client: mark it read here, and tell no one. */
+  | { type: "read"; networkChatID: string; networkMessageID: string }
   | { type: "status"; status: AccountRecord["status"]; statusText?: string };
 
 export interface ConnectorHost {
@@ -96,16 +112,28 @@ export interface ConnectorHost {
 }
 
 export interface NetworkClient {
+  /**
+   * Starts the client. A client that sets `reportsStatus` returns at once and reports every status change itself
+   * (connecting, backfilling, connected, reconnect_required…) as status events, reconnecting on its own; otherwise
+   * the host marks the account connected when this resolves.
+   */
   connect(): Promise<void>;
+  readonly reportsStatus?: boolean;
   disconnect(): Promise<void>;
   capabilities(chat: NetworkChat): ChatCapabilities;
   /** Resolves when the network has accepted the message. */
   send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt>;
   edit?(networkChatID: string, networkMessageID: string, text: string): Promise<void>;
   delete?(networkChatID: string, networkMessageID: string): Promise<void>;
-  react?(networkChatID: string, networkMessageID: string, reactionKey: string): Promise<void>;
-  unreact?(networkChatID: string, networkMessageID: string, reactionKey: string): Promise<void>;
+  /** `mine`: this account's reaction keys on the message once the change applies (for networks that send the whole set). */
+  react?(networkChatID: string, networkMessageID: string, reactionKey: string, mine: string[]): Promise<void>;
+  unreact?(networkChatID: string, networkMessageID: string, reactionKey: string, mine: string[]): Promise<void>;
   markRead?(networkChatID: string, networkMessageID: string): Promise<void>;
+  /**
+   * Up to `limit` messages older than `before` (a stored message: its network ID and timestamp), oldest first.
+   * Chats of a network with this method keep room below their first message for what it returns.
+   */
+  fetchHistory?(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage>;
   /** Tells the chat's other participants that this account is typing, or stopped (bridgev2's TypingHandlingNetworkAPI). */
   setTyping?(networkChatID: string, state: TypingState): Promise<void>;
   createChat?(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat>;
@@ -117,9 +145,17 @@ export interface NetworkClient {
   listContacts?(): Promise<User[]>;
 }
 
-/** What a connector throws; the host maps `kind` to an HTTP status (404, 422, 422, 503). */
+/**
+ * What a connector throws; the host maps `kind` to an HTTP status (404, 422, 422, 503). `code` is a more precise,
+ * machine-readable reason where one helps (a failed login session reports it as `error.code`, e.g.
+ * "invalid_credentials").
+ */
 export class NetworkError extends Error {
-  constructor(readonly kind: "not_found" | "unsupported" | "rejected" | "unavailable", message: string) {
+  constructor(
+    readonly kind: "not_found" | "unsupported" | "rejected" | "unavailable",
+    message: string,
+    readonly code?: string,
+  ) {
     super(message);
   }
 }

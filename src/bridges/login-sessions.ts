@@ -138,7 +138,7 @@ export class LoginSessions {
       if (session.status === "cancelled") return;
       const known = error instanceof NetworkError;
       this.finish(session, "failed", {
-        code: known ? error.kind : "internal_error",
+        code: known ? (error.code ?? error.kind) : "internal_error",
         message: known ? error.message : "the login failed unexpectedly",
       });
       return;

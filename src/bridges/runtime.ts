@@ -46,6 +46,11 @@ export class BridgeRuntime {
     return [...this.registered.values()];
   }
 
+  /** The account's client if it is attached (no error: for what works without the network too). */
+  attached(accountID: string): NetworkClient | undefined {
+    return this.clients.get(accountID);
+  }
+
   client(accountID: string): NetworkClient {
     const client = this.clients.get(accountID);
     if (!client) throw new ApiError(503, "ACCOUNT_UNAVAILABLE", `account ${accountID} is not connected`, undefined, { "retry-after": "5" });

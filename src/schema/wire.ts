@@ -112,7 +112,14 @@ export const Message = v.strictObject({
       status: v.picklist(["SUCCESS", "PENDING", "FAIL_RETRIABLE", "FAIL_PERMANENT"]),
       timestamp: dateTime,
       message: v.optional(v.string()),
+      deliveredToUsers: v.optional(v.pipe(v.array(v.string()), v.description("User IDs the message was delivered to, when reported by the network."))),
     }),
+  ),
+  seen: v.optional(
+    v.pipe(
+      v.union([dateTime, v.record(v.string(), dateTime)]),
+      v.description("Own messages: when the other person read it (a single chat), or who read it and when (a group), when the network reports read receipts."),
+    ),
   ),
 });
 export type Message = v.InferOutput<typeof Message>;

@@ -191,8 +191,8 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
   for (const id of accountIDs) {
     const account = db.account(id)!;
     void ctx.bridges.attach(account).then(
-      async () => {
-        if (account.status === "connecting") {
+      async (client) => {
+        if (account.status === "connecting" && !client?.reportsStatus) {
           account.status = "connected";
           db.saveAccounts();
           await db.commit();

@@ -1,10 +1,10 @@
 import { badRequest, unprocessable } from "../http/errors.ts";
 import type { Chat, User } from "../schema/wire.ts";
-import type { ChatRecord } from "../store/records.ts";
+import { firstSeqOf, type ChatRecord } from "../store/records.ts";
 import { callNetwork, requireAccount, requireChat, unsupported, type Context } from "./context.ts";
 import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
 import { upsertChat } from "./ingest.ts";
-import { findMessage, sendMessage } from "./messages.ts";
+import { countUnread, findMessage, sendMessage } from "./messages.ts";
 import { chatListJSON, JsonText, presentChat } from "./present.ts";
 import { resolveChatPicture } from "./chat-picture.ts";
 import { checkLabels, requireLabel } from "./labels.ts";
@@ -273,7 +273,7 @@ export async function markRead(ctx: Context, chatID: string, messageID?: string)
   });
   await ctx.db.commit();
   const client = ctx.bridges.client(chat.accountID);
-  const last = chat.lastReadSeq >= 0 ? await ctx.db.message(chat.no, chat.lastReadSeq) : undefined;
+  const last = chat.lastReadSeq >= firstSeqOf(chat) ? await ctx.db.message(chat.no, chat.lastReadSeq) : undefined;
   if (client.markRead && last?.networkID) await callNetwork(() => client.markRead!(chat.networkChatID, last.networkID!));
   return presentChat(ctx.db, chat, { preview: true });
 }
@@ -293,14 +293,6 @@ export async function markUnread(ctx: Context, chatID: string, messageID?: strin
   return presentChat(ctx.db, chat, { preview: true });
 }
 
-async function countUnread(ctx: Context, chat: ChatRecord): Promise<number> {
-  let n = 0;
-  for (let seq = chat.lastReadSeq + 1; seq < chat.nextSeq; seq++) {
-    const m = await ctx.db.message(chat.no, seq);
-    if (m && !m.deleted && !m.isSender) n++;
-  }
-  return n;
-}
 
 export async function notifyAnyway(ctx: Context, chatID: string): Promise<Chat> {
   requireChat(ctx, chatID);

@@ -1,8 +1,8 @@
-import type { InboundEvent, NetworkChat } from "../bridges/connector.ts";
-import { keys, type AccountRecord, type ChatRecord } from "../store/records.ts";
+import type { InboundEvent, InboundMessage, NetworkChat } from "../bridges/connector.ts";
+import { HISTORY_ROOM, firstSeqOf, keys, type AccountRecord, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import type { Db } from "../store/db.ts";
 import type { Context } from "./context.ts";
-import { appendMessage, termsOf } from "./messages.ts";
+import { appendMessage, countUnread, termsOf } from "./messages.ts";
 import { messageID } from "./present.ts";
 import { applyReaction } from "./reactions.ts";
 import { announceTyping } from "./typing.ts";
@@ -35,37 +35,48 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
         })
       : undefined);
   if (!chat) return;
+  if (event.type === "read") return readOnAnotherDevice(ctx, chat, event.networkMessageID);
   await db.withChat(chat.no, async () => {
     if (event.type === "message") {
       const m = event.message;
       if ((await db.kv.get<number>(keys.networkMessage(chat.no, m.networkMessageID))) !== undefined) return;
-      const replyTo = m.replyTo === undefined ? undefined : await db.kv.get<number>(keys.networkMessage(chat.no, m.replyTo));
-      const record = await appendMessage(ctx, chat, {
-        senderID: m.senderID,
-        senderName: m.senderName,
-        ts: m.timestamp,
-        type: "TEXT",
-        text: m.text,
-        isSender: m.isSender === true,
-        attachments: m.attachments,
-        linkedMessageID: replyTo === undefined ? undefined : messageID(chat, replyTo),
-        networkID: m.networkMessageID,
-      });
+      const record = await appendMessage(ctx, chat, await inboundRecord(ctx, chat, m));
       db.kv.put(keys.networkMessage(chat.no, m.networkMessageID), record.seq);
       return;
     }
     const seq = await db.kv.get<number>(keys.networkMessage(chat.no, event.networkMessageID));
     const message = seq === undefined ? undefined : await db.message(chat.no, seq);
-    if (!message) return;
+    if (!message || message.deleted) return;
+    if (event.type === "receipt") return applyReceipt(ctx, chat, message, event);
     if (event.type === "edit") {
       message.text = event.text;
       message.editedTs = event.timestamp;
       db.index.add(termsOf(message), [message.ts, chat.no, message.seq]);
     } else if (event.type === "delete") message.deleted = true;
-    else applyReaction(message, event.senderID, event.reactionKey, event.removed === true, true);
+    else if (event.type === "reactions") {
+      const had = (message.reactions ?? []).filter((r) => r.participantID === event.senderID).map((r) => r.reactionKey);
+      for (const key of had) if (!event.reactionKeys.includes(key)) applyReaction(message, event.senderID, key, true, true);
+      for (const key of event.reactionKeys) if (!had.includes(key)) applyReaction(message, event.senderID, key, false, true);
+    } else applyReaction(message, event.senderID, event.reactionKey, event.removed === true, true);
     await db.putMessage(chat.no, message);
   });
   await db.commit();
+}
+
+/** A network's message as a stored record (its reply resolved to the stored message it answers, if any). */
+export async function inboundRecord(ctx: Context, chat: ChatRecord, m: InboundMessage): Promise<Omit<MessageRecord, "seq">> {
+  const replyTo = m.replyTo === undefined ? undefined : await ctx.db.kv.get<number>(keys.networkMessage(chat.no, m.replyTo));
+  return {
+    senderID: m.senderID,
+    senderName: m.senderName,
+    ts: m.timestamp,
+    type: "TEXT",
+    text: m.text,
+    isSender: m.isSender === true,
+    attachments: m.attachments,
+    linkedMessageID: replyTo === undefined ? undefined : messageID(chat, replyTo),
+    networkID: m.networkMessageID,
+  };
 }
 
 /** Creates the chat on first sight, or refreshes title and participants. */
@@ -78,11 +89,12 @@ export function upsertChat(ctx: Context, account: AccountRecord, network: Networ
     db.saveChat(existing);
     return existing;
   }
-  return createChatRecord(db, account.accountID, network, ctx.now());
+  const historyRoom = ctx.bridges.attached(account.accountID)?.fetchHistory !== undefined ? HISTORY_ROOM : 0;
+  return createChatRecord(db, account.accountID, network, ctx.now(), historyRoom);
 }
 
 /** Allocates, stores and lists a new chat with the defaults of a fresh conversation. */
-export function createChatRecord(db: Db, accountID: string, network: NetworkChat, lastActivity: number): ChatRecord {
+export function createChatRecord(db: Db, accountID: string, network: NetworkChat, lastActivity: number, firstSeq = 0): ChatRecord {
   const no = db.allocateChatNo();
   const chat: ChatRecord = {
     no,
@@ -97,10 +109,11 @@ export function createChatRecord(db: Db, accountID: string, network: NetworkChat
     isPinned: false,
     isLowPriority: false,
     unreadCount: 0,
-    lastReadSeq: -1,
+    lastReadSeq: firstSeq - 1,
     lastActivity,
-    nextSeq: 0,
+    nextSeq: firstSeq,
   };
+  if (firstSeq > 0) chat.firstSeq = firstSeq;
   db.chats.insert(chat);
   db.saveChat(chat);
   return chat;
@@ -112,4 +125,37 @@ export function chatIDFor(accountID: string, networkChatID: string, no: number):
   const text = `${accountID}\n${networkChatID}`;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   return `!${(h >>> 0).toString(36)}${no.toString(36)}:${accountID.replace(/[^A-Za-z0-9._-]/g, "-")}.inboxd`;
+}
+
+/**
+ * A delivery or read receipt for one of this account's messages. A read receipt also covers the account's earlier
+ * messages up to one that person had already read (bounded: receipts for ancient messages stop there).
+ */
+async function applyReceipt(ctx: Context, chat: ChatRecord, message: MessageRecord, event: Extract<InboundEvent, { type: "receipt" }>) {
+  if (event.kind === "delivered") {
+    if (message.deliveredTo?.includes(event.userID)) return;
+    message.deliveredTo = [...(message.deliveredTo ?? []), event.userID];
+    return ctx.db.putMessage(chat.no, message);
+  }
+  for (let seq = message.seq, scanned = 0; seq >= firstSeqOf(chat) && scanned < RECEIPT_REACH; seq--, scanned++) {
+    const m = seq === message.seq ? message : await ctx.db.message(chat.no, seq);
+    if (!m || m.deleted || !m.isSender) continue;
+    if (m.seenBy?.[event.userID] !== undefined) break;
+    m.seenBy = { ...m.seenBy, [event.userID]: event.timestamp };
+    await ctx.db.putMessage(chat.no, m);
+  }
+}
+const RECEIPT_REACH = 200;
+
+/** The account read the chat elsewhere: same bookkeeping as a local mark-read, without telling the network again. */
+async function readOnAnotherDevice(ctx: Context, chat: ChatRecord, networkMessageID: string) {
+  await ctx.db.withChat(chat.no, async () => {
+    const seq = await ctx.db.kv.get<number>(keys.networkMessage(chat.no, networkMessageID));
+    if (seq === undefined || seq <= chat.lastReadSeq) return;
+    chat.lastReadSeq = seq;
+    chat.markedUnread = false;
+    chat.unreadCount = await countUnread(ctx, chat);
+    ctx.db.saveChat(chat);
+  });
+  await ctx.db.commit();
 }

@@ -1,12 +1,13 @@
 import { badRequest, conflict, notFound, unprocessable } from "../http/errors.ts";
 import type { Message, Page } from "../schema/wire.ts";
-import { CHUNK_SIZE, keys, previewOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
+import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
 import { callNetwork, requireChat, type Context } from "./context.ts";
 import { attachmentFor, openAsset, takeUpload, type AssetRecord } from "./assets.ts";
 import type { Attachment } from "../schema/wire.ts";
 import { seqOfSortKey, sortKeyOf } from "./cursor.ts";
 import { messageID, parseMessageID, presentMessage } from "./present.ts";
+import { canFetchOlderHistory, fetchOlderHistory } from "./history.ts";
 
 export const MESSAGE_PAGE = 20;
 
@@ -40,14 +41,19 @@ export async function listMessages(ctx: Context, chatID: string, cursor: string 
   let hasMore = false;
   if (dir === "before") {
     let seq = cursor === undefined ? chat.nextSeq - 1 : Math.min(seqOfSortKey(cursor) - 1, chat.nextSeq - 1);
-    for (; seq >= 0; seq--) {
+    for (; ; seq--) {
+      if (seq < firstSeqOf(chat)) {
+        // Past the oldest stored message: a full page only needs to know whether the network has more.
+        if (items.length === MESSAGE_PAGE) { hasMore = canFetchOlderHistory(ctx, chat); break; }
+        if (seq !== firstSeqOf(chat) - 1 || !(await fetchOlderHistory(ctx, chat))) break;
+      }
       const m = await ctx.db.message(chat.no, seq);
       if (!m || m.deleted) continue;
       if (items.length === MESSAGE_PAGE) { hasMore = true; break; }
       items.push(m);
     }
   } else {
-    let seq = cursor === undefined ? 0 : seqOfSortKey(cursor) + 1;
+    let seq = cursor === undefined ? firstSeqOf(chat) : seqOfSortKey(cursor) + 1;
     for (; seq < chat.nextSeq; seq++) {
       const m = await ctx.db.message(chat.no, seq);
       if (!m || m.deleted) continue;
@@ -139,18 +145,19 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
     .send(chat.networkChatID, { text: input.text || undefined, replyTo: replyTo?.networkID, attachment })
     .then(
       (receipt) => settleSend(ctx, chat, record.seq, { networkID: receipt.networkMessageID }),
-      () => settleSend(ctx, chat, record.seq, { failed: true }),
+      (error: unknown) => settleSend(ctx, chat, record.seq, { failed: error instanceof Error ? error.message : "the network refused the message" }),
     )
     .catch(() => undefined);
   await ctx.db.commit();
   return { chatID: chat.id, pendingMessageID: messageID(chat, record.seq) };
 }
 
-async function settleSend(ctx: Context, chat: ChatRecord, seq: number, outcome: { networkID?: string; failed?: boolean }) {
+async function settleSend(ctx: Context, chat: ChatRecord, seq: number, outcome: { networkID?: string; failed?: string }) {
   await ctx.db.withChat(chat.no, async () => {
     const m = await ctx.db.message(chat.no, seq);
     if (!m) return;
     m.sendStatus = outcome.failed ? "failed" : "sent";
+    if (outcome.failed) m.statusText = outcome.failed;
     m.statusTs = ctx.now();
     if (outcome.networkID) {
       m.networkID = outcome.networkID;
@@ -207,9 +214,19 @@ export async function deleteMessage(ctx: Context, chatID: string, id: string, op
 }
 
 async function newestVisible(ctx: Context, chat: ChatRecord, below: number): Promise<MessageRecord | undefined> {
-  for (let seq = below - 1; seq >= 0 && seq >= below - 4 * CHUNK_SIZE; seq--) {
+  for (let seq = below - 1; seq >= firstSeqOf(chat) && seq >= below - 4 * CHUNK_SIZE; seq--) {
     const m = await ctx.db.message(chat.no, seq);
     if (m && !m.deleted) return m;
   }
   return undefined;
+}
+
+/** How many messages from others are unread after the chat's read position (what unreadCount shows). */
+export async function countUnread(ctx: Context, chat: ChatRecord): Promise<number> {
+  let n = 0;
+  for (let seq = chat.lastReadSeq + 1; seq < chat.nextSeq; seq++) {
+    const m = await ctx.db.message(chat.no, seq);
+    if (m && !m.deleted && !m.isSender) n++;
+  }
+  return n;
 }

@@ -1,6 +1,6 @@
 import type { Chat, Message, User } from "../schema/wire.ts";
 import type { Db } from "../store/db.ts";
-import type { ChatRecord, MessageRecord } from "../store/records.ts";
+import { firstSeqOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { sortKeyOf } from "./cursor.ts";
 
 /** Turns stored records into wire objects. Message IDs are `<chat no>.<seq>`: unique on the device and stable. */
@@ -35,8 +35,18 @@ export function presentMessage(chat: ChatRecord, m: MessageRecord): Message {
     out.sendStatus = {
       status: m.sendStatus === "sent" ? "SUCCESS" : m.sendStatus === "pending" ? "PENDING" : "FAIL_PERMANENT",
       timestamp: new Date(m.statusTs ?? m.ts).toISOString(),
+      ...(m.statusText ? { message: m.statusText } : {}),
     };
+  if (m.deliveredTo?.length && out.sendStatus) out.sendStatus.deliveredToUsers = m.deliveredTo;
+  if (m.seenBy) out.seen = presentSeen(chat, m.seenBy);
   return out;
+}
+
+/** A single chat's receipt is the other person's read time; a group's names each reader. */
+function presentSeen(chat: ChatRecord, seenBy: Record<string, number>): string | Record<string, string> {
+  const entries = Object.entries(seenBy).map(([user, ts]) => [user, new Date(ts).toISOString()] as const);
+  if (chat.type === "single") return entries.reduce((latest, [, at]) => (at > latest ? at : latest), entries[0][1]);
+  return Object.fromEntries(entries);
 }
 
 export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants?: number; preview?: boolean } = {}): Chat {
@@ -66,7 +76,7 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
   if (chat.imgURL !== undefined) out.imgURL = chat.imgURL;
   if (chat.messageExpirySeconds !== undefined) out.messageExpirySeconds = chat.messageExpirySeconds;
   if (chat.mutedUntil !== undefined) out.mutedUntil = new Date(chat.mutedUntil).toISOString();
-  if (chat.lastReadSeq >= 0) out.lastReadMessageSortKey = sortKeyOf(chat.lastReadSeq);
+  if (chat.lastReadSeq >= firstSeqOf(chat)) out.lastReadMessageSortKey = sortKeyOf(chat.lastReadSeq);
   if (chat.reminder)
     out.reminder = {
       remindAt: new Date(chat.reminder.at).toISOString(),

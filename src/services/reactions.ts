@@ -26,7 +26,9 @@ async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reacti
   const multiple = client.capabilities({ networkChatID: chat.networkChatID, type: chat.type, title: chat.title, participants: chat.participants }).multipleReactions;
   const message = await ctx.db.withChat(chat.no, async () => {
     const m = await findMessage(ctx, chat, id);
-    if (m.networkID) await callNetwork(() => method.call(client, chat.networkChatID, m.networkID!, reactionKey));
+    const mine = (m.reactions ?? []).filter((r) => r.participantID === account.user.id && r.reactionKey !== reactionKey).map((r) => r.reactionKey);
+    if (!removed) mine.push(reactionKey);
+    if (m.networkID) await callNetwork(() => method.call(client, chat.networkChatID, m.networkID!, reactionKey, mine));
     applyReaction(m, account.user.id, reactionKey, removed, multiple);
     await ctx.db.putMessage(chat.no, m);
     if (transactionID) ctx.db.noteTransaction(chat.no, m.seq, transactionID);

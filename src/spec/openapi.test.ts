@@ -22,7 +22,6 @@ const NOT_YET: Record<string, string> = {
   "Message.isDeleted": "later: tombstones",
   "Message.isHidden": "later",
   "Message.mentions": "later: mentions",
-  "Message.seen": "later: read receipts per participant",
   "Message.links": "later: link previews",
   "Attachment.transcription": "later: voice-note transcription",
   // The 5.0.0 asset answers allow an `error` field beside the data; inboxd answers failures with an error status.

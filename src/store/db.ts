@@ -1,7 +1,7 @@
 import type { Storage } from "unstorage";
 import { ChatTable } from "./chat-table.ts";
 import { Kv } from "./kv.ts";
-import { CHUNK_SIZE, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
+import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
 
@@ -116,7 +116,7 @@ export class Db {
     this.forgetPresented(chat.no);
     this.changes.chatDeleted(chat);
     this.kv.remove(keys.chat(chat.no));
-    for (let i = 0; i * CHUNK_SIZE < chat.nextSeq; i++) this.kv.remove(keys.chunk(chat.no, i));
+    for (let i = Math.floor(firstSeqOf(chat) / CHUNK_SIZE); i * CHUNK_SIZE < chat.nextSeq; i++) this.kv.remove(keys.chunk(chat.no, i));
     for (const key of await this.storage.getKeys(`nid:${chat.no}:`)) this.kv.remove(key);
   }
 

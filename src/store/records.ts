@@ -44,12 +44,19 @@ export interface ChatRecord {
   isLowPriority: boolean;
   unreadCount: number;
   markedUnread?: boolean;
-  /** Highest seq the user has read; -1 when nothing is read. */
+  /** Highest seq the user has read; firstSeq - 1 when nothing is read. */
   lastReadSeq: number;
   /** ms since epoch of the newest message or of creation. */
   lastActivity: number;
-  /** seq the next message gets; messages are numbered 0… in arrival order. */
+  /** seq the next message gets; messages are numbered firstSeq… in arrival order. */
   nextSeq: number;
+  /**
+   * seq of the oldest message slot (absent: 0). Chats of a network that can fetch older history start high
+   * (HISTORY_ROOM) and grow downwards when a client pages past the oldest stored message.
+   */
+  firstSeq?: number;
+  /** Set once the network said it has nothing older than firstSeq. */
+  historyComplete?: boolean;
   preview?: MessageRecord;
   /** `firedAt` is set when the reminder has gone off; it stays on the chat until cleared. */
   reminder?: { at: number; dismissOnIncomingMessage: boolean; firedAt?: number };
@@ -86,9 +93,19 @@ export interface MessageRecord {
   deleted?: boolean;
   sendStatus?: "pending" | "sent" | "failed";
   statusTs?: number;
+  /** Why a send failed, as the network said. */
+  statusText?: string;
   /** Connector-side message ID once the network confirmed it. */
   networkID?: string;
+  /** Own messages: who the network said received it. */
+  deliveredTo?: string[];
+  /** Own messages: who read it, and when (ms since epoch). */
+  seenBy?: Record<string, number>;
 }
+
+/** Room below a history-fetching chat's first message: sortKeys stay 12 digits and positive. */
+export const HISTORY_ROOM = 1_000_000_000;
+export const firstSeqOf = (chat: ChatRecord) => chat.firstSeq ?? 0;
 
 export interface TokenRecord {
   name: string;

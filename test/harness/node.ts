@@ -23,7 +23,7 @@ export async function startNode(options: {
   seed?: SeedOptions;
   tokens: { token: string; scopes: Scope[] }[];
   verbose?: boolean;
-  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number };
+  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number };
 }): Promise<NodeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
   const { storage, close } = await openSqliteStorage(databasePath(dataDir));

@@ -33,7 +33,7 @@ export async function startWorkerd(options: {
   token?: string;
   /** The same shape as the Node harness: at most one read+write and one read-only token. */
   tokens?: { token: string; scopes: ("read" | "write")[] }[];
-  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number };
+  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number };
 }): Promise<WorkerdServer> {
   const admin = options.token ?? options.tokens?.find((t) => t.scopes.includes("write"))?.token;
   const reader = options.tokens?.find((t) => !t.scopes.includes("write"))?.token;
@@ -66,6 +66,7 @@ export async function startWorkerd(options: {
         ...(reader ? { INBOXD_READ_TOKEN: reader } : {}),
         ...(options.tuning?.loginSessionTtlMs ? { INBOXD_LOGIN_SESSION_TTL_MS: String(options.tuning.loginSessionTtlMs) } : {}),
         ...(options.tuning?.sandboxQrDelayMs ? { INBOXD_SANDBOX_QR_DELAY_MS: String(options.tuning.sandboxQrDelayMs) } : {}),
+        ...(options.tuning?.xmppFirstBackfill ? { INBOXD_XMPP_FIRST_BACKFILL: String(options.tuning.xmppFirstBackfill) } : {}),
         ...(options.seed ? { INBOXD_SEED: JSON.stringify(options.seed) } : {}),
       },
       // false = a temporary directory of this Miniflare instance: kept across restart(), deleted by dispose().

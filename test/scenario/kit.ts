@@ -6,7 +6,7 @@ import { request as httpRequest } from "node:http";
 import { randomBytes } from "node:crypto";
 import BeeperDesktop from "@beeper/desktop-api";
 import BeeperDesktop4 from "desktop-api-4";
-import type { ResponseChecker } from "./openapi-check.ts";
+import { checkingFetch, type ResponseChecker } from "./openapi-check.ts";
 
 export type Scope = "read" | "write";
 
@@ -57,18 +57,7 @@ export function makeClients(env: Env) {
 }
 
 /** The SDKs' fetch: retried once on a reset connection, and every JSON answer checked against the document. */
-function checkedFetch(env: Env) {
-  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const res = await retryingFetch(input, init);
-    if (env.spec && /json/i.test(res.headers.get("content-type") ?? "")) {
-      const url = input instanceof Request ? input.url : String(input);
-      const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
-      const text = await res.clone().text();
-      env.spec.check(method, url, res.status, res.headers.get("content-type"), text ? JSON.parse(text) : undefined);
-    }
-    return res;
-  };
-}
+const checkedFetch = (env: Env) => checkingFetch(() => env.spec, retryingFetch as typeof fetch);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Wire shapes as this suite reads them (loose on purpose: the assertions check fields one by one).

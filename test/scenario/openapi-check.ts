@@ -78,3 +78,18 @@ export class ResponseChecker {
     return validate;
   }
 }
+
+/** Wraps a fetch so that every JSON answer is checked against the document, once `checker()` has one. */
+export function checkingFetch(checker: () => ResponseChecker | undefined, fetch: typeof globalThis.fetch = globalThis.fetch) {
+  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const res = await fetch(input, init);
+    const spec = checker();
+    if (spec && /json/i.test(res.headers.get("content-type") ?? "")) {
+      const url = input instanceof Request ? input.url : String(input);
+      const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+      const text = await res.clone().text();
+      spec.check(method, url, res.status, res.headers.get("content-type"), text ? JSON.parse(text) : undefined);
+    }
+    return res;
+  };
+}

@@ -1,0 +1,58 @@
+import { keys, firstSeqOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
+import type { InboundMessage } from "../bridges/connector.ts";
+import type { Context } from "./context.ts";
+import { termsOf } from "./messages.ts";
+import { inboundRecord } from "./ingest.ts";
+
+/** How many older messages one fetch asks the network for. */
+export const HISTORY_BATCH = 50;
+
+/** Whether paging past the oldest stored message of the chat may still find something on the network. */
+export function canFetchOlderHistory(ctx: Context, chat: ChatRecord): boolean {
+  return !chat.historyComplete && firstSeqOf(chat) > 0 && ctx.bridges.attached(chat.accountID)?.fetchHistory !== undefined;
+}
+
+/**
+ * Backward backfill (bridgev2's "backfill on scroll"): asks the network for messages older than the oldest stored
+ * one and stores them below it. Answers whether anything was added; a network that is not connected or fails adds
+ * nothing, so paging ends there for now instead of failing the client's request.
+ */
+export async function fetchOlderHistory(ctx: Context, chat: ChatRecord): Promise<boolean> {
+  const client = ctx.bridges.attached(chat.accountID);
+  if (!canFetchOlderHistory(ctx, chat) || !client?.fetchHistory) return false;
+  const added = await ctx.db.withChat(chat.no, async () => {
+    const oldest = await oldestWithNetworkID(ctx, chat);
+    if (!oldest) return 0;
+    const page = await client.fetchHistory!(chat.networkChatID, { networkMessageID: oldest.networkID!, timestamp: oldest.ts }, HISTORY_BATCH).catch(() => undefined);
+    if (!page) return 0;
+    const fresh: InboundMessage[] = [];
+    for (const m of page.messages)
+      if ((await ctx.db.kv.get<number>(keys.networkMessage(chat.no, m.networkMessageID))) === undefined && !fresh.some((f) => f.networkMessageID === m.networkMessageID)) fresh.push(m);
+    const room = firstSeqOf(chat);
+    const count = Math.min(fresh.length, room);
+    // Newest first, each one slot further down; what does not fit below seq 0 is dropped (a billion messages in).
+    for (let i = 0; i < count; i++) await prepend(ctx, chat, fresh[fresh.length - 1 - i], room - 1 - i);
+    chat.firstSeq = room - count;
+    if (!page.hasMore || chat.firstSeq === 0) chat.historyComplete = true;
+    ctx.db.saveChat(chat);
+    return count;
+  });
+  await ctx.db.commit();
+  return added > 0;
+}
+
+async function oldestWithNetworkID(ctx: Context, chat: ChatRecord): Promise<MessageRecord | undefined> {
+  for (let seq = firstSeqOf(chat); seq < chat.nextSeq; seq++) {
+    const m = await ctx.db.message(chat.no, seq);
+    if (m?.networkID) return m;
+  }
+  return undefined;
+}
+
+/** Stores an older message at `seq`: already read (it is history), never the chat's preview. */
+async function prepend(ctx: Context, chat: ChatRecord, m: InboundMessage, seq: number) {
+  const record: MessageRecord = { ...(await inboundRecord(ctx, chat, m)), seq };
+  await ctx.db.putMessage(chat.no, record);
+  ctx.db.kv.put(keys.networkMessage(chat.no, m.networkMessageID), seq);
+  ctx.db.index.add(termsOf(record), [record.ts, chat.no, record.seq]);
+}
