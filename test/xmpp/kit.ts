@@ -21,6 +21,8 @@ export interface RuntimeTarget {
   start(token: string): Promise<Runtime>;
   /** The login fields that reach the test server: host and port over TCP, or the WebSocket URL. */
   serverFields(server: ProsodyServer): Record<string, string>;
+  /** Login fields for a transport this runtime cannot open, where there is one. */
+  unsupportedFields?(server: ProsodyServer): Record<string, string>;
 }
 
 export const randomToken = () => `xmpp_${randomBytes(18).toString("base64url")}`;

@@ -94,6 +94,13 @@ export function xmppSuite(target: RuntimeTarget) {
       expect(accounts.filter((a) => a.accountID.startsWith("local-xmpp"))).toEqual([]);
     });
 
+    // Only where the runtime lacks a transport (the Worker has no TCP), so there is nothing to skip elsewhere.
+    if (target.unsupportedFields)
+      it("fails a login over a transport this runtime cannot open, saying what to use instead", async () => {
+        const session = await api.login({ jid: "alice@localhost", password: password("alice"), ...target.unsupportedFields!(server) });
+        expect(session).toMatchObject({ status: "failed", error: { code: "unsupported_transport", message: expect.stringMatching(/WebSocket URL/) } });
+      });
+
     it("signs in, goes connecting → backfilling → connected, and has what was sent while it was offline", async () => {
       const session = await api.login(fields("alice"));
       expect(session.status).toBe("complete");

@@ -6,6 +6,7 @@ import { xmppSuite } from "./suite.ts";
 xmppSuite({
   name: "workerd (WebSocket)",
   serverFields: (server) => ({ websocketURL: server.websocketURL }),
+  unsupportedFields: (server) => ({ host: server.host, port: String(server.port) }),
   async start(token) {
     const worker = await startWorkerd({ token, tuning: { xmppFirstBackfill: 30 } });
     return {

@@ -98,7 +98,8 @@ export class XmppClient implements NetworkClient {
     this.xmpp = undefined;
     await xmpp?.send(xml("presence", { type: "unavailable" })).catch(() => undefined);
     await xmpp?.stop().catch(() => undefined);
-    await this.loop;
+    // A connection attempt in flight gives up at its own timeout and then closes what it opened (run()).
+    await Promise.race([this.loop, new Promise((resolve) => setTimeout(resolve, 2000))]);
   }
 
   /** Connect, catch up, serve until the stream drops; again, with backoff, until disconnect() or bad credentials. */
@@ -120,6 +121,10 @@ export class XmppClient implements NetworkClient {
         await this.status("connecting", `${error instanceof Error ? error.message : "Cannot connect"}; retrying in ${Math.ceil(delay / 1000)} s`);
         await sleep(delay, this.wakeups.signal);
         continue;
+      }
+      if (this.stopped) {
+        await xmpp.stop().catch(() => undefined);
+        return;
       }
       const closed = new Promise<void>((resolve) => xmpp.once("disconnect", () => resolve()));
       this.xmpp = xmpp;
@@ -237,6 +242,7 @@ export class XmppClient implements NetworkClient {
     };
     if (saved) {
       let after = saved;
+      let caughtUp = 0;
       for (;;) {
         const page = await queryArchive(xmpp, { archive: room, after, max: ARCHIVE_PAGE }, this.selfBare).catch((error: Error) => {
           // The saved position is gone (archive expired or purged): start again from the newest history.
@@ -245,6 +251,8 @@ export class XmppClient implements NetworkClient {
         });
         if (!page) return this.firstBackfill(xmpp, room, remember);
         if (!room) this.archiveWorks = true;
+        caughtUp += page.messages.length;
+        if (page.messages.length) await this.status("backfilling", `Loading history: ${caughtUp.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
         for (const m of page.messages) await this.deliver(xmpp, m.message, true);
         await remember(page.last);
         if (page.complete || !page.last || page.messages.length === 0) return;
@@ -268,7 +276,12 @@ export class XmppClient implements NetworkClient {
       if (page.complete || !page.first || page.messages.length === 0) break;
       before = page.first;
     }
-    for (const page of pages) for (const message of page) await this.deliver(xmpp, message, true);
+    let done = 0;
+    for (const page of pages) {
+      if (page.length) await this.status("backfilling", `Loading history: ${done.toLocaleString("en")} of ${count.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
+      for (const message of page) await this.deliver(xmpp, message, true);
+      done += page.length;
+    }
     await remember(newest);
   }
 
