@@ -119,14 +119,7 @@ export async function startDaemon(dir: string, token: string, options: { inspect
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`inboxd serve exited with ${child.exitCode}:\n${output}`);
-    const status = await getOnce(`${url}/v1/chats`, token).then((r) => r.status, () => 0);
-    if (status === 200) break;
-    if (status !== 0) throw new Error(`GET /v1/chats answered ${status} during startup:\n${output}`);
-    if (performance.now() - started > 60_000) throw new Error(`inboxd not ready after 60 s:\n${output}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitUntilServing(child, url, token, () => output, started);
   return { pid: child.pid!, url, readyMs: performance.now() - started, inspectPort, stop: () => stopChild(child) };
 }
 
@@ -142,4 +135,16 @@ export async function startBaseline(bodyFile: string): Promise<{ pid: number; ur
     await new Promise((r) => setTimeout(r, 20));
   }
   return { pid: child.pid!, url, stop: () => stopChild(child) };
+}
+
+/** Polls GET /v1/chats until the daemon answers 200; throws with what it printed if it exits, errs or takes 60 s. */
+export async function waitUntilServing(child: import("node:child_process").ChildProcess, url: string, token: string, output: () => string, started = performance.now()) {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`inboxd serve exited with ${child.exitCode}:\n${output()}`);
+    const status = await getOnce(`${url}/v1/chats`, token).then((r) => r.status, () => 0);
+    if (status === 200) return;
+    if (status !== 0) throw new Error(`GET /v1/chats answered ${status} during startup:\n${output()}`);
+    if (performance.now() - started > 60_000) throw new Error(`inboxd not ready after 60 s:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

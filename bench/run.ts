@@ -15,6 +15,8 @@ import { formatReport, type LiveRow, type Row } from "./report.ts";
 import { compareBindings, formatBindings } from "./sqlite-bindings.ts";
 import { checkMcpSearch, mcpSearchRequests, measureSseSessionMemory } from "./mcp.ts";
 import { buildWorkload, listChatIDs, type Workload } from "./workload.ts";
+import { killXmpp, runXmppBench } from "./xmpp.ts";
+import { formatXmpp } from "./xmpp-report.ts";
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -35,7 +37,8 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --only LIST        run only these sections, comma-separated: bindings (the SQLite bindings of Node 20, 22 and
                      24 side by side), endpoints (the HTTP endpoints, restarts, seed and RSS figures), mcp (MCP
                      tools/call search_messages beside the same REST search, memory per open /v0/sse session),
-                     fanout (live events), assets (memory during a large upload + download)
+                     fanout (live events), assets (memory during a large upload + download), xmpp (a real Prosody:
+                     backfill of archived messages at login, send → other client latency beside a plain client)
   --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
                      .ci/with-node on first use) or system (default: the node running the bench)
   --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
@@ -46,6 +49,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --fanout-seconds S seconds measured for the fan-out, after the warm-up (default 10; --quick: 5)
   --idle-connections N  idle subscribed connections for the memory per connection (default 1000)
   --mcp-sessions N   open, initialized /v0/sse sessions for the memory per session (default 200, the server's cap)
+  --xmpp-messages N  archived messages each XMPP backfill round reads at login (default 10000; --quick: 1000)
+  --xmpp-sends N     measured sends of each XMPP latency path, after 20 warm-up ones (default 500; --quick: 100)
+  --xmpp-cpu-prof DIR  start the XMPP section's daemons with --cpu-prof, writing their profiles into DIR
   --keep DIR         seed into DIR and keep it; if DIR already holds inboxd.sqlite3, skip the seed and reuse it
                      (sends of earlier runs stay in it)
   --json FILE        also write the results as JSON
@@ -70,6 +76,9 @@ const { values: opts } = parseArgs({
     "fanout-seconds": { type: "string" },
     "idle-connections": { type: "string" },
     "mcp-sessions": { type: "string" },
+    "xmpp-messages": { type: "string" },
+    "xmpp-sends": { type: "string" },
+    "xmpp-cpu-prof": { type: "string" },
     node: { type: "string" },
     "binding-rounds": { type: "string" },
     json: { type: "string" },
@@ -98,7 +107,11 @@ const assetMB = num(opts["asset-mb"], opts.quick ? 100 : 500);
 const idleConnections = num(opts["idle-connections"], 1000);
 const mcpSessions = num(opts["mcp-sessions"], 200);
 const bindingRounds = num(opts["binding-rounds"], opts.quick ? 1 : 3);
-const SECTIONS = ["bindings", "endpoints", "mcp", "fanout", "assets"];
+const xmppMessages = num(opts["xmpp-messages"], opts.quick ? 1000 : 10_000);
+const xmppSends = num(opts["xmpp-sends"], opts.quick ? 100 : 500);
+const SECTIONS = ["bindings", "endpoints", "mcp", "fanout", "assets", "xmpp"];
+/** Sections that need neither the seeded data set nor its daemon. */
+const STANDALONE = ["bindings", "xmpp"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
 for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
@@ -115,6 +128,9 @@ const FANOUT_DRAIN_S = 2;
 const FANOUT_NOISE_PCT = 30;
 /** ...up to this many times in all. */
 const FANOUT_ATTEMPTS = 3;
+/** XMPP backfill rounds (fresh user and data dir each; the median is reported), and unmeasured sends before each latency path. */
+const XMPP_ROUNDS = 3;
+const XMPP_WARMUP_SENDS = 20;
 const log = (line: string) => console.error(`[bench] ${line}`);
 const dir = opts.keep ? resolve(opts.keep) : mkdtempSync(join(os.tmpdir(), "inboxd-bench-"));
 const bodyFile = join(os.tmpdir(), `inboxd-bench-body-${process.pid}.json`);
@@ -126,6 +142,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function cleanup() {
   generator?.close();
   fanoutGenerator?.close();
+  killXmpp();
   killAll();
   rmSync(bodyFile, { force: true });
   if (!opts.keep) rmSync(dir, { recursive: true, force: true });
@@ -140,11 +157,26 @@ async function main() {
     const results = await compareBindings({ chats: bChats, messages: bMessages, rounds: bindingRounds, log });
     bindingsReport = formatBindings(results, bindingRounds, bChats, bMessages);
     json.bindings = results;
-    if (sections.size === 1) {
-      console.log(`\n${bindingsReport}`);
-      if (opts.json) writeFileSync(opts.json, JSON.stringify(json, null, 2));
-      return;
+  }
+  let xmppReport: string | undefined;
+  if (sections.has("xmpp")) {
+    if (opts.node) useNode(opts.node);
+    const result = await runXmppBench({ messages: xmppMessages, rounds: XMPP_ROUNDS, sends: xmppSends, warmupSends: XMPP_WARMUP_SENDS, cpuProfDir: opts["xmpp-cpu-prof"] && resolve(opts["xmpp-cpu-prof"]), log })
+      .catch((error: Error) => {
+        // Without Prosody (and no root to install it) a full run goes on without this section; --only xmpp fails.
+        if (opts.only || !/Prosody.*not installed|installing Prosody failed/.test(error.message)) throw error;
+        xmppReport = `XMPP: not measured: ${error.message}`;
+      });
+    if (result) {
+      xmppReport = formatXmpp(result);
+      json.xmpp = result;
     }
+  }
+  if ([...sections].every((s) => STANDALONE.includes(s))) {
+    if (xmppReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n\n${xmppReport}`);
+    if (bindingsReport) console.log(`\n${bindingsReport}`);
+    if (opts.json) writeFileSync(opts.json, JSON.stringify(json, null, 2));
+    return;
   }
   if (opts.node) useNode(opts.node);
   // Seed (wall clock of the CLI command), token, first start.
@@ -343,6 +375,7 @@ async function main() {
   const fanout = sections.has("fanout") ? `; fan-out ${fanoutClients} clients × ${fanoutRate} sends/s for ${fanoutSeconds} s` : "";
   console.log(`\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n`);
   console.log(formatReport(loads, scalars, live));
+  if (xmppReport) console.log(`\n${xmppReport}`);
   if (bindingsReport) console.log(`\n${bindingsReport}`);
 
   if (opts.json) {

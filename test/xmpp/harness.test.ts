@@ -100,10 +100,11 @@ describe("Prosody harness and XMPP peers", () => {
     const alice = await connect("alice", { resource: "after-restart" });
     await dave.message(alice.jid, "still here?");
     expect((await alice.waitForMessage((m) => m.body === "still here?")).from).toBe(dave.jid);
-    // A peer connected before the restart logs in again by itself and gets what was sent meanwhile.
+    // A peer connected before the restart logs in again by itself (it announces itself again), then gets messages.
     const bob = peers[1];
+    await bob.waitFor((s) => s.is("presence") && s.attrs.from === bob.jid && s.attrs.type === undefined, 15_000);
     await dave.message(bob.bareJID, "welcome back");
-    expect((await bob.waitForMessage((m) => m.body === "welcome back")).from).toBe(dave.jid);
+    expect((await bob.waitForMessage((m) => m.body === "welcome back", 15_000)).from).toBe(dave.jid);
     // A stanza built by hand goes out unchanged.
     await alice.send(xml("message", { to: dave.jid, id: "raw-1", type: "chat" }, xml("body", {}, "raw")));
     expect((await dave.waitForMessage((m) => m.id === "raw-1")).body).toBe("raw");

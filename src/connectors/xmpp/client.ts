@@ -35,7 +35,7 @@ const POSITION_SAVE_MS = 3000;
 /** How many archive pages a history fetch reads looking for the message it pages back from. */
 const HISTORY_SCAN_PAGES = 20;
 /** Archive page size asked for (a server may answer with smaller pages). */
-const ARCHIVE_PAGE = 250;
+const ARCHIVE_PAGE = 1000;
 
 const EVERYTHING: ChatCapabilities = { edits: true, deletes: true, reactions: true, replies: true, attachments: true, multipleReactions: true };
 const JID = /^[^@\s/"&'<>:]+@[^@\s/"&'<>]+$/;
@@ -142,13 +142,17 @@ export class XmppClient implements NetworkClient {
   private async online(xmpp: Client) {
     this.held = [];
     xmpp.on("stanza", (stanza: Element) => this.onStanza(xmpp, stanza));
-    await xmpp.send(xml("presence"));
     await xmpp.iqCaller.set(xml("enable", { xmlns: NS.carbons })).catch(() => undefined);
     await this.status("backfilling", "Loading history");
     this.roster = new Map((await fetchRoster(xmpp).catch(() => [])).map((u) => [u.id, u]));
-    for (const [jid, room] of Object.entries(this.state.rooms)) await this.enterRoom(xmpp, jid, room.nick, { password: room.password }).catch(() => undefined);
+    // The archive first, then presence: a server whose client read the archive before becoming available has
+    // nothing to push from its offline store (Prosody skips it), which would only repeat what the archive has.
     await this.catchUp(xmpp, undefined);
+    await xmpp.send(xml("presence"));
+    for (const [jid, room] of Object.entries(this.state.rooms)) await this.enterRoom(xmpp, jid, room.nick, { password: room.password }).catch(() => undefined);
     for (const room of this.rooms.keys()) await this.catchUp(xmpp, room);
+    // What reached the archive between the first read and presence (live from then on).
+    await this.catchUp(xmpp, undefined);
     const held = this.held ?? [];
     this.held = undefined;
     for (const stanza of held) this.handle(xmpp, stanza);
@@ -187,11 +191,38 @@ export class XmppClient implements NetworkClient {
    * roster and has the right other participant even when its first message is the account's own.
    */
   private async emit(event: InboundEvent) {
+    await Promise.all(this.dispatch(event));
+  }
+
+  /**
+   * Hands an event (and the chat announcement before it) to the host without waiting for it to be stored. The
+   * host takes events in the order they are handed over, so a page of history can be stored in a few commits
+   * instead of one per message.
+   */
+  private dispatch(event: InboundEvent): Promise<void>[] {
+    const out: Promise<void>[] = [];
     if (event.type === "message" && !this.announced.has(event.networkChatID) && !this.rooms.has(event.networkChatID)) {
       this.announced.add(event.networkChatID);
-      await this.host.emit({ type: "chat", chat: this.directChat(event.networkChatID) });
+      out.push(this.host.emit({ type: "chat", chat: this.directChat(event.networkChatID) }));
     }
-    await this.host.emit(event);
+    out.push(this.host.emit(event));
+    return out;
+  }
+
+  /** A page of archived messages: translated in order, handed over together, stored before the page counts as read. */
+  private async deliverArchived(xmpp: Client, stanzas: Element[]) {
+    let pending: Promise<void>[] = [];
+    for (const stanza of stanzas) {
+      const translation = await translate(stanza, this.context(), true);
+      if (translation.invite) {
+        await Promise.all(pending);
+        pending = [];
+        await this.deliver(xmpp, stanza, true);
+        continue;
+      }
+      for (const event of translation.events) pending.push(...this.dispatch(event));
+    }
+    await Promise.all(pending);
   }
 
   private directChat(peer: string): NetworkChat {
@@ -253,7 +284,7 @@ export class XmppClient implements NetworkClient {
         if (!room) this.archiveWorks = true;
         caughtUp += page.messages.length;
         if (page.messages.length) await this.status("backfilling", `Loading history: ${caughtUp.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
-        for (const m of page.messages) await this.deliver(xmpp, m.message, true);
+        await this.deliverArchived(xmpp, page.messages.map((m) => m.message));
         await remember(page.last);
         if (page.complete || !page.last || page.messages.length === 0) return;
         after = page.last;
@@ -279,7 +310,7 @@ export class XmppClient implements NetworkClient {
     let done = 0;
     for (const page of pages) {
       if (page.length) await this.status("backfilling", `Loading history: ${done.toLocaleString("en")} of ${count.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
-      for (const message of page) await this.deliver(xmpp, message, true);
+      await this.deliverArchived(xmpp, page);
       done += page.length;
     }
     await remember(newest);
