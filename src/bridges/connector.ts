@@ -87,8 +87,12 @@ export type TypingState = "typing" | "paused";
 
 export type InboundEvent =
   | { type: "message"; networkChatID: string; message: InboundMessage }
-  | { type: "edit"; networkChatID: string; networkMessageID: string; text: string; timestamp: number }
-  | { type: "delete"; networkChatID: string; networkMessageID: string }
+  /**
+   * `senderID`, where the network says who made the change: the host applies it only to that sender's message (a
+   * network that lets anyone send a correction must not let one person rewrite another's words).
+   */
+  | { type: "edit"; networkChatID: string; networkMessageID: string; text: string; timestamp: number; senderID?: string }
+  | { type: "delete"; networkChatID: string; networkMessageID: string; senderID?: string }
   | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean }
   /** A participant's whole set of reactions to a message, replacing what they had (networks that send sets). */
   | { type: "reactions"; networkChatID: string; networkMessageID: string; senderID: string; reactionKeys: string[] }

@@ -47,6 +47,7 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
     const seq = await db.kv.get<number>(keys.networkMessage(chat.no, event.networkMessageID));
     const message = seq === undefined ? undefined : await db.message(chat.no, seq);
     if (!message || message.deleted) return;
+    if ((event.type === "edit" || event.type === "delete") && event.senderID !== undefined && event.senderID !== message.senderID) return;
     if (event.type === "receipt") return applyReceipt(ctx, chat, message, event);
     if (event.type === "edit") {
       message.text = event.text;

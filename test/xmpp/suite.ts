@@ -262,9 +262,17 @@ export function xmppSuite(target: RuntimeTarget) {
         return ids.includes("bob@localhost") && ids.includes("carol@localhost") && ids.includes("alice@localhost");
       });
 
-      await carol.message(room, "hi all", { type: "groupchat" });
+      const carolsID = await carol.message(room, "hi all", { type: "groupchat" });
       const fromCarol = await api.messageWith(created.chatID, (m) => m.text === "hi all", "carol's message");
       expect(fromCarol).toMatchObject({ senderID: "carol@localhost", isSender: false });
+      // Nobody corrects or retracts someone else's message: bob's attempts change nothing (his own next message,
+      // which the room relays after them, shows they were handled).
+      await bob.correct(room, carolsID, "carol said nothing", { type: "groupchat" });
+      await bob.retract(room, carolsID, { type: "groupchat" });
+      await bob.message(room, "bob was here", { type: "groupchat" });
+      await api.messageWith(created.chatID, (m) => m.text === "bob was here", "bob's message after his attempts");
+      expect(await api.sdk.messages.retrieve(fromCarol.id, { chatID: created.chatID })).toMatchObject({ text: "hi all" });
+      expect((await api.sdk.messages.retrieve(fromCarol.id, { chatID: created.chatID })).editedTimestamp).toBeUndefined();
 
       await api.sdk.messages.send(created.chatID, { text: "hello trio" });
       for (const member of [bob, carol]) {

@@ -45,8 +45,8 @@ export async function translate(stanza: Element, context: InboundContext, archiv
   if (isSender && parsed.id && context.sentHere.has(parsed.id)) return { events: [] };
   const events: InboundEvent[] = [];
   const timestamp = parsed.timestamp ?? Date.now();
-  if (parsed.replaces && parsed.body !== undefined) events.push({ type: "edit", networkChatID: chatID, networkMessageID: parsed.replaces, text: parsed.body, timestamp });
-  else if (parsed.retracts) events.push({ type: "delete", networkChatID: chatID, networkMessageID: parsed.retracts });
+  if (parsed.replaces && parsed.body !== undefined) events.push({ type: "edit", networkChatID: chatID, networkMessageID: parsed.replaces, text: parsed.body, timestamp, senderID });
+  else if (parsed.retracts) events.push({ type: "delete", networkChatID: chatID, networkMessageID: parsed.retracts, senderID });
   else if (parsed.reactions) events.push({ type: "reactions", networkChatID: chatID, networkMessageID: parsed.reactions.id, senderID, reactionKeys: parsed.reactions.keys });
   else if ((parsed.body !== undefined || parsed.links.length) && parsed.id) {
     events.push({ type: "message", networkChatID: chatID, message: await inboundMessage(parsed, { senderID, isSender, timestamp, senderName: where.senderName }, context) });
