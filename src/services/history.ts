@@ -20,11 +20,15 @@ export function canFetchOlderHistory(ctx: Context, chat: ChatRecord): boolean {
 export async function fetchOlderHistory(ctx: Context, chat: ChatRecord): Promise<boolean> {
   const client = ctx.bridges.attached(chat.accountID);
   if (!canFetchOlderHistory(ctx, chat) || !client?.fetchHistory) return false;
+  // The network is asked outside the chat's lock (it may take seconds, and live messages must not wait for it);
+  // the answer is stored under the lock, unless another fetch moved the chat's start meanwhile.
+  const start = firstSeqOf(chat);
+  const oldest = await oldestWithNetworkID(ctx, chat);
+  if (!oldest) return false;
+  const page = await client.fetchHistory(chat.networkChatID, { networkMessageID: oldest.networkID!, timestamp: oldest.ts }, HISTORY_BATCH).catch(() => undefined);
+  if (!page) return false;
   const added = await ctx.db.withChat(chat.no, async () => {
-    const oldest = await oldestWithNetworkID(ctx, chat);
-    if (!oldest) return 0;
-    const page = await client.fetchHistory!(chat.networkChatID, { networkMessageID: oldest.networkID!, timestamp: oldest.ts }, HISTORY_BATCH).catch(() => undefined);
-    if (!page) return 0;
+    if (firstSeqOf(chat) !== start) return 1; // someone else prepended: the caller reads on from the new start
     const fresh: InboundMessage[] = [];
     for (const m of page.messages)
       if ((await ctx.db.kv.get<number>(keys.networkMessage(chat.no, m.networkMessageID))) === undefined && !fresh.some((f) => f.networkMessageID === m.networkMessageID)) fresh.push(m);

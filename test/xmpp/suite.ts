@@ -56,7 +56,7 @@ export function xmppSuite(target: RuntimeTarget) {
 
     beforeAll(async () => {
       server = await startProsody();
-      for (const user of ["alice", "bob", "carol", "dave", "erin", "frank"]) await server.register(user, password(user));
+      for (const user of ["alice", "bob", "carol", "dave", "erin", "frank", "gina"]) await server.register(user, password(user));
       runtime = await target.start(randomToken());
       api = new Client(runtime);
       api.spec = new ResponseChecker(await api.ok("GET", "/v1/spec"));
@@ -290,7 +290,17 @@ export function xmppSuite(target: RuntimeTarget) {
       await waitFor("bob's reaction in the room", async () => (await api.sdk.messages.retrieve(ours.id, { chatID: created.chatID })).reactions?.some((r) => r.participantID === "bob@localhost" && r.reactionKey === "👏"));
     });
 
-    it("joins a room it is invited to, and shows its members", async () => {
+    it("joins a room a contact invites it to, and ignores a stranger's invitation", async () => {
+      const stranger = await peer("dave", "stranger");
+      const trap = `trap-${Date.now()}@${server.mucDomain}`;
+      await stranger.joinRoom(trap, "dave");
+      await stranger.invite(trap, "alice@localhost");
+      await stranger.message("alice@localhost", "did you get my invitation?");
+      const daveChat = await api.chatTitled(accountID, "dave");
+      await api.messageWith(daveChat.id, (m) => m.text === "did you get my invitation?", "dave's message after his invitation");
+      expect((await api.sdk.chats.list({ accountIDs: [accountID] })).items.map((c) => c.title)).not.toContain(trap.split("@")[0]);
+
+      await phone.addContact("carol@localhost", "Carol Clark");
       const room = `book-club-${Date.now()}@${server.mucDomain}`;
       await carol.joinRoom(room, "carol");
       await carol.invite(room, "alice@localhost");
@@ -339,16 +349,16 @@ export function xmppSuite(target: RuntimeTarget) {
       expect(listed.fullName).toBe("Carol Clark");
       const found = await api.sdk.accounts.contacts.search(accountID, { query: "clark" });
       expect(found.items.map((u) => u.id)).toContain("carol@localhost");
-      const exact = await api.sdk.accounts.contacts.search(accountID, { query: "dave@localhost" });
-      expect(exact.items[0]).toMatchObject({ id: "dave@localhost" });
+      const exact = await api.sdk.accounts.contacts.search(accountID, { query: "gina@localhost" });
+      expect(exact.items[0]).toMatchObject({ id: "gina@localhost" });
 
-      const started = await api.sdk.chats.start({ accountID, user: { id: "dave@localhost" } });
+      const started = await api.sdk.chats.start({ accountID, user: { id: "gina@localhost" } });
       expect(started.status).toBe("created");
-      const again = await api.sdk.chats.start({ accountID, user: { username: "dave@localhost" } });
+      const again = await api.sdk.chats.start({ accountID, user: { username: "gina@localhost" } });
       expect(again).toMatchObject({ chatID: started.chatID, status: "existing" });
-      await api.sdk.messages.send(started.chatID, { text: "hello dave" });
-      const dave = await peer("dave");
-      await dave.waitForMessage((m) => m.body === "hello dave");
+      await api.sdk.messages.send(started.chatID, { text: "hello gina" });
+      const gina = await peer("gina");
+      await gina.waitForMessage((m) => m.body === "hello gina");
     });
 
     it("holds a second account, and pages back past what its first connect loaded through the archive", async () => {

@@ -17,10 +17,10 @@ import {
 } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
-import { openConnection, type XmppTransport } from "./connection.ts";
+import { isLoopback, openConnection, type XmppTransport } from "./connection.ts";
 import { inboundMessage, locate, translate, type InboundContext } from "./inbound.ts";
 import { isArchiveResult, queryArchive } from "./mam.ts";
-import { mediaURL } from "./media.ts";
+import { fetchMedia, isPrivateHost, mediaURL } from "./media.ts";
 import { applyOccupantPresence, inviteToRoom, joinRoom, roomTitle, type Room } from "./muc.ts";
 import { addToRoster, fetchRoster, rosterUser } from "./roster.ts";
 import { bare, chatState, correction, displayed, NS, parseMessage, reactionSet, receipt, retraction, textMessage } from "./stanzas.ts";
@@ -140,11 +140,16 @@ export class XmppClient implements NetworkClient {
   }
 
   private async online(xmpp: Client) {
-    this.held = [];
+    // Per stream: a run that outlived its stream (it dropped during the catch-up) must not touch the next one's.
+    const held: Element[] = [];
+    this.held = held;
     xmpp.on("stanza", (stanza: Element) => this.onStanza(xmpp, stanza));
     await xmpp.iqCaller.set(xml("enable", { xmlns: NS.carbons })).catch(() => undefined);
     await this.status("backfilling", "Loading history");
     this.roster = new Map((await fetchRoster(xmpp).catch(() => [])).map((u) => [u.id, u]));
+    // Rooms are known before the account's own archive is read, so private messages from their members are told
+    // apart from people's direct messages.
+    for (const [jid, room] of Object.entries(this.state.rooms)) if (!this.rooms.has(jid)) this.rooms.set(jid, { jid, nick: room.nick, title: jid.split("@")[0], occupants: new Map() });
     // The archive first, then presence: a server whose client read the archive before becoming available has
     // nothing to push from its offline store (Prosody skips it), which would only repeat what the archive has.
     await this.catchUp(xmpp, undefined);
@@ -153,7 +158,7 @@ export class XmppClient implements NetworkClient {
     for (const room of this.rooms.keys()) await this.catchUp(xmpp, room);
     // What reached the archive between the first read and presence (live from then on).
     await this.catchUp(xmpp, undefined);
-    const held = this.held ?? [];
+    if (this.xmpp !== xmpp || this.held !== held) return;
     this.held = undefined;
     for (const stanza of held) this.handle(xmpp, stanza);
     await this.inbound;
@@ -161,6 +166,7 @@ export class XmppClient implements NetworkClient {
   }
 
   private onStanza(xmpp: Client, stanza: Element) {
+    if (xmpp !== this.xmpp) return;
     if (stanza.is("presence")) return this.onPresence(stanza);
     if (!stanza.is("message") || isArchiveResult(stanza)) return;
     if (this.held) this.held.push(stanza);
@@ -169,21 +175,36 @@ export class XmppClient implements NetworkClient {
 
   /** Queues a live message stanza behind the ones before it. */
   private handle(xmpp: Client, stanza: Element) {
-    this.inbound = this.inbound.then(() => this.deliver(xmpp, stanza, false)).catch(() => undefined);
+    this.inbound = this.inbound.then(() => this.deliverLive(xmpp, stanza)).catch(() => undefined);
   }
 
-  private async deliver(xmpp: Client, stanza: Element, archived: boolean) {
-    if (!archived) this.noteArchivePosition(stanza);
+  private async deliverLive(xmpp: Client, stanza: Element) {
     // The server's offline store hands over, as live messages, what the archive catch-up already delivered (or
-    // chose not to, past the first connect's limit): with a working archive, those copies are skipped.
-    if (!archived && this.archiveWorks && isOfflineCopy(stanza, this.state.endpoint.domain)) return;
-    const translation = await translate(stanza, this.context(), archived);
-    if (translation.invite) {
+    // chose not to, past the first connect's limit): copies the archive has (they carry its ID) are skipped.
+    if (this.archiveWorks && isOfflineCopy(stanza, this.state.endpoint.domain) && this.archivedHere(stanza)) return;
+    const translation = await translate(stanza, this.context(), false);
+    if (translation.invite && (await this.acceptsInvite(xmpp, translation.invite))) {
       await this.enterRoom(xmpp, translation.invite.room, this.nick(), { password: translation.invite.password });
       await this.catchUp(xmpp, translation.invite.room);
     }
     for (const event of translation.events) await this.emit(event);
+    this.noteArchivePosition(stanza);
     if (translation.ackTo) await xmpp.send(receipt(translation.ackTo.jid, crypto.randomUUID(), translation.ackTo.id)).catch(() => undefined);
+  }
+
+  /**
+   * Joins rooms only on an invitation from someone in the roster, to something the server says is a room: joining
+   * sends the account's presence there and keeps it coming back on every connect.
+   */
+  private async acceptsInvite(xmpp: Client, invite: { room: string; inviter: string }): Promise<boolean> {
+    if (!this.roster.has(bare(invite.inviter))) await this.listContacts().catch(() => undefined); // added since the connect?
+    if (!this.roster.has(bare(invite.inviter))) return false;
+    const info = await xmpp.iqCaller.get(xml("query", { xmlns: "http://jabber.org/protocol/disco#info" }), invite.room).catch(() => undefined);
+    return info?.getChildren("identity").some((i) => i.attrs.category === "conference") === true;
+  }
+
+  private archivedHere(stanza: Element): boolean {
+    return stanza.getChildren("stanza-id", NS.sid).some((sid) => bare(String(sid.attrs.by ?? "")) === this.selfBare);
   }
 
   /**
@@ -210,19 +231,14 @@ export class XmppClient implements NetworkClient {
   }
 
   /** A page of archived messages: translated in order, handed over together, stored before the page counts as read. */
-  private async deliverArchived(xmpp: Client, stanzas: Element[]) {
-    let pending: Promise<void>[] = [];
+  private async deliverArchived(stanzas: Element[]) {
+    const pending: Promise<void>[] = [];
     for (const stanza of stanzas) {
-      const translation = await translate(stanza, this.context(), true);
-      if (translation.invite) {
-        await Promise.all(pending);
-        pending = [];
-        await this.deliver(xmpp, stanza, true);
-        continue;
-      }
-      for (const event of translation.events) pending.push(...this.dispatch(event));
+      const translation = await translate(stanza, this.context(), true).catch(() => undefined);
+      for (const event of translation?.events ?? []) pending.push(...this.dispatch(event));
     }
-    await Promise.all(pending);
+    // One message the host cannot store must not stop the catch-up (it would read the same page forever).
+    await Promise.allSettled(pending);
   }
 
   private directChat(peer: string): NetworkChat {
@@ -284,7 +300,7 @@ export class XmppClient implements NetworkClient {
         if (!room) this.archiveWorks = true;
         caughtUp += page.messages.length;
         if (page.messages.length) await this.status("backfilling", `Loading history: ${caughtUp.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
-        await this.deliverArchived(xmpp, page.messages.map((m) => m.message));
+        await this.deliverArchived(page.messages.map((m) => m.message));
         await remember(page.last);
         if (page.complete || !page.last || page.messages.length === 0) return;
         after = page.last;
@@ -310,7 +326,7 @@ export class XmppClient implements NetworkClient {
     let done = 0;
     for (const page of pages) {
       if (page.length) await this.status("backfilling", `Loading history: ${done.toLocaleString("en")} of ${count.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
-      await this.deliverArchived(xmpp, page);
+      await this.deliverArchived(page);
       done += page.length;
     }
     await remember(newest);
@@ -322,12 +338,14 @@ export class XmppClient implements NetworkClient {
    * catch-up reads a little more than it needs (delivery is idempotent).
    */
   private noteArchivePosition(stanza: Element) {
+    const from = bare(String(stanza.attrs.from ?? ""));
     for (const sid of stanza.getChildren("stanza-id", NS.sid)) {
       const by = bare(String(sid.attrs.by ?? ""));
       const id = sid.attrs.id as string | undefined;
       if (!id) continue;
+      // The account's server stamps every message it archives; a room's ID counts only on what the room relayed.
       if (by === this.selfBare) this.state.archive.own = id;
-      else if (this.rooms.has(by)) this.state.archive.rooms[by] = id;
+      else if (this.rooms.has(by) && from === by) this.state.archive.rooms[by] = id;
       else continue;
       this.positionSave ??= setTimeout(() => {
         this.positionSave = undefined;
@@ -433,10 +451,13 @@ export class XmppClient implements NetworkClient {
       }
       const done = page.complete || !page.first || messages.length === 0;
       if (older && (older.length >= limit || done)) return { messages: await this.historyMessages(networkChatID, older.slice(-limit)), hasMore: !done || older.length > limit };
-      if (done) return { messages: [], hasMore: false };
+      if (done) break;
       position = page.first!;
     }
-    return { messages: [], hasMore: false };
+    // The anchor is not where its time says (a clock apart, a message stored before it reached the server): take
+    // what is older by time alone. The host drops what it already has.
+    const page = await queryArchive(xmpp, { archive: room, with: room ? undefined : networkChatID, end: before.timestamp - 1000, before: "", max: limit }, this.selfBare);
+    return { messages: await this.historyMessages(networkChatID, page.messages.map((m) => m.message)), hasMore: !page.complete };
   }
 
   /** Archived stanzas as plain messages of the chat (corrections, reactions and the like are left out). */
@@ -504,10 +525,7 @@ export class XmppClient implements NetworkClient {
   async downloadMedia(id: string): Promise<NetworkMedia | null> {
     const url = await mediaURL(this.state.mediaKey, id);
     if (!url) return null;
-    const response = await fetch(url, { redirect: "follow" }).catch((error: Error) => {
-      throw new NetworkError("unavailable", `cannot fetch the file: ${error.message}`);
-    });
-    if (!response.ok || !response.body) throw new NetworkError(response.status === 404 ? "not_found" : "unavailable", `the file's server answered HTTP ${response.status}`);
+    const response = await fetchMedia(url, isLoopback(this.state.endpoint.service) || isPrivateHost(new URL(this.state.endpoint.service).hostname));
     const fileName = decodeURIComponent(new URL(url).pathname.split("/").pop() || "file");
     return { content: response.body as unknown as AsyncIterable<Uint8Array>, fileName, mimeType: response.headers.get("content-type") ?? undefined };
   }

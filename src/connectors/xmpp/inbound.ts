@@ -2,7 +2,7 @@ import type { Element } from "@xmpp/xml";
 import type { InboundEvent, InboundMessage } from "../../bridges/connector.ts";
 import { attachmentForLink } from "./media.ts";
 import type { Room } from "./muc.ts";
-import { bare, parseMessage, resourceOf, unwrap, type ParsedMessage } from "./stanzas.ts";
+import { bare, NS, parseMessage, resourceOf, unwrap, type ParsedMessage } from "./stanzas.ts";
 
 /** What the translation needs to know about the account. */
 export interface InboundContext {
@@ -16,7 +16,7 @@ export interface InboundContext {
 /** A message stanza in the common model: the events to emit, plus what the client must act on itself. */
 export interface Translation {
   events: InboundEvent[];
-  invite?: { room: string; password?: string };
+  invite?: { room: string; inviter: string; password?: string };
   /** Send a delivery receipt (XEP-0184) for this message to this JID. */
   ackTo?: { jid: string; id: string };
 }
@@ -28,17 +28,22 @@ export interface Translation {
 export async function translate(stanza: Element, context: InboundContext, archived = false): Promise<Translation> {
   let message = stanza;
   let sentByMe = false;
-  const wrapped = unwrap(stanza, context.selfBare);
-  if (wrapped) {
-    message = wrapped.inner;
-    sentByMe = wrapped.via === "carbon-sent";
-    archived ||= wrapped.via === "archive";
-  } else if (stanza.getChild("sent", "urn:xmpp:carbons:2") || stanza.getChild("received", "urn:xmpp:carbons:2")) return { events: [] }; // a forged carbon
+  // An archived message comes already unwrapped; a live one may be a carbon. Either way, what is left must not be
+  // a wrapper itself: anyone can put a carbon or an archive result inside a message, and the archive keeps it.
+  if (!archived) {
+    const wrapped = unwrap(stanza, context.selfBare);
+    if (wrapped?.via === "archive") return { events: [] };
+    if (wrapped) {
+      message = wrapped.inner;
+      sentByMe = wrapped.via === "carbon-sent";
+    } else if (isWrapper(stanza)) return { events: [] }; // a carbon from someone else
+  }
+  if (isWrapper(message)) return { events: [] };
   const parsed = parseMessage(message);
   if (parsed.type === "error") return { events: [] };
   // An invitation comes from the room (mediated) or the inviter (direct); the account's own invitations to others
   // come back through carbons and the archive and are not for it.
-  if (parsed.invite) return sentByMe || bare(parsed.from) === context.selfBare || context.rooms.has(parsed.invite.room) ? { events: [] } : { events: [], invite: parsed.invite };
+  if (parsed.invite) return archived || sentByMe || bare(parsed.from) === context.selfBare || context.rooms.has(parsed.invite.room) ? { events: [] } : { events: [], invite: parsed.invite };
   const where = locate(parsed, context, sentByMe);
   if (!where) return { events: [] };
   const { chatID, senderID, isSender } = where;
@@ -85,12 +90,20 @@ export async function inboundMessage(parsed: ParsedMessage, who: { senderID: str
 /** Which chat a message belongs to and who sent it: a room and an occupant, or the other person of a 1:1 chat. */
 export function locate(parsed: Pick<ParsedMessage, "from" | "to" | "type">, context: Pick<InboundContext, "selfBare" | "rooms">, sentByMe = false) {
   const fromBare = bare(parsed.from);
-  const room = context.rooms.get(fromBare);
+  const room = context.rooms.get(fromBare) ?? (parsed.type !== "groupchat" ? context.rooms.get(bare(parsed.to)) : undefined);
+  if (room && parsed.type !== "groupchat") {
+    // A private message with a room member (XEP-0045 §7.5): its own chat, named by the member's room address.
+    const incoming = fromBare === room.jid;
+    const occupantJID = incoming ? parsed.from : parsed.to;
+    if (!resourceOf(occupantJID)) return undefined;
+    return { chatID: occupantJID, senderID: incoming ? occupantJID : context.selfBare, senderName: incoming ? resourceOf(occupantJID) : undefined, isSender: !incoming };
+  }
   if (room) {
     const nick = resourceOf(parsed.from);
     if (!nick) return undefined; // the room itself speaking (subject, status)
     const occupant = room.occupants.get(nick);
-    const isSender = nick === room.nick || occupant?.jid === context.selfBare;
+    // Only our own nickname (confirmed by the room's status 110) is us: an occupant's claimed JID is not proof.
+    const isSender = nick === room.nick;
     return { chatID: room.jid, senderID: isSender ? context.selfBare : (occupant?.jid ?? parsed.from), senderName: nick, isSender };
   }
   if (parsed.type === "groupchat") return undefined; // a room this account has left
@@ -98,4 +111,9 @@ export function locate(parsed: Pick<ParsedMessage, "from" | "to" | "type">, cont
   const peer = isSender ? bare(parsed.to || context.selfBare) : fromBare;
   if (!peer) return undefined;
   return { chatID: peer, senderID: isSender ? context.selfBare : peer, senderName: undefined as string | undefined, isSender };
+}
+
+/** Carbons (XEP-0280) and archive results (XEP-0313) wrap other messages. */
+function isWrapper(message: Element): boolean {
+  return message.getChild("sent", NS.carbons) !== undefined || message.getChild("received", NS.carbons) !== undefined || message.getChild("result", NS.mam) !== undefined;
 }

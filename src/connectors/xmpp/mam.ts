@@ -1,7 +1,7 @@
 import xml from "@xmpp/xml";
 import type { XmppConnection as Client } from "./connection.ts";
 import type { Element } from "@xmpp/xml";
-import { NS, unwrap } from "./stanzas.ts";
+import { bare, NS, unwrap } from "./stanzas.ts";
 
 const RSM = "http://jabber.org/protocol/rsm";
 
@@ -41,8 +41,11 @@ let queries = 0;
 export async function queryArchive(xmpp: Client, query: ArchiveQuery, selfBare: string, timeoutMs = 30_000): Promise<ArchivePage> {
   const queryID = `q${(queries++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const messages: ArchivedMessage[] = [];
+  // Results come from the archive itself: the account's own (no `from`, or its bare JID) or the room's.
+  const archiveJID = query.archive ?? selfBare;
   const collect = (stanza: Element) => {
     if (!stanza.is("message")) return;
+    if (bare(String(stanza.attrs.from ?? archiveJID)) !== archiveJID) return;
     const found = unwrap(stanza, selfBare);
     if (found?.via === "archive" && found.queryID === queryID && found.archiveID) messages.push({ message: found.inner, archiveID: found.archiveID });
   };

@@ -1,3 +1,4 @@
+import { NetworkError } from "../../bridges/connector.ts";
 import type { Attachment } from "../../schema/wire.ts";
 
 /**
@@ -57,4 +58,49 @@ async function sign(key: string, text: string): Promise<string> {
 
 function base64url(binary: string): string {
   return btoa(unescape(encodeURIComponent(binary))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/**
+ * Fetches a shared file. The link is the sender's choice, so it may point into this machine's network: addresses
+ * on loopback, private and link-local ranges are refused (unless the account's own server lives there, as a
+ * server on this machine hands out loopback links), redirects are followed by hand and checked the same way, and
+ * an answer must start within 30 s. Host names are judged as written: one that resolves to a private address is
+ * not caught (a Worker cannot resolve names; noted in the README).
+ */
+export async function fetchMedia(url: string, allowPrivate: boolean): Promise<Response> {
+  let target = url;
+  for (let hop = 0; hop < 5; hop++) {
+    const parsed = new URL(target);
+    if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || (!allowPrivate && isPrivateHost(parsed.hostname)))
+      throw new NetworkError("rejected", `the file's link points to ${parsed.hostname}, which inboxd does not fetch from`);
+    // The limit is on the answer's start only: a large file may take longer to stream.
+    const started = new AbortController();
+    const timer = setTimeout(() => started.abort(new Error("no answer within 30 s")), 30_000);
+    const response = await fetch(target, { redirect: "manual", signal: started.signal })
+      .catch((error: Error) => {
+        throw new NetworkError("unavailable", `cannot fetch the file: ${error.message}`);
+      })
+      .finally(() => clearTimeout(timer));
+    const location = response.headers.get("location");
+    if (response.status >= 300 && response.status < 400 && location) {
+      await response.body?.cancel();
+      target = new URL(location, target).toString();
+      continue;
+    }
+    if (!response.ok || !response.body) throw new NetworkError(response.status === 404 ? "not_found" : "unavailable", `the file's server answered HTTP ${response.status}`);
+    return response;
+  }
+  throw new NetworkError("unavailable", "the file's link redirects too often");
+}
+
+/** Literal loopback, private, link-local and unspecified addresses, and localhost names. */
+export function isPrivateHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  if (host === "localhost" || host.endsWith(".localhost") || host === "0.0.0.0" || host === "::" || host === "::1") return true;
+  const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host.replace(/^::ffff:/, ""));
+  if (v4) {
+    const [a, b] = [Number(v4[1]), Number(v4[2])];
+    return a === 127 || a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
+  }
+  return /^(fc|fd|fe8|fe9|fea|feb)/.test(host) && host.includes(":");
 }

@@ -52,8 +52,8 @@ export interface ParsedMessage {
   displayedID?: string;
   chatState?: ChatState;
   links: { url: string; description?: string }[];
-  /** A room invitation (mediated or direct): the room's JID. */
-  invite?: { room: string; password?: string };
+  /** A room invitation (mediated or direct): the room's JID and who invited. */
+  invite?: { room: string; inviter: string; password?: string };
   /** A room subject change (a message with <subject/> and no body). */
   subject?: string;
 }
@@ -74,9 +74,10 @@ export function parseMessage(stanza: Element): ParsedMessage {
     from: attr(stanza, "from") ?? "",
     to: attr(stanza, "to") ?? "",
     type: attr(stanza, "type") ?? "normal",
-    id: originID ?? attr(stanza, "id"),
+    // RFC 6120 makes the id optional: then the server's archive ID names the message.
+    id: originID ?? attr(stanza, "id") ?? attr(stanza.getChild("stanza-id", NS.sid), "id"),
     archiveID: attr(stanza.getChild("stanza-id", NS.sid), "id"),
-    timestamp: stamp ? Date.parse(stamp) : undefined,
+    timestamp: timestampOf(stamp),
     body: withoutFallback(stanza, body),
     replyTo: attr(stanza.getChild("reply", NS.reply), "id"),
     replaces: attr(stanza.getChild("replace", NS.correct), "id"),
@@ -88,12 +89,34 @@ export function parseMessage(stanza: Element): ParsedMessage {
     displayedID: attr(stanza.getChild("displayed", NS.markers), "id"),
     chatState: states.find((s) => stanza.getChild(s, NS.chatStates) !== undefined),
     links: stanza.getChildren("x", NS.oob).flatMap((x) => {
-      const url = x.getChildText("url");
-      return url ? [{ url, description: x.getChildText("desc") || undefined }] : [];
+      const url = x.getChildText("url")?.trim();
+      return url && isWebURL(url) ? [{ url, description: x.getChildText("desc") || undefined }] : [];
     }),
-    invite: invite ? { room: bare(attr(stanza, "from") ?? ""), password: stanza.getChild("x", NS.mucUser)?.getChildText("password") ?? undefined } : direct && attr(direct, "jid") ? { room: attr(direct, "jid")!, password: attr(direct, "password") } : undefined,
+    invite: invite
+      ? { room: bare(attr(stanza, "from") ?? ""), inviter: attr(invite, "from") ?? "", password: stanza.getChild("x", NS.mucUser)?.getChildText("password") ?? undefined }
+      : direct && attr(direct, "jid")
+        ? { room: bare(attr(direct, "jid")!), inviter: attr(stanza, "from") ?? "", password: attr(direct, "password") }
+        : undefined,
     subject: subject && body === undefined ? subject.text() : undefined,
   };
+}
+
+/** A <delay> stamp as ms since epoch: never in the future (a sender's clock can be anything), undefined if unreadable. */
+function timestampOf(stamp: string | undefined): number | undefined {
+  if (!stamp) return undefined;
+  const at = Date.parse(stamp);
+  return Number.isFinite(at) ? Math.min(at, Date.now()) : undefined;
+}
+
+/** Only http(s) links that parse, and whose path decodes, become attachments. */
+function isWebURL(text: string): boolean {
+  try {
+    const url = new URL(text);
+    decodeURIComponent(url.pathname);
+    return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
 }
 
 /** Drops the part of a body that XEP-0428 marks as fallback for old clients (a quoted reply, a retraction notice). */
