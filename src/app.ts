@@ -3,7 +3,9 @@ import { createStorage, type Storage } from "unstorage";
 import type { NetworkConnector } from "./bridges/connector.ts";
 import { BridgeRuntime } from "./bridges/runtime.ts";
 import { ApiError, toErrorResponse } from "./http/errors.ts";
-import { authenticate, authorize, checkRequestOrigin, type GuardOptions } from "./http/guard.ts";
+import { authenticate, authorize, checkRequestOrigin, type GuardOptions, type Principal } from "./http/guard.ts";
+import { RateLimiter, type RateLimitOptions } from "./http/rate-limit.ts";
+import { challenge, OAuthError, oauthErrorResponse, oauthRoutes } from "./oauth/index.ts";
 import { Api, type ApiRouter, type Operation, type RequestContext } from "./http/route-kit.ts";
 import { parseQuery } from "./http/validate.ts";
 import { accountRoutes } from "./routes/accounts.ts";
@@ -70,6 +72,12 @@ export interface AppOptions extends GuardOptions {
   xmpp?: XmppOptions;
   /** MCP tools offered: "all" (default), "read-only", or tool names (src/mcp/options.ts). */
   mcp?: Pick<McpOptions, "tools">;
+  /** How long an OAuth access token lives (default 1 hour). */
+  accessTokenTtlMs?: number;
+  /** Per-token request budgets and failed-authentication throttling (src/http/rate-limit.ts); false turns them off. */
+  rateLimit?: RateLimitOptions | false;
+  /** The client's network address, as the runtime knows it (for throttling failed authentication). */
+  clientAddress?: (request: Request) => string | undefined;
 }
 
 const earliest = (...times: (number | undefined)[]) => {
@@ -153,7 +161,22 @@ export async function createApp(options: AppOptions): Promise<App> {
     remoteAccess: options.allowedHosts === "*" || (Array.isArray(options.allowedHosts) && options.allowedHosts.length > 0),
     ...options.info,
   };
-  const tokens = new TokenVerifier(options.storage);
+  const tokens = new TokenVerifier(options.storage, undefined, context.now);
+  const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit, context.now);
+  /** Authenticates a request against the token store and the rate limits: failures count per client address. */
+  const admit = async (request: Request, from: Request = request): Promise<Principal> => {
+    const address = options.clientAddress?.(from);
+    limiter?.checkAddress(address);
+    let principal: Principal;
+    try {
+      principal = await authenticate(request, tokens);
+    } catch (error) {
+      limiter?.failed(address);
+      throw error;
+    }
+    limiter?.spend(principal.id);
+    return principal;
+  };
   const events = new EventHub(db);
   const router: ApiRouter = Router({
     before: [
@@ -161,10 +184,11 @@ export async function createApp(options: AppOptions): Promise<App> {
         checkRequestOrigin(request, rc.url, options);
         // Every route needs a valid token, except public ones asked without one; each operation checks its scope.
         if (api.isPublic(request.method, rc.url.pathname) && !request.headers.has("authorization")) return;
-        rc.principal = await authenticate(request, tokens);
+        rc.principal = await admit(request);
       },
     ],
     catch: (error: unknown, request: Request) => {
+      if (error instanceof OAuthError) return oauthErrorResponse(error);
       if (!(error instanceof ApiError)) options.log?.(`error: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
       return errorResponseFor(new URL(request.url), error);
     },
@@ -185,6 +209,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const openApi = lazyDocument(api, { version: VERSION, errorBodies: v0ErrorBodies, components: v0Components });
   mcpRoutes(api, events, { ...options.mcp, log: options.log }, openApi);
   specRoutes(api, openApi);
+  oauthRoutes(api, { storage: options.storage, now: context.now, accessTokenTtlMs: options.accessTokenTtlMs });
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });
@@ -214,12 +239,13 @@ export async function createApp(options: AppOptions): Promise<App> {
         const fromProtocol = offered.find((p) => p.startsWith("bearer."))?.slice("bearer.".length);
         const headers = new Headers(request.headers);
         if (!headers.has("authorization") && fromProtocol) headers.set("authorization", `Bearer ${fromProtocol}`);
-        const principal = await authenticate(new Request(request.url, { headers }), tokens);
+        const principal = await admit(new Request(request.url, { headers }), request);
         authorize(principal, "read");
         return { ok: true, protocol: offered.includes(WS_PROTOCOL) ? WS_PROTOCOL : undefined };
       } catch (error) {
         const response = toErrorResponse(error);
         response.headers.set(VERSION_HEADER, VERSION);
+        if (response.status === 401) response.headers.set("www-authenticate", challenge(new URL(request.url).origin));
         return { ok: false, response };
       }
     },
@@ -234,6 +260,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         response = errorResponseFor(url, error);
       }
       if (isV0Path(url.pathname)) response = v0Response(response, url);
+      if (response.status === 401) response.headers.set("www-authenticate", challenge(url.origin));
       await discardUnreadBody(request);
       response.headers.set(VERSION_HEADER, VERSION);
       options.log?.(`${request.method} ${url.pathname} ${response.status} ${Date.now() - started}ms`);

@@ -46,6 +46,10 @@ export interface Principal {
   id: string;
   name: string;
   scopes: Scope[];
+  /** OAuth-issued tokens: the client, and when the token expires (ms since epoch). */
+  clientID?: string;
+  expiresAt?: number;
+  createdAt?: string;
 }
 
 export async function authenticate(request: Request, tokens: TokenVerifier): Promise<Principal> {
@@ -54,7 +58,7 @@ export async function authenticate(request: Request, tokens: TokenVerifier): Pro
   if (!match) throw unauthorized();
   const record = await tokens.verify(match[1]);
   if (!record) throw unauthorized();
-  return { id: record.id, name: record.name, scopes: record.scopes };
+  return { id: record.id, name: record.name, scopes: record.scopes, clientID: record.clientID, expiresAt: record.expiresAt, createdAt: record.createdAt };
 }
 
 /** Reads need `read`; anything that changes state needs `write`. */

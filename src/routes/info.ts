@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import type { Api } from "../http/route-kit.ts";
+import { oauthEndpoints } from "../oauth/index.ts";
 
 export interface ServerInfo {
   version: string;
@@ -22,7 +23,20 @@ const FullInfo = v.pipe(
       mcp_enabled: v.boolean(),
     }),
     endpoints: v.pipe(
-      v.strictObject({ spec: v.string(), mcp: v.string(), sse: v.string(), ws_events: v.string() }),
+      v.strictObject({
+        oauth: v.strictObject({
+          authorization_endpoint: v.string(),
+          token_endpoint: v.string(),
+          introspection_endpoint: v.string(),
+          userinfo_endpoint: v.string(),
+          revocation_endpoint: v.string(),
+          registration_endpoint: v.string(),
+        }),
+        spec: v.string(),
+        mcp: v.string(),
+        sse: v.string(),
+        ws_events: v.string(),
+      }),
       v.description("Only endpoints this server answers."),
     ),
   }),
@@ -32,7 +46,7 @@ const FullInfo = v.pipe(
 /**
  * GET /v1/info. SDK 5.0.0 calls it without a token, while the spec puts every endpoint behind one: without a token
  * the answer is the public minimum (app name/version, status); with a token it is the full body (wire-compat §8).
- * `endpoints` names only what answers here (no OAuth endpoints until they exist).
+ * `endpoints` names only what answers here.
  */
 export function infoRoutes(api: Api, info: ServerInfo) {
   api.add(
@@ -62,6 +76,7 @@ export function infoRoutes(api: Api, info: ServerInfo) {
           mcp_enabled: true,
         },
         endpoints: {
+          oauth: oauthEndpoints(base),
           spec: `${base}/v1/spec`,
           mcp: `${base}/v0/mcp`,
           sse: `${base}/v0/sse`,

@@ -13,30 +13,41 @@ export async function hashToken(token: string): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-export async function createToken(storage: Storage, options: { name?: string; scopes?: Scope[] } = {}): Promise<{ token: string; record: TokenRecord; id: string }> {
+export interface TokenOptions {
+  name?: string;
+  scopes?: Scope[];
+  expiresAt?: number;
+  clientID?: string;
+  clientName?: string;
+}
+
+export async function createToken(storage: Storage, options: TokenOptions = {}): Promise<{ token: string; record: TokenRecord; id: string }> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const token = `inbx_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
   const { id, record } = await storeToken(storage, token, options);
   return { token, record, id };
 }
 
-async function storeToken(storage: Storage, token: string, options: { name?: string; scopes?: Scope[] }): Promise<{ id: string; record: TokenRecord }> {
+async function storeToken(storage: Storage, token: string, options: TokenOptions): Promise<{ id: string; record: TokenRecord }> {
   const id = await hashToken(token);
   const record: TokenRecord = {
     name: options.name ?? "token",
     scopes: options.scopes?.length ? [...new Set(options.scopes)] : ["read", "write"],
     createdAt: new Date().toISOString(),
     hint: token.slice(0, 9),
+    ...(options.expiresAt !== undefined ? { expiresAt: options.expiresAt } : {}),
+    ...(options.clientID ? { clientID: options.clientID, clientName: options.clientName } : {}),
   };
   await storage.setItem(keys.token(id), record);
   return { id, record };
 }
 
-export async function verifyToken(storage: Storage, token: string): Promise<(TokenRecord & { id: string }) | undefined> {
+export async function verifyToken(storage: Storage, token: string, now = Date.now()): Promise<(TokenRecord & { id: string }) | undefined> {
   if (!token || token.length > 200) return undefined;
   const id = await hashToken(token);
   const record = await storage.getItem<TokenRecord>(keys.token(id));
-  return record ? { ...record, id } : undefined;
+  if (!record || (record.expiresAt !== undefined && record.expiresAt <= now)) return undefined;
+  return { ...record, id };
 }
 
 export async function listTokens(storage: Storage): Promise<(TokenRecord & { id: string })[]> {
@@ -78,8 +89,8 @@ export class TokenVerifier {
 
   async verify(token: string): Promise<(TokenRecord & { id: string }) | undefined> {
     const hit = this.recent.get(token);
-    if (hit && this.now() - hit.at < this.ttlMs) return hit.record;
-    const record = await verifyToken(this.storage, token);
+    if (hit && this.now() - hit.at < this.ttlMs) return hit.record && !(hit.record.expiresAt !== undefined && hit.record.expiresAt <= this.now()) ? hit.record : undefined;
+    const record = await verifyToken(this.storage, token, this.now());
     if (this.recent.size >= 1000) this.recent.clear();
     this.recent.set(token, { record, at: this.now() });
     return record;

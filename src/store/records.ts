@@ -113,6 +113,11 @@ export interface TokenRecord {
   createdAt: string;
   /** First characters of the token, to tell tokens apart in `token list` without storing the secret. */
   hint: string;
+  /** ms since epoch after which the token is refused (OAuth access tokens); absent: it never expires. */
+  expiresAt?: number;
+  /** The OAuth client the token was issued to (absent for tokens made with `inboxd token create`). */
+  clientID?: string;
+  clientName?: string;
 }
 
 /** Storage keys. Raw IDs never appear in keys (they contain `:` and `!`); numbers do. */

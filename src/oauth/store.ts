@@ -1,0 +1,154 @@
+import type { Storage } from "unstorage";
+import { hashToken } from "../services/tokens.ts";
+
+/**
+ * The authorization server's records, next to the access tokens in the same storage (so that the CLI, writing to the
+ * data directory from another process, and the daemon see one store). Every secret is stored as its SHA-256 only:
+ * authorization codes, refresh tokens, one-time sign-in codes and owner sessions.
+ */
+export interface ClientRecord {
+  client_id: string;
+  client_name: string;
+  redirect_uris: string[];
+  createdAt: string;
+}
+
+export interface CodeRecord {
+  clientID: string;
+  redirectURI: string;
+  scopes: ("read" | "write")[];
+  resource?: string;
+  challenge: string;
+  expiresAt: number;
+  /** Set once exchanged: a second exchange revokes what the first issued (RFC 6749 §4.1.2). */
+  family?: string;
+}
+
+export interface RefreshRecord {
+  clientID: string;
+  clientName: string;
+  scopes: ("read" | "write")[];
+  family: string;
+  /** Set once rotated: presenting it again revokes the whole family (a stolen refresh token). */
+  used?: boolean;
+  createdAt: number;
+}
+
+/** Everything one authorization's grant issued, through its refreshes: revoked together. */
+export interface FamilyRecord {
+  tokenIDs: string[];
+  refreshIDs: string[];
+}
+
+export interface SessionRecord {
+  expiresAt: number;
+  csrf: string;
+}
+
+const key = {
+  client: (id: string) => `oauth:client:${id}`,
+  code: (hash: string) => `oauth:code:${hash}`,
+  refresh: (hash: string) => `oauth:refresh:${hash}`,
+  family: (id: string) => `oauth:family:${id}`,
+  signIn: (hash: string) => `oauth:signin:${hash}`,
+  session: (hash: string) => `oauth:session:${hash}`,
+};
+
+/** A random secret: 32 bytes, base64url, with a prefix that says what it is. */
+export function secret(prefix: string): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return `${prefix}_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+}
+
+export class OAuthStore {
+  constructor(
+    private readonly storage: Storage,
+    private readonly now: () => number,
+  ) {}
+
+  client = (id: string) => this.storage.getItem<ClientRecord>(key.client(id));
+  saveClient = (client: ClientRecord) => this.storage.setItem(key.client(client.client_id), client);
+
+  async saveCode(code: string, record: CodeRecord) {
+    await this.storage.setItem(key.code(await hashToken(code)), record);
+  }
+
+  /** The code's record, marked used by this call (the caller learns whether it was already). */
+  async takeCode(code: string): Promise<{ record: CodeRecord; replayed: boolean } | undefined> {
+    if (!code || code.length > 200) return undefined;
+    const k = key.code(await hashToken(code));
+    const record = await this.storage.getItem<CodeRecord>(k);
+    if (!record) return undefined;
+    if (record.family) return { record, replayed: true };
+    record.family = crypto.randomUUID();
+    await this.storage.setItem(k, record);
+    return { record, replayed: false };
+  }
+
+  async saveRefresh(token: string, record: RefreshRecord): Promise<string> {
+    const id = await hashToken(token);
+    await this.storage.setItem(key.refresh(id), record);
+    return id;
+  }
+
+  async refresh(token: string): Promise<{ id: string; record: RefreshRecord } | undefined> {
+    if (!token || token.length > 200) return undefined;
+    const id = await hashToken(token);
+    const record = await this.storage.getItem<RefreshRecord>(key.refresh(id));
+    return record ? { id, record } : undefined;
+  }
+
+  markRefreshUsed = async (id: string, record: RefreshRecord) => this.storage.setItem(key.refresh(id), { ...record, used: true });
+
+  async addToFamily(family: string, add: { tokenID?: string; refreshID?: string }) {
+    const record = (await this.storage.getItem<FamilyRecord>(key.family(family))) ?? { tokenIDs: [], refreshIDs: [] };
+    if (add.tokenID) record.tokenIDs.push(add.tokenID);
+    if (add.refreshID) record.refreshIDs.push(add.refreshID);
+    await this.storage.setItem(key.family(family), record);
+  }
+
+  /** Revokes every access and refresh token the family holds. */
+  async revokeFamily(family: string, removeToken: (id: string) => Promise<void>) {
+    const record = await this.storage.getItem<FamilyRecord>(key.family(family));
+    if (!record) return;
+    for (const id of record.tokenIDs) await removeToken(id);
+    for (const id of record.refreshIDs) await this.storage.removeItem(key.refresh(id));
+    await this.storage.removeItem(key.family(family));
+  }
+
+  async removeRefresh(token: string): Promise<RefreshRecord | undefined> {
+    const found = await this.refresh(token);
+    if (found) await this.storage.removeItem(key.refresh(found.id));
+    return found?.record;
+  }
+
+  /** A one-time sign-in code for the owner's browser (what `inboxd open` and `serve` print), valid for `ttlMs`. */
+  async createSignIn(ttlMs: number): Promise<string> {
+    const code = secret("signin");
+    await this.storage.setItem(key.signIn(await hashToken(code)), { expiresAt: this.now() + ttlMs });
+    return code;
+  }
+
+  /** Consumes a sign-in code: true once, for a code that exists and has not expired. */
+  async useSignIn(code: string): Promise<boolean> {
+    if (!code || code.length > 200) return false;
+    const k = key.signIn(await hashToken(code));
+    const record = await this.storage.getItem<{ expiresAt: number }>(k);
+    if (!record) return false;
+    await this.storage.removeItem(k);
+    return record.expiresAt > this.now();
+  }
+
+  async createSession(ttlMs: number): Promise<{ id: string; record: SessionRecord }> {
+    const id = secret("session");
+    const record = { expiresAt: this.now() + ttlMs, csrf: secret("csrf") };
+    await this.storage.setItem(key.session(await hashToken(id)), record);
+    return { id, record };
+  }
+
+  async session(id: string | undefined): Promise<SessionRecord | undefined> {
+    if (!id || id.length > 200) return undefined;
+    const record = await this.storage.getItem<SessionRecord>(key.session(await hashToken(id)));
+    return record && record.expiresAt > this.now() ? record : undefined;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Plumbing for the OAuth suites: a plain HTTP client that keeps a cookie jar for the owner's browser session, PKCE
+ * pairs, and the steps of the authorization code flow as an app and a person perform them. Nothing here asserts.
+ */
+import { randomBytes } from "node:crypto";
+import { s256 } from "../../src/oauth/form.ts";
+
+export const randomToken = () => `oauth_${randomBytes(18).toString("base64url")}`;
+
+export interface Server {
+  url: string;
+  /** A read+write token the owner has (the Worker's admin token; a CLI token on the daemon). */
+  admin: string;
+  stop(): Promise<void>;
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export class Browser {
+  private cookies = new Map<string, string>();
+
+  constructor(readonly base: string) {}
+
+  async request(path: string, init: { method?: string; form?: Record<string, string>; json?: unknown; headers?: Record<string, string>; token?: string } = {}): Promise<Answer> {
+    const headers: Record<string, string> = { ...init.headers };
+    if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    let body: string | undefined;
+    if (init.form) {
+      headers["content-type"] = "application/x-www-form-urlencoded";
+      body = new URLSearchParams(init.form).toString();
+    } else if (init.json !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(init.json);
+    }
+    const res = await fetch(path.startsWith("http") ? path : this.base + path, { method: init.method ?? (body ? "POST" : "GET"), headers, body, redirect: "manual" });
+    for (const cookie of res.headers.getSetCookie()) {
+      const [pair] = cookie.split(";");
+      const [name, ...value] = pair.split("=");
+      this.cookies.set(name.trim(), value.join("="));
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  }
+
+  forget() {
+    this.cookies.clear();
+  }
+}
+
+export async function pkce() {
+  const verifier = randomBytes(40).toString("base64url");
+  return { verifier, challenge: await s256(verifier) };
+}
+
+export async function register(browser: Browser, redirectURIs = ["http://127.0.0.1/callback"], name = "Test App") {
+  const r = await browser.request("/oauth/register", { json: { client_name: name, redirect_uris: redirectURIs, grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "none" } });
+  if (r.status !== 201) throw new Error(`register → ${r.status}: ${r.text}`);
+  return r.json as { client_id: string; client_name: string };
+}
+
+export function authorizeQuery(params: Record<string, string | undefined>) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
+  return `/oauth/authorize?${q}`;
+}
+
+/** The consent page's form fields (hidden inputs), as the browser would post them. */
+export function consentFields(html: string): Record<string, string> {
+  const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  return Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], unescape(m[2])]));
+}
+
+/** Runs the whole flow as app + owner: answers the redirect back to the app (with `code` or `error`). */
+export async function approve(browser: Browser, server: Server, options: { clientID: string; redirectURI: string; challenge: string; scope?: string; state?: string; decision?: "approve" | "deny" }) {
+  const query = authorizeQuery({ response_type: "code", client_id: options.clientID, redirect_uri: options.redirectURI, code_challenge: options.challenge, code_challenge_method: "S256", scope: options.scope ?? "read write", state: options.state ?? "s-123" });
+  let page = await browser.request(query);
+  if (/Sign in to inboxd/.test(page.text)) {
+    const signedIn = await browser.request("/oauth/login", { form: { code: server.admin, next: query } });
+    if (signedIn.status !== 303) throw new Error(`sign-in → ${signedIn.status}: ${signedIn.text}`);
+    page = await browser.request(signedIn.headers.get("location")!);
+  }
+  if (page.status !== 200) throw new Error(`consent page → ${page.status}: ${page.text.slice(0, 300)}`);
+  const decided = await browser.request("/oauth/authorize", { form: { ...consentFields(page.text), decision: options.decision ?? "approve" } });
+  if (decided.status !== 303) throw new Error(`decision → ${decided.status}: ${decided.text.slice(0, 300)}`);
+  return new URL(decided.headers.get("location")!);
+}
+
+export async function exchange(browser: Browser, fields: Record<string, string>) {
+  return browser.request("/oauth/token", { form: fields });
+}
