@@ -163,15 +163,22 @@ export async function createApp(options: AppOptions): Promise<App> {
   };
   const tokens = new TokenVerifier(options.storage, undefined, context.now);
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit, context.now);
-  /** Authenticates a request against the token store and the rate limits: failures count per client address. */
+  /**
+   * Authenticates a request against the token store and the rate limits. A valid token always gets in (every local
+   * client shares 127.0.0.1, so refusing by address first would let anyone lock the owner out); failed attempts with
+   * a token count per client address, and past the budget they are answered 429 instead of 401. Requests without a
+   * token do not count: clients start the OAuth flow with one.
+   */
   const admit = async (request: Request, from: Request = request): Promise<Principal> => {
-    const address = options.clientAddress?.(from);
-    limiter?.checkAddress(address);
     let principal: Principal;
     try {
       principal = await authenticate(request, tokens);
     } catch (error) {
-      limiter?.failed(address);
+      if (limiter && request.headers.has("authorization")) {
+        const address = options.clientAddress?.(from);
+        limiter.checkAddress(address);
+        limiter.failed(address);
+      }
       throw error;
     }
     limiter?.spend(principal.id);

@@ -149,8 +149,18 @@ export async function signIn(store: OAuthStore, storage: Storage, request: Reque
 export function sameOrigin(request: Request): Response | undefined {
   const origin = request.headers.get("origin");
   const site = request.headers.get("sec-fetch-site");
-  if ((origin && origin !== new URL(request.url).origin) || site === "cross-site") return errorPage("This form was sent from another site.", 403);
+  // Compared by host: behind the Worker's routing the request URL may not carry the host the browser used.
+  const host = request.headers.get("host") ?? new URL(request.url).host;
+  if ((origin && hostOf(origin) !== host) || site === "cross-site" || site === "same-site") return errorPage("This form was sent from another site.", 403);
   return undefined;
+}
+
+function hostOf(origin: string): string | undefined {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return undefined;
+  }
 }
 
 export async function consentDecision(store: OAuthStore, request: Request, now: () => number): Promise<Response> {

@@ -1,7 +1,7 @@
 /**
  * The authorization server's pages: plain server-rendered HTML, no script, no third-party resource. Every page is
  * sent with a CSP that allows only its own inline style (by nonce), forms posted to this server (and, for the
- * consent form, the redirect it leads to), no framing (clickjacking), no referrer, no caching.
+ * consent form, the redirect it leads to), no framing (clickjacking), no referrer to other sites, no caching.
  */
 export function page(title: string, body: string, options: { status?: number; formTargets?: string[]; headers?: Record<string, string> } = {}): Response {
   const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(12))));
@@ -27,7 +27,9 @@ ${body}
       "content-security-policy": `default-src 'none'; style-src 'nonce-${nonce}'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
       "x-frame-options": "DENY",
       "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
+      // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on the page's own form posts,
+      // which the cross-site check refuses; other sites (the app's redirect) still get no referrer.
+      "referrer-policy": "same-origin",
       "cache-control": "no-store",
       ...options.headers,
     },
