@@ -110,12 +110,12 @@ export interface Daemon {
 }
 
 /** Starts `inboxd serve` and polls GET /v1/chats every 20 ms until it answers 200. */
-export async function startDaemon(dir: string, token: string, options: { inspect?: boolean } = {}): Promise<Daemon> {
+export async function startDaemon(dir: string, token: string, options: { inspect?: boolean; args?: string[] } = {}): Promise<Daemon> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const inspectPort = options.inspect ? await freePort() : undefined;
   const started = performance.now();
-  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port)], inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []);
+  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port), ...(options.args ?? [])], inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []);
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));

@@ -16,6 +16,7 @@ import { compareBindings, formatBindings } from "./sqlite-bindings.ts";
 import { checkMcpSearch, mcpSearchRequests, measureSseSessionMemory } from "./mcp.ts";
 import { buildWorkload, listChatIDs, type Workload } from "./workload.ts";
 import { killXmpp, runXmppBench } from "./xmpp.ts";
+import { RateLimiter } from "../src/http/rate-limit.ts";
 import { formatXmpp } from "./xmpp-report.ts";
 
 const HELP = `Usage: npm run bench -- [options]
@@ -38,7 +39,8 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      24 side by side), endpoints (the HTTP endpoints, restarts, seed and RSS figures), mcp (MCP
                      tools/call search_messages beside the same REST search, memory per open /v0/sse session),
                      fanout (live events), assets (memory during a large upload + download), xmpp (a real Prosody:
-                     backfill of archived messages at login, send → other client latency beside a plain client)
+                     backfill of archived messages at login, send → other client latency beside a plain client),
+                     ratelimit (GET /v1/chats with the rate limiter on and off, alternating rounds)
   --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
                      .ci/with-node on first use) or system (default: the node running the bench)
   --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
@@ -109,7 +111,7 @@ const mcpSessions = num(opts["mcp-sessions"], 200);
 const bindingRounds = num(opts["binding-rounds"], opts.quick ? 1 : 3);
 const xmppMessages = num(opts["xmpp-messages"], opts.quick ? 1000 : 10_000);
 const xmppSends = num(opts["xmpp-sends"], opts.quick ? 100 : 500);
-const SECTIONS = ["bindings", "endpoints", "mcp", "fanout", "assets", "xmpp"];
+const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "fanout", "assets", "xmpp"];
 /** Sections that need neither the seeded data set nor its daemon. */
 const STANDALONE = ["bindings", "xmpp"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
@@ -131,6 +133,15 @@ const FANOUT_ATTEMPTS = 3;
 /** XMPP backfill rounds (fresh user and data dir each; the median is reported), and unmeasured sends before each latency path. */
 const XMPP_ROUNDS = 3;
 const XMPP_WARMUP_SENDS = 20;
+/**
+ * Every daemon the bench starts runs the rate limiter with a budget no load here reaches: the rows measure what one
+ * token can get through, which the default budget (100/s) would cap. The ratelimit section compares it with the
+ * limiter off: the same bookkeeping runs on every request whatever the budget.
+ */
+process.env.INBOXD_RATE_LIMIT ??= "1000000";
+/** Pairs of rounds of the ratelimit section (off, on, off, on…); the median pair is reported. */
+const RATE_LIMIT_ROUNDS = 5;
+const RATE_LIMIT_CONCURRENCY = 16;
 const log = (line: string) => console.error(`[bench] ${line}`);
 const dir = opts.keep ? resolve(opts.keep) : mkdtempSync(join(os.tmpdir(), "inboxd-bench-"));
 const bodyFile = join(os.tmpdir(), `inboxd-bench-body-${process.pid}.json`);
@@ -278,6 +289,36 @@ async function main() {
     });
   } else ({ chatIDs, echoChatIDs } = await listChatIDs(daemon.url, token));
 
+  if (sections.has("ratelimit")) {
+    // The same daemon and data, restarted with and without the limiter in alternating rounds; each pair's ratio is
+    // taken, so that load from other processes, which drifts, hits both sides of a pair alike. GET /v1/chats at 16
+    // connections, all on one token.
+    work ??= await buildWorkload(daemon.url, token);
+    const rounds: Record<"on" | "off", Row[]> = { on: [], off: [] };
+    for (let i = 0; i < RATE_LIMIT_ROUNDS * 2; i++) {
+      const variant = i % 2 ? "on" : "off";
+      await daemon.stop();
+      daemon = await startDaemon(dir, token, variant === "off" ? { args: ["--rate-limit", "off"] } : {});
+      rounds[variant].push(await measure(`GET /v1/chats, rate limiter ${variant} (round ${Math.floor(i / 2) + 1})`, daemon.pid, daemon.url, work.requests.chats, RATE_LIMIT_CONCURRENCY));
+    }
+    const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const rps = (rows: Row[]) => rows.map((r) => r.result!.rps);
+    const byRps = (rows: Row[]) => rows.find((r) => r.result!.rps === mid(rps(rows)))!;
+    const apart = (mid(rounds.on.map((r, i) => r.result!.rps / rounds.off[i].result!.rps)) - 1) * 100;
+    const cpuUs = (r: Row) => ((r.cpuPct! / 100) * 1e6) / r.result!.rps; // CPU s per wall s, over requests per wall s
+    const spendNs = measureSpend();
+    add({ ...byRps(rounds.on), name: `GET /v1/chats, rate limiter on (budget ${process.env.INBOXD_RATE_LIMIT}/s), median of ${RATE_LIMIT_ROUNDS}` },
+      `within 5 % of off (median pair: ${apart >= 0 ? "+" : ""}${apart.toFixed(1)} %)`, Math.abs(apart) < 5);
+    loads.push({ ...byRps(rounds.off), name: "  rate limiter off (--rate-limit off), median" });
+    const each = (rows: Row[]) => rps(rows).map((x) => Math.round(x)).join(" / ");
+    scalars.push(
+      { name: "GET /v1/chats req/s per round, limiter on | off", value: `${each(rounds.on)} | ${each(rounds.off)}` },
+      { name: "  daemon CPU per request, median, on | off", value: `${mid(rounds.on.map(cpuUs)).toFixed(0)} | ${mid(rounds.off.map(cpuUs)).toFixed(0)} µs` },
+      { name: "  RateLimiter.spend() alone, in this process", value: `${spendNs.toFixed(0)} ns a call` },
+    );
+    json.rateLimit = { concurrency: RATE_LIMIT_CONCURRENCY, budget: process.env.INBOXD_RATE_LIMIT, apartPct: apart, spendNs, on: rounds.on.map((r) => r.result), off: rounds.off.map((r) => r.result) };
+  }
+
   if (sections.has("mcp")) {
     // The same rare words as the REST search row, asked as an MCP client asks (stateless POST /v0/mcp, SSE answer).
     work ??= await buildWorkload(daemon.url, token);
@@ -382,6 +423,19 @@ async function main() {
     writeFileSync(opts.json, JSON.stringify(json, null, 2));
     log(`wrote ${opts.json}`);
   }
+}
+
+/** ns per RateLimiter.spend() over 1,000 tokens with budgets never reached: the limiter's own cost on a request. */
+function measureSpend(): number {
+  const limiter = new RateLimiter({ perSecond: 1e9, burst: 1e9 });
+  const ids = Array.from({ length: 1000 }, (_, i) => `token-${i}`);
+  const run = (n: number) => {
+    const started = performance.now();
+    for (let i = 0; i < n; i++) limiter.spend(ids[i % 1000]);
+    return ((performance.now() - started) * 1e6) / n;
+  };
+  run(1e5); // warm-up (JIT)
+  return run(2e6);
 }
 
 main()

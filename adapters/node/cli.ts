@@ -3,8 +3,10 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { databasePath, resolveDataDir } from "./data-dir.ts";
 import { startServer } from "./serve.ts";
 import { parseToolSelection, type ToolSelection } from "../../src/mcp/index.ts";
+import { BURST_SECONDS, DEFAULT_RATE_LIMIT, parseRateLimit, type RateLimitOptions } from "../../src/http/rate-limit.ts";
 import { runSeed } from "./seed-command.ts";
 import { runToken } from "./token-command.ts";
+import { runOpen } from "./open-command.ts";
 import { runWebhook } from "./webhook-command.ts";
 import { UsageError } from "./usage-error.ts";
 import { lockDataDir } from "./daemon-lock.ts";
@@ -17,19 +19,28 @@ Usage: inboxd <command> [options]
 
 Commands:
   serve            run the API server (default 127.0.0.1:23373)
-  token            create, list and revoke access tokens
+  token            create, list and revoke access tokens (OAuth apps' too)
+  open             print (and open) a one-time link that signs your browser in to approve apps
   seed             fill the data directory with a deterministic sandbox dataset
   webhook          add, list and remove webhooks (signed POSTs of every live event)
 
 Every command takes --data-dir DIR (or INBOXD_DATA_DIR) and --help.`,
-  serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--mcp-tools LIST] [--verbose]
+  serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--mcp-tools LIST]
+                   [--rate-limit N|off] [--token-ttl SECONDS] [--verbose]
 
-Runs the API. On the first start with no token it creates one and prints it once.
+Runs the API. On the first start with no token it creates one and prints it once. At every start it prints a
+one-time link that signs your browser in as the owner, to approve apps that ask for access (OAuth).
   --port N           port to listen on (default 23373; 0 picks a free one)
   --host ADDR        address to bind (default 127.0.0.1, loopback only)
   --allow-host NAME  also answer requests whose Host is NAME (remote access; repeatable)
   --mcp-tools LIST   MCP tools offered at /v0/mcp and /v0/sse: all (default), read-only, or tool names separated
                      by commas (env INBOXD_MCP_TOOLS)
+  --rate-limit N     requests per second each token may make on average, in bursts of up to ${BURST_SECONDS}×N
+                     (default ${DEFAULT_RATE_LIMIT.perSecond}: bursts of ${DEFAULT_RATE_LIMIT.burst}); over it the answer is 429 with retry-after.
+                     0 or off turns rate limits off, also the throttling of failed authentication (default
+                     ${DEFAULT_RATE_LIMIT.failedAuthPerMinute} a minute per client address, loopback exempt). Env INBOXD_RATE_LIMIT; the flag wins
+  --token-ttl S      lifetime of OAuth access tokens in seconds (default 3600; env INBOXD_TOKEN_TTL); apps renew
+                     them with their refresh token
   --verbose          log one line per request to stderr
 Environment: INBOXD_PORT (instead of --port), INBOXD_LOG=debug (as --verbose), INBOXD_SQLITE_SYNC=FULL (fsync
 every commit). SQLite is node:sqlite on Node 22.13+ and 24, better-sqlite3 on Node 20; the startup line says which.
@@ -39,7 +50,16 @@ Stops cleanly on SIGINT or SIGTERM (exit 0); a shutdown that takes over 10 s giv
        inboxd token revoke ID-PREFIX|NAME
 
 create prints the new token alone on the last line of stdout (scopes default to read and write).
-Only a hash of each token is stored; a lost token cannot be shown again, revoke it and create another.`,
+list shows every token: made here, or issued to an app through OAuth (named after the app, with its expiry).
+revoke ends a token, or all tokens of that name (an app's name ends every token it was given).
+Only a hash of each token is stored; a lost token cannot be shown again, revoke it and create another.
+Works beside a running daemon (it sees a revocation within a second).`,
+  open: `Usage: inboxd open [--port 23373] [--host 127.0.0.1] [--print]
+
+Prints a one-time link that signs your browser in to the daemon serving this data directory as its owner, so you
+can approve apps that ask for access (OAuth). The link works once, for 10 minutes. Where a desktop is available
+it is also opened in your browser (--print only prints it). --port and --host name where the daemon listens
+(default 23373, or INBOXD_PORT).`,
   webhook: `Usage: inboxd webhook add URL [--chat CHAT-ID]...
        inboxd webhook list
        inboxd webhook remove WEBHOOK-ID
@@ -76,6 +96,8 @@ export async function main(argv: string[]): Promise<number> {
           host: { type: "string", default: "127.0.0.1" },
           "allow-host": { type: "string", multiple: true },
           "mcp-tools": { type: "string", default: process.env.INBOXD_MCP_TOOLS },
+          "rate-limit": { type: "string", default: process.env.INBOXD_RATE_LIMIT },
+          "token-ttl": { type: "string", default: process.env.INBOXD_TOKEN_TTL },
           verbose: { type: "boolean", short: "v" },
         });
         if (values.help) return help("serve");
@@ -87,6 +109,14 @@ export async function main(argv: string[]): Promise<number> {
         } catch (error) {
           throw new UsageError(`--mcp-tools: ${(error as Error).message}`);
         }
+        let rateLimit: RateLimitOptions | false | undefined;
+        try {
+          rateLimit = parseRateLimit(values["rate-limit"] as string | undefined);
+        } catch (error) {
+          throw new UsageError(`--rate-limit: ${(error as Error).message}`);
+        }
+        const ttl = values["token-ttl"] === undefined ? undefined : Number(values["token-ttl"]);
+        if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 60 || ttl > 30 * 86_400)) throw new UsageError(`--token-ttl must be seconds from 60 to 2592000 (30 days), got ${values["token-ttl"]}`);
         const dataDir = resolveDataDir(values["data-dir"] as string | undefined);
         mkdirSync(dataDir, { recursive: true });
         const unlock = lockDataDir(dataDir);
@@ -101,10 +131,13 @@ export async function main(argv: string[]): Promise<number> {
           dbPath: databasePath(dataDir),
           allowHosts: (values["allow-host"] as string[] | undefined) ?? [],
           mcp: { tools },
+          rateLimit,
+          accessTokenTtlMs: ttl === undefined ? undefined : ttl * 1000,
           verbose: Boolean(values.verbose || process.env.INBOXD_LOG === "debug"),
           print: (line) => console.log(line),
         });
         console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
+        console.log(`To approve apps, sign in once (this link works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`);
         await stopping;
         console.log("inboxd stopping");
         setTimeout(() => {
@@ -119,6 +152,13 @@ export async function main(argv: string[]): Promise<number> {
         const { values, positionals } = parse({ scope: { type: "string", multiple: true }, name: { type: "string" } }, true);
         if (values.help) return help("token");
         return await runToken(resolveDataDir(values["data-dir"] as string | undefined), positionals, values as { scope?: string[]; name?: string });
+      }
+      case "open": {
+        const { values } = parse({ port: { type: "string", default: process.env.INBOXD_PORT ?? "23373" }, host: { type: "string", default: "127.0.0.1" }, print: { type: "boolean" } });
+        if (values.help) return help("open");
+        const port = Number(values.port);
+        if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be 1–65535, got ${values.port}`);
+        return await runOpen(resolveDataDir(values["data-dir"] as string | undefined), { port, host: values.host as string, print: Boolean(values.print) });
       }
       case "webhook": {
         const { values, positionals } = parse({ chat: { type: "string", multiple: true } }, true);

@@ -1,9 +1,10 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { xmppOverTCP } from "./xmpp-tcp.ts";
+import { peerAddress, tagPeer, type NodeRequest } from "./peer.ts";
+import { signInLink } from "./open-command.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 import { assetStorage } from "./asset-storage.ts";
@@ -26,16 +27,18 @@ export interface ServeOptions {
   tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number };
   /** Overrides for tests: how long a request body may take (request-body.ts). */
   bodyTimeouts?: BodyTimeouts;
+  /** Per-token budgets and failed-authentication throttling (`--rate-limit`); false turns them off. Default: on, with src/http/rate-limit.ts's defaults. */
+  rateLimit?: AppOptions["rateLimit"];
+  /** Lifetime of OAuth access tokens (`--token-ttl`). */
+  accessTokenTtlMs?: number;
 }
-
-type NodeContext = { req: IncomingMessage; res: ServerResponse };
 
 /** One request: bodies go through request-body.ts (see there), so a refusal never costs the client its answer. */
 async function handle(app: App, request: Request, timeouts: BodyTimeouts): Promise<Response> {
-  const node = (request as Request & { runtime?: { node?: NodeContext } }).runtime?.node;
+  const node = (request as NodeRequest).runtime?.node;
   if (!node || request.method === "GET" || request.method === "HEAD") return app.fetch(request);
   const body = bodyOf(node.req, timeouts);
-  const forwarded = new Request(request.url, { method: request.method, headers: request.headers, body: body.stream, duplex: "half" } as RequestInit);
+  const forwarded = tagPeer(new Request(request.url, { method: request.method, headers: request.headers, body: body.stream, duplex: "half" } as RequestInit), node.req.socket?.remoteAddress);
   const response = await app.fetch(forwarded);
   return body.complete() ? response : finishBody(node.req, node.res, body, response);
 }
@@ -68,6 +71,8 @@ export interface RunningServer {
   /** Which SQLite library holds the data, e.g. "node:sqlite" or "better-sqlite3 12.11.1". */
   sqlite: string;
   app: App;
+  /** A one-time link that signs the owner's browser in (to approve apps), made at start. */
+  signInLink: string;
   close(): Promise<void>;
 }
 
@@ -95,6 +100,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     storage,
     allowedHosts: options.allowHosts,
     mcp: options.mcp,
+    rateLimit: options.rateLimit,
+    accessTokenTtlMs: options.accessTokenTtlMs,
+    clientAddress: peerAddress,
     xmpp: { transports: [xmppOverTCP], firstBackfill: options.tuning?.xmppFirstBackfill },
     loginSessionTtlMs: options.tuning?.loginSessionTtlMs,
     sandboxQrDelayMs: options.tuning?.sandboxQrDelayMs,
@@ -112,6 +120,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
   return {
     url,
+    signInLink: await signInLink(storage, url),
     sqlite: binding.name === "node:sqlite" ? "node:sqlite" : `${binding.name} ${binding.version}`,
     app,
     async close() {

@@ -20,7 +20,11 @@ export async function runToken(dataDir: string, positionals: string[], values: {
     if (action === "list") {
       const tokens = await listTokens(storage);
       if (tokens.length === 0) console.log("no tokens");
-      for (const t of tokens) console.log(`${t.id.slice(0, 12)}  ${t.name.padEnd(16)}  ${t.scopes.join(",").padEnd(10)}  ${t.createdAt}  ${t.hint}…`);
+      const now = Date.now();
+      for (const t of tokens) {
+        const kind = t.clientID ? `app, ${t.expiresAt !== undefined && t.expiresAt <= now ? "expired" : `until ${new Date(t.expiresAt ?? 0).toISOString()}`}` : "cli";
+        console.log(`${t.id.slice(0, 12)}  ${t.name.padEnd(16)}  ${t.scopes.join(",").padEnd(10)}  ${t.createdAt}  ${t.hint}…  ${kind}`);
+      }
       return 0;
     }
     if (action === "revoke") {

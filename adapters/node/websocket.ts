@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
+import { tagPeer } from "./peer.ts";
 import { LIMITS } from "../../src/http/limits.ts";
 import { WS_PROTOCOL, type App } from "../../src/app.ts";
 import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
@@ -44,7 +45,8 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void (async () => {
-      const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, { headers: toHeaders(req) });
+      // Tagged with the peer, so failed authentication on upgrades counts per address like any request.
+      const request = tagPeer(new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, { headers: toHeaders(req) }), req.socket.remoteAddress);
       const verdict = await app.checkUpgrade(request);
       if (!verdict.ok) return refuse(socket, verdict.response);
       wss.handleUpgrade(req, socket, head, (ws) => {

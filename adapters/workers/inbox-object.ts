@@ -5,9 +5,10 @@ import r2Driver from "unstorage/drivers/cloudflare-r2-binding";
 import { createApp, type App } from "../../src/app.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
-import { ensureToken } from "../../src/services/tokens.ts";
+import { ensureToken, hashToken, listTokens, revokeToken, type Scope } from "../../src/services/tokens.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
 import { parseToolSelection } from "../../src/mcp/index.ts";
+import { parseRateLimit } from "../../src/http/rate-limit.ts";
 import { frameFor, handleClientFrame, readyMessage, type DomainEvent } from "../../src/events/protocol.ts";
 
 /** What a socket carries across hibernation (see upgrade()). */
@@ -49,13 +50,24 @@ export interface InboxEnv {
   /** Test tuning: idle login sessions expire after this many ms; the sandbox QR login completes after this many. */
   INBOXD_LOGIN_SESSION_TTL_MS?: string;
   INBOXD_SANDBOX_QR_DELAY_MS?: string;
+  /** Lifetime of OAuth access tokens in seconds (default 3600), as the daemon's --token-ttl. */
+  INBOXD_TOKEN_TTL?: string;
   /** Test tuning: how many messages of each XMPP archive a first connect reads (default 10,000). */
   INBOXD_XMPP_FIRST_BACKFILL?: string;
   /** JSON `{"chats":40,"messages":800,"accounts":2,"seed":7}`: fill an empty store with a sandbox dataset. */
   INBOXD_SEED?: string;
   /** MCP tools offered: all (default), read-only, or tool names separated by commas (as `serve --mcp-tools`). */
   INBOXD_MCP_TOOLS?: string;
+  /** Requests per second per token (bursts of 4×), 0 or off for no rate limits; as `serve --rate-limit`. */
+  INBOXD_RATE_LIMIT?: string;
 }
+
+/**
+ * The client's address, for throttling failed authentication: Cloudflare's edge sets CF-Connecting-IP on every
+ * request and overwrites one a client sent. Local workerd (wrangler dev, Miniflare) sets it to 127.0.0.1 but keeps one
+ * the client sent, which only matters to someone testing on their own machine.
+ */
+const connectingIP = (request: Request) => request.headers.get("cf-connecting-ip") ?? undefined;
 
 /**
  * One device's inbox: the whole API over this object's storage. The constructor stays light because it re-runs on
@@ -181,10 +193,9 @@ export class InboxObject {
 
   private async boot(): Promise<App> {
     const storage: Storage = createStorage({ driver: durableObjectDriver(this.state.storage) });
-    const token = this.env.INBOXD_ADMIN_TOKEN;
-    if (token) await ensureToken(storage, token, { name: "admin", scopes: ["read", "write"] });
-    const readToken = this.env.INBOXD_READ_TOKEN;
-    if (readToken) await ensureToken(storage, readToken, { name: "read-only", scopes: ["read"] });
+    // The secrets are the Worker's tokens: a changed or removed secret ends the token it replaced.
+    await syncSecretToken(storage, "admin", this.env.INBOXD_ADMIN_TOKEN, ["read", "write"]);
+    await syncSecretToken(storage, "read-only", this.env.INBOXD_READ_TOKEN, ["read"]);
     const app = await createApp({
       storage,
       allowedHosts: "*",
@@ -192,10 +203,14 @@ export class InboxObject {
       // Reminders wake the object with an alarm, which also survives eviction and restarts.
       schedule: (at) => void (at === undefined ? this.state.storage.deleteAlarm() : this.state.storage.setAlarm(at)),
       mcp: { tools: parseToolSelection(this.env.INBOXD_MCP_TOOLS) },
+      // The budgets live in this object's memory: one object serves the device, so it sees every request.
+      rateLimit: parseRateLimit(this.env.INBOXD_RATE_LIMIT),
+      clientAddress: connectingIP,
       loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
+      accessTokenTtlMs: this.env.INBOXD_TOKEN_TTL ? Number(this.env.INBOXD_TOKEN_TTL) * 1000 : undefined,
       info: { platform: { os: "workerd", arch: "unknown" } },
       // Workers logs record every request already; forward only the unexpected errors the core reports.
       log: (line) => {
@@ -224,4 +239,11 @@ function parseSeed(text: string): SeedOptions {
 function optionalNumber(text: string | undefined): number | undefined {
   const n = text === undefined ? NaN : Number(text);
   return Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
+/** Makes the token named `name` be exactly the secret's (if set): stale ones of that name are revoked. */
+async function syncSecretToken(storage: Storage, name: string, secret: string | undefined, scopes: Scope[]) {
+  const wanted = secret ? await hashToken(secret) : undefined;
+  for (const t of await listTokens(storage)) if (t.name === name && t.clientID === undefined && t.id !== wanted) await revokeToken(storage, t.id);
+  if (secret) await ensureToken(storage, secret, { name, scopes });
 }

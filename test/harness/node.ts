@@ -7,6 +7,7 @@ import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
 import { ensureToken, type Scope } from "../../src/services/tokens.ts";
 import { Db } from "../../src/store/db.ts";
+import type { RateLimitOptions } from "../../src/http/rate-limit.ts";
 
 export interface NodeHarness {
   url: string;
@@ -24,6 +25,8 @@ export async function startNode(options: {
   tokens: { token: string; scopes: Scope[] }[];
   verbose?: boolean;
   tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number };
+  /** Per-token budgets (default: off, as suites load one token far beyond a person's use). */
+  rateLimit?: RateLimitOptions | false;
 }): Promise<NodeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
   const { storage, close } = await openSqliteStorage(databasePath(dataDir));
@@ -37,6 +40,7 @@ export async function startNode(options: {
     allowHosts: [],
     verbose: options.verbose ?? false,
     tuning: options.tuning,
+    rateLimit: options.rateLimit ?? false,
     print: () => undefined,
   });
   return {

@@ -10,8 +10,11 @@ export interface WorkerdServer {
   url: string;
   /** Miniflare's in-process fetch, for when a socket is not the point. */
   dispatchFetch: Miniflare["dispatchFetch"];
-  /** Restarts workerd on the same port and storage: objects are rebuilt from what they stored (durability tests). */
-  restart(): Promise<void>;
+  /**
+   * Restarts workerd on the same port and storage: objects are rebuilt from what they stored (durability tests).
+   * `bindings` changes vars and secrets for the new run (undefined removes one), as a redeploy would.
+   */
+  restart(bindings?: Record<string, string | undefined>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -34,6 +37,8 @@ export async function startWorkerd(options: {
   /** The same shape as the Node harness: at most one read+write and one read-only token. */
   tokens?: { token: string; scopes: ("read" | "write")[] }[];
   tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number };
+  /** INBOXD_RATE_LIMIT (default "off": suites load one token far beyond a person's use). */
+  rateLimit?: string;
 }): Promise<WorkerdServer> {
   const admin = options.token ?? options.tokens?.find((t) => t.scopes.includes("write"))?.token;
   const reader = options.tokens?.find((t) => !t.scopes.includes("write"))?.token;
@@ -68,6 +73,7 @@ export async function startWorkerd(options: {
         ...(options.tuning?.sandboxQrDelayMs ? { INBOXD_SANDBOX_QR_DELAY_MS: String(options.tuning.sandboxQrDelayMs) } : {}),
         ...(options.tuning?.xmppFirstBackfill ? { INBOXD_XMPP_FIRST_BACKFILL: String(options.tuning.xmppFirstBackfill) } : {}),
         ...(options.seed ? { INBOXD_SEED: JSON.stringify(options.seed) } : {}),
+        INBOXD_RATE_LIMIT: options.rateLimit ?? "off",
       },
       // false = a temporary directory of this Miniflare instance: kept across restart(), deleted by dispose().
       durableObjectsPersist: false,
@@ -85,7 +91,12 @@ export async function startWorkerd(options: {
     return {
       url,
       dispatchFetch: mf.dispatchFetch.bind(mf),
-      async restart() {
+      async restart(bindings) {
+        if (bindings) {
+          const next = { ...(config.bindings as Record<string, string>), ...bindings };
+          for (const [k, v] of Object.entries(next)) if (v === undefined) delete next[k];
+          config.bindings = next;
+        }
         await mf.setOptions(config);
         await mf.ready;
       },

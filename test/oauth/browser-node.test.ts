@@ -1,11 +1,12 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { startNode } from "../harness/node.ts";
+import { ROOT } from "../harness/process.ts";
 import { browserSuite } from "./browser.ts";
 import { randomToken } from "./kit.ts";
-import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
-import { databasePath } from "../../adapters/node/data-dir.ts";
-import { OAuthStore, SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
 
-// On the daemon the owner signs in with the one-time link `inboxd open` prints (made here the way it makes it).
+// On the daemon the owner signs in with the one-time link `inboxd open` prints (run here as a person would, beside
+// the running daemon, on its data directory).
 browserSuite(
   "the Node daemon",
   async () => {
@@ -16,10 +17,11 @@ browserSuite(
       admin,
       stop: () => node.stop(),
       async signIn(page, next) {
-        const { storage, close } = await openSqliteStorage(databasePath(node.dataDir));
-        const code = await new OAuthStore(storage, Date.now).createSignIn(SIGN_IN_TTL_MS);
-        await close();
-        await page.goto(`${node.url}/oauth/login?${new URLSearchParams({ code, next })}`);
+        const port = new URL(node.url).port;
+        const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "open", "--data-dir", node.dataDir, "--port", port, "--print"], { cwd: ROOT });
+        const link = stdout.trim().split("\n").pop()!;
+        if (!link.startsWith(`${node.url}/oauth/login?code=`)) throw new Error(`inboxd open printed ${stdout}`);
+        await page.goto(`${link}&${new URLSearchParams({ next })}`);
       },
     };
   },

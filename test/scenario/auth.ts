@@ -162,10 +162,13 @@ export function authScenarios(env: Env) {
         expect(typeof info.server.status).toBe("string");
         expect(typeof info.server.remote_access).toBe("boolean");
         expect(typeof info.server.mcp_enabled).toBe("boolean");
-        // Only endpoints that answer are advertised (OAuth comes with its own issue).
-        expect(info.endpoints.oauth).toBeUndefined();
+        // Only endpoints that answer are advertised: the OAuth ones too, each the same as in the RFC 8414 metadata.
+        const metadata = await (await fetch(`${env.url}/.well-known/oauth-authorization-server`)).json();
+        for (const [name, url] of Object.entries(info.endpoints.oauth as Record<string, string>)) expect(url, name).toBe(metadata[name]);
+        expect(Object.keys(info.endpoints.oauth)).toHaveLength(6);
         expect(info.endpoints.ws_events).toBe(`${env.url.replace(/^http/, "ws")}/v1/ws`);
-        for (const [name, url] of Object.entries(info.endpoints as Record<string, string>)) {
+        const { oauth: _oauth, ...others } = info.endpoints as Record<string, string>;
+        for (const [name, url] of Object.entries(others)) {
           expect(url, name).toMatch(new RegExp(`^${env.url.replace(/^http/, "(http|ws)")}/`));
           // GET answers anything but 404 (the MCP endpoints may ask for another method, /v1/ws for an upgrade);
           // an event stream (/v0/sse) is left as soon as its status is known.

@@ -1,0 +1,37 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import type { Storage } from "unstorage";
+import { OAuthStore, SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
+import { databasePath } from "./data-dir.ts";
+import { openSqliteStorage } from "./sqlite-storage.ts";
+import { UsageError } from "./usage-error.ts";
+
+/** A one-time link that signs this browser in as the owner (to approve apps), valid for 10 minutes. */
+export async function signInLink(storage: Storage, baseURL: string): Promise<string> {
+  const code = await new OAuthStore(storage, Date.now).createSignIn(SIGN_IN_TTL_MS);
+  return `${baseURL}/oauth/login?code=${code}`;
+}
+
+/**
+ * `inboxd open`: prints a fresh sign-in link for the daemon serving this data directory (it runs beside it: the
+ * link is a record in the same store), and opens it in the desktop's browser where there is one.
+ */
+export async function runOpen(dataDir: string, options: { port: number; host: string; print?: boolean }): Promise<number> {
+  if (!existsSync(databasePath(dataDir))) throw new UsageError(`${dataDir} holds no inboxd data yet: start the daemon once with inboxd serve`);
+  const { storage, close } = await openSqliteStorage(databasePath(dataDir));
+  let link: string;
+  try {
+    link = await signInLink(storage, `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`);
+  } finally {
+    await close();
+  }
+  console.error("Open this link to sign in as the owner (it works once, for 10 minutes):");
+  console.log(link);
+  const desktop = process.env.DISPLAY || process.env.WAYLAND_DISPLAY || process.platform === "darwin";
+  if (desktop && !options.print) {
+    const opener = process.platform === "darwin" ? "open" : "xdg-open";
+    // The link goes as an argument, never through a shell.
+    spawn(opener, [link], { stdio: "ignore", detached: true }).on("error", () => undefined).unref();
+  }
+  return 0;
+}
