@@ -5,7 +5,8 @@ import r2Driver from "unstorage/drivers/cloudflare-r2-binding";
 import { createApp, type App } from "../../src/app.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
-import { ensureToken, hashToken, listTokens, revokeToken, type Scope } from "../../src/services/tokens.ts";
+import { ensureToken, hashToken, listTokens, type Scope } from "../../src/services/tokens.ts";
+import { keys } from "../../src/store/records.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
 import { parseToolSelection } from "../../src/mcp/index.ts";
 import { parseRateLimit } from "../../src/http/rate-limit.ts";
@@ -194,8 +195,10 @@ export class InboxObject {
   private async boot(): Promise<App> {
     const storage: Storage = createStorage({ driver: durableObjectDriver(this.state.storage) });
     // The secrets are the Worker's tokens: a changed or removed secret ends the token it replaced.
-    await syncSecretToken(storage, "admin", this.env.INBOXD_ADMIN_TOKEN, ["read", "write"]);
-    await syncSecretToken(storage, "read-only", this.env.INBOXD_READ_TOKEN, ["read"]);
+    await syncSecretTokens(storage, [
+      { name: "admin", secret: this.env.INBOXD_ADMIN_TOKEN, scopes: ["read", "write"] },
+      { name: "read-only", secret: this.env.INBOXD_READ_TOKEN, scopes: ["read"] },
+    ]);
     const app = await createApp({
       storage,
       allowedHosts: "*",
@@ -210,7 +213,7 @@ export class InboxObject {
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
-      accessTokenTtlMs: this.env.INBOXD_TOKEN_TTL ? Number(this.env.INBOXD_TOKEN_TTL) * 1000 : undefined,
+      accessTokenTtlMs: (optionalNumber(this.env.INBOXD_TOKEN_TTL) ?? 0) * 1000 || undefined,
       info: { platform: { os: "workerd", arch: "unknown" } },
       // Workers logs record every request already; forward only the unexpected errors the core reports.
       log: (line) => {
@@ -241,9 +244,10 @@ function optionalNumber(text: string | undefined): number | undefined {
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
-/** Makes the token named `name` be exactly the secret's (if set): stale ones of that name are revoked. */
-async function syncSecretToken(storage: Storage, name: string, secret: string | undefined, scopes: Scope[]) {
-  const wanted = secret ? await hashToken(secret) : undefined;
-  for (const t of await listTokens(storage)) if (t.name === name && t.clientID === undefined && t.id !== wanted) await revokeToken(storage, t.id);
-  if (secret) await ensureToken(storage, secret, { name, scopes });
+/** Makes the tokens named after the secrets be exactly the secrets' (where set): stale ones are revoked. */
+async function syncSecretTokens(storage: Storage, secrets: { name: string; secret?: string; scopes: Scope[] }[]) {
+  const wanted = new Map<string, string | undefined>();
+  for (const s of secrets) wanted.set(s.name, s.secret ? await hashToken(s.secret) : undefined);
+  for (const t of await listTokens(storage)) if (wanted.has(t.name) && t.clientID === undefined && t.id !== wanted.get(t.name)) await storage.removeItem(keys.token(t.id));
+  for (const s of secrets) if (s.secret) await ensureToken(storage, s.secret, { name: s.name, scopes: s.scopes });
 }

@@ -12,6 +12,9 @@ export interface GuardOptions {
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
 
+/** localhost, *.localhost, 127.x.x.x or [::1] (a URL's hostname, or a Host header without its port). */
+export const isLoopbackHost = (hostname: string) => LOOPBACK.test(hostname);
+
 export function hostAllowed(host: string | null, options: GuardOptions): boolean {
   if (options.allowedHosts === "*") return true;
   if (!host) return false;
@@ -34,7 +37,7 @@ export function checkRequestOrigin(request: Request, url: URL, options: GuardOpt
     throw new ApiError(403, "CROSS_SITE_REQUEST", "cross-site requests are not allowed");
 }
 
-function safeHost(origin: string): string | null {
+export function safeHost(origin: string): string | null {
   try {
     return new URL(origin).host;
   } catch {

@@ -126,7 +126,8 @@ export function refuseDeclaredLength(request: Request, limit: number, what = "re
   if (declared > limit) throw tooLong(what, limit, ["body"], 413);
 }
 
-async function readCapped(request: Request, limit: number): Promise<string> {
+/** The body as text, refused with 413 as soon as it passes `limit` bytes (declared or read). */
+export async function readCapped(request: Request, limit: number): Promise<string> {
   refuseDeclaredLength(request, limit);
   if (!request.body) return "";
   const reader = request.body.getReader();

@@ -1,8 +1,10 @@
 import type { Storage } from "unstorage";
+import { safeHost } from "../http/guard.ts";
 import { verifyToken } from "../services/tokens.ts";
 import { errorPage, escape, hidden, page } from "./pages.ts";
 import { readForm, sameSecret } from "./form.ts";
-import { secret, type ClientRecord, type OAuthStore } from "./store.ts";
+import { randomSecret } from "../services/encoding.ts";
+import type { ClientRecord, OAuthStore } from "./store.ts";
 
 /**
  * The browser half of the authorization code flow: the owner signs in (once, with a one-time code or the admin
@@ -151,17 +153,10 @@ export function sameOrigin(request: Request): Response | undefined {
   const site = request.headers.get("sec-fetch-site");
   // Compared by host: behind the Worker's routing the request URL may not carry the host the browser used.
   const host = request.headers.get("host") ?? new URL(request.url).host;
-  if ((origin && hostOf(origin) !== host) || site === "cross-site" || site === "same-site") return errorPage("This form was sent from another site.", 403);
+  if ((origin && safeHost(origin) !== host) || site === "cross-site" || site === "same-site") return errorPage("This form was sent from another site.", 403);
   return undefined;
 }
 
-function hostOf(origin: string): string | undefined {
-  try {
-    return new URL(origin).host;
-  } catch {
-    return undefined;
-  }
-}
 
 export async function consentDecision(store: OAuthStore, request: Request, now: () => number): Promise<Response> {
   const foreign = sameOrigin(request);
@@ -175,7 +170,7 @@ export async function consentDecision(store: OAuthStore, request: Request, now: 
   if ("redirect" in read) return read.redirect;
   const { ok } = read;
   if (form.get("decision") !== "approve") return redirectTo(ok.redirectURI, { error: "access_denied", error_description: "the owner denied the request", state: ok.state });
-  const code = secret("code");
+  const code = randomSecret("code");
   await store.saveCode(code, { clientID: ok.client.client_id, redirectURI: ok.redirectURI, scopes: ok.scopes, resource: ok.resource, challenge: ok.challenge, expiresAt: now() + CODE_TTL_MS });
   return redirectTo(ok.redirectURI, { code, state: ok.state, iss: new URL(request.url).origin });
 }

@@ -1,15 +1,14 @@
 import { ApiError } from "../http/errors.ts";
+import { readCapped } from "../http/validate.ts";
+import { base64urlOfBytes, sameSecret } from "../services/encoding.ts";
 
 const MAX_FORM_BYTES = 16 * 1024;
 
-/** Reads an `application/x-www-form-urlencoded` body (what OAuth clients and HTML forms send), bounded. */
+/** Reads an `application/x-www-form-urlencoded` body (what OAuth clients and HTML forms send), bounded as it streams. */
 export async function readForm(request: Request): Promise<URLSearchParams> {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) throw oauthError(400, "invalid_request", "the body must be application/x-www-form-urlencoded");
-  if (Number(request.headers.get("content-length") ?? 0) > MAX_FORM_BYTES) throw oauthError(413, "invalid_request", "the form is too large");
-  const text = await request.text();
-  if (text.length > MAX_FORM_BYTES) throw oauthError(413, "invalid_request", "the form is too large");
-  return new URLSearchParams(text);
+  return new URLSearchParams(await readCapped(request, MAX_FORM_BYTES));
 }
 
 /**
@@ -30,14 +29,7 @@ export function oauthErrorResponse(error: OAuthError): Response {
 
 /** S256 PKCE (RFC 7636 §4.2): base64url(SHA-256(verifier)). */
 export async function s256(verifier: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-  return btoa(String.fromCharCode(...digest)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return base64urlOfBytes(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))));
 }
 
-/** Compares secrets without leaking where they differ. */
-export function sameSecret(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
+export { sameSecret };

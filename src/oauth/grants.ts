@@ -2,7 +2,8 @@ import type { Storage } from "unstorage";
 import { keys } from "../store/records.ts";
 import { createToken, verifyToken } from "../services/tokens.ts";
 import { oauthError, s256, sameSecret } from "./form.ts";
-import { secret, type OAuthStore, type RefreshRecord } from "./store.ts";
+import { randomSecret } from "../services/encoding.ts";
+import type { OAuthStore, RefreshRecord } from "./store.ts";
 
 /**
  * The token endpoint's grants (RFC 6749 §4.1.3 and §6) and what reads tokens back (introspection RFC 7662,
@@ -59,7 +60,7 @@ export async function refreshGrant(o: GrantOptions, form: URLSearchParams): Prom
 
 async function issue(o: GrantOptions, grant: RefreshRecord): Promise<TokenAnswer> {
   const access = await createToken(o.storage, { name: grant.clientName, scopes: grant.scopes, expiresAt: o.now() + o.accessTokenTtlMs, clientID: grant.clientID, clientName: grant.clientName });
-  const refresh = secret("inbr");
+  const refresh = randomSecret("inbr");
   const refreshID = await o.store.saveRefresh(refresh, { ...grant });
   await o.store.addToFamily(grant.family, { tokenID: access.id, refreshID });
   return { access_token: access.token, token_type: "Bearer", expires_in: Math.round(o.accessTokenTtlMs / 1000), refresh_token: refresh, scope: grant.scopes.join(" ") };

@@ -1,4 +1,5 @@
 import type { Storage } from "unstorage";
+import { randomSecret } from "../services/encoding.ts";
 import { hashToken } from "../services/tokens.ts";
 
 /**
@@ -54,11 +55,6 @@ const key = {
   session: (hash: string) => `oauth:session:${hash}`,
 };
 
-/** A random secret: 32 bytes, base64url, with a prefix that says what it is. */
-export function secret(prefix: string): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return `${prefix}_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
-}
 
 export class OAuthStore {
   constructor(
@@ -124,7 +120,7 @@ export class OAuthStore {
 
   /** A one-time sign-in code for the owner's browser (what `inboxd open` and `serve` print), valid for `ttlMs`. */
   async createSignIn(ttlMs: number): Promise<string> {
-    const code = secret("signin");
+    const code = randomSecret("signin");
     await this.storage.setItem(key.signIn(await hashToken(code)), { expiresAt: this.now() + ttlMs });
     return code;
   }
@@ -140,8 +136,8 @@ export class OAuthStore {
   }
 
   async createSession(ttlMs: number): Promise<{ id: string; record: SessionRecord }> {
-    const id = secret("session");
-    const record = { expiresAt: this.now() + ttlMs, csrf: secret("csrf") };
+    const id = randomSecret("session");
+    const record = { expiresAt: this.now() + ttlMs, csrf: randomSecret("csrf") };
     await this.storage.setItem(key.session(await hashToken(id)), record);
     return { id, record };
   }

@@ -1,3 +1,4 @@
+import { base64url, fromBase64url } from "./encoding.ts";
 import { badRequest } from "../http/errors.ts";
 
 /**
@@ -42,19 +43,6 @@ export function fingerprint(value: unknown): string {
     h = Math.imul(h, 0x01000193);
   }
   return (h >>> 0).toString(36);
-}
-
-function base64url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function fromBase64url(text: string): string {
-  if (!/^[A-Za-z0-9_-]+$/.test(text)) throw new Error("not base64url");
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-  return new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
 }
 
 /** Message sortKeys double as message-list cursors (SDK 4.2.x pages with the last item's sortKey). */

@@ -1,3 +1,4 @@
+import { randomSecret } from "./encoding.ts";
 import type { Storage } from "unstorage";
 import { keys, type TokenRecord } from "../store/records.ts";
 
@@ -22,8 +23,7 @@ export interface TokenOptions {
 }
 
 export async function createToken(storage: Storage, options: TokenOptions = {}): Promise<{ token: string; record: TokenRecord; id: string }> {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const token = `inbx_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  const token = randomSecret("inbx");
   const { id, record } = await storeToken(storage, token, options);
   return { token, record, id };
 }

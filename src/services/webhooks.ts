@@ -1,3 +1,4 @@
+import { hmacHex, randomHex } from "./encoding.ts";
 import { badRequest, conflict, notFound } from "../http/errors.ts";
 import { LIMITS } from "../http/limits.ts";
 import type { DomainEvent } from "../events/protocol.ts";
@@ -275,12 +276,3 @@ function withoutBody({ body: _body, ...pending }: OutboxEntry): Pending {
   return pending;
 }
 
-async function hmacHex(secret: string, data: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const signature = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(data));
-  return [...new Uint8Array(signature)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function randomHex(bytes: number): string {
-  return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}

@@ -17,7 +17,7 @@ import {
 } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
-import { isLoopback, openConnection, type XmppTransport } from "./connection.ts";
+import { openConnection, type XmppTransport } from "./connection.ts";
 import { inboundMessage, locate, translate, type InboundContext } from "./inbound.ts";
 import { isArchiveResult, queryArchive } from "./mam.ts";
 import { fetchMedia, isPrivateHost, mediaURL } from "./media.ts";
@@ -25,7 +25,8 @@ import { applyOccupantPresence, inviteToRoom, joinRoom, roomTitle, type Room } f
 import { addToRoster, fetchRoster, rosterUser } from "./roster.ts";
 import { bare, chatState, correction, displayed, NS, parseMessage, reactionSet, receipt, retraction, textMessage } from "./stanzas.ts";
 import { readState, type XmppState } from "./state.ts";
-import { findUploadService, uploadFile } from "./upload.ts";
+import { JID } from "./login.ts";
+import { findService, findUploadService, uploadFile } from "./upload.ts";
 import { sleep, Backoff } from "./backoff.ts";
 
 /** How much history a first connect reads from the account's archive (and from each room's). */
@@ -38,7 +39,6 @@ const HISTORY_SCAN_PAGES = 20;
 const ARCHIVE_PAGE = 1000;
 
 const EVERYTHING: ChatCapabilities = { edits: true, deletes: true, reactions: true, replies: true, attachments: true, multipleReactions: true };
-const JID = /^[^@\s/"&'<>:]+@[^@\s/"&'<>]+$/;
 
 /**
  * One XMPP account. It keeps one stream open and reconnects on its own with backoff (reporting `connecting`); each
@@ -59,6 +59,7 @@ export class XmppClient implements NetworkClient {
   private readonly announced = new Set<string>();
   private roster = new Map<string, User>();
   private uploadService?: string | null;
+  private groupService?: string;
   /** Live messages wait here while the archives are read, then go through in order. */
   private held: Element[] | undefined;
   private inbound: Promise<void> = Promise.resolve();
@@ -495,15 +496,13 @@ export class XmppClient implements NetworkClient {
     return this.roomChat(room);
   }
 
-  /** The server's group chat service (the first item that has the MUC feature). */
+  /** The server's group chat service (found once per client). */
   private async mucService(xmpp: Client): Promise<string> {
-    const items = await xmpp.iqCaller.get(xml("query", { xmlns: "http://jabber.org/protocol/disco#items" }), this.state.endpoint.domain);
-    for (const item of items?.getChildren("item") ?? []) {
-      const info = await xmpp.iqCaller.get(xml("query", { xmlns: "http://jabber.org/protocol/disco#info" }), String(item.attrs.jid)).catch(() => undefined);
-      if (info?.getChildren("feature").some((f) => f.attrs.var === "http://jabber.org/protocol/muc")) return String(item.attrs.jid);
-    }
-    throw new NetworkError("unsupported", "this XMPP server has no group chat service");
+    this.groupService ??= await findService(xmpp, this.state.endpoint.domain, "http://jabber.org/protocol/muc");
+    if (!this.groupService) throw new NetworkError("unsupported", "this XMPP server has no group chat service");
+    return this.groupService;
   }
+
 
   async resolveIdentifier(user: Partial<User>): Promise<User | null> {
     const candidate = [user.id, user.username, user.email].find((s) => s && JID.test(bare(s.trim())));
@@ -525,7 +524,7 @@ export class XmppClient implements NetworkClient {
   async downloadMedia(id: string): Promise<NetworkMedia | null> {
     const url = await mediaURL(this.state.mediaKey, id);
     if (!url) return null;
-    const response = await fetchMedia(url, isLoopback(this.state.endpoint.service) || isPrivateHost(new URL(this.state.endpoint.service).hostname));
+    const response = await fetchMedia(url, isPrivateHost(new URL(this.state.endpoint.service).hostname));
     const fileName = decodeURIComponent(new URL(url).pathname.split("/").pop() || "file");
     return { content: response.body as unknown as AsyncIterable<Uint8Array>, fileName, mimeType: response.headers.get("content-type") ?? undefined };
   }

@@ -11,6 +11,7 @@ import streamManagement from "@xmpp/stream-management";
 import websocket from "@xmpp/websocket";
 import SASLFactory from "saslmechanisms";
 import { NetworkError } from "../../bridges/connector.ts";
+import { isLoopbackHost } from "../../http/guard.ts";
 import { KeyReportingScram, credentialsFromKeys, type ScramCredentials, type ScramKeys } from "./scram.ts";
 
 /** An open stream with what the connector uses on it. */
@@ -147,8 +148,7 @@ function streamManagementSettled(xmpp: XmppConnection) {
 
 export function isLoopback(service: string): boolean {
   try {
-    const host = new URL(service).hostname.replace(/^\[|\]$/g, "");
-    return host === "localhost" || host === "::1" || /^127\./.test(host);
+    return isLoopbackHost(new URL(service).hostname);
   } catch {
     return false;
   }

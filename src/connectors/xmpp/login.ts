@@ -12,7 +12,8 @@ export const xmppFlows: LoginFlow[] = [
 ];
 
 const CREDENTIALS_STEP = "xmpp.password.credentials";
-const JID = /^([^@\s/"&'<>:]+)@([^@\s/"&'<>]+)$/;
+/** A bare JID: local part and domain (the characters RFC 7622 forbids, and resource-separating slashes, refused). */
+export const JID = /^([^@\s/"&'<>:]+)@([^@\s/"&'<>]+)$/;
 
 /**
  * The login: one user_input step. The JID and password are checked by signing in; what is kept afterwards is the

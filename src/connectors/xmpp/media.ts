@@ -1,4 +1,6 @@
 import { NetworkError } from "../../bridges/connector.ts";
+import { isLoopbackHost } from "../../http/guard.ts";
+import { base64url, fromBase64url, hmacHex, randomHex, sameSecret } from "../../services/encoding.ts";
 import type { Attachment } from "../../schema/wire.ts";
 
 /**
@@ -13,6 +15,9 @@ export async function mediaID(key: string, url: string): Promise<string> {
   return `${PREFIX}${base64url(url)}.${await sign(key, url)}`;
 }
 
+/** A 128-bit tag is plenty to make an ID unforgeable, and keeps IDs short. */
+const sign = async (key: string, url: string) => (await hmacHex(key, url)).slice(0, 32);
+
 /** The link behind an attachment ID this account issued; undefined for anything else. */
 export async function mediaURL(key: string, id: string): Promise<string | undefined> {
   if (!id.startsWith(PREFIX)) return undefined;
@@ -20,16 +25,14 @@ export async function mediaURL(key: string, id: string): Promise<string | undefi
   if (!encoded || !signature) return undefined;
   let url: string;
   try {
-    url = new TextDecoder().decode(Uint8Array.from(atob(encoded.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)));
+    url = fromBase64url(encoded);
   } catch {
     return undefined;
   }
-  return (await sign(key, url)) === signature && /^https?:\/\//i.test(url) ? url : undefined;
+  return sameSecret(await sign(key, url), signature) && /^https?:\/\//i.test(url) ? url : undefined;
 }
 
-export function newMediaKey(): string {
-  return base64url(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))));
-}
+export const newMediaKey = () => randomHex(32);
 
 /** What a link's name says about the file (the bytes are fetched only when a client asks for them). */
 export async function attachmentForLink(key: string, url: string, description?: string): Promise<Attachment> {
@@ -49,16 +52,6 @@ const MIME_BY_EXTENSION: Record<string, string> = {
   mp4: "video/mp4", webm: "video/webm", mp3: "audio/mpeg", ogg: "audio/ogg", m4a: "audio/mp4", opus: "audio/ogg",
   pdf: "application/pdf", txt: "text/plain",
 };
-
-async function sign(key: string, text: string): Promise<string> {
-  const hmac = await crypto.subtle.importKey("raw", new TextEncoder().encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", hmac, new TextEncoder().encode(text)));
-  return base64url(String.fromCharCode(...mac.slice(0, 16)));
-}
-
-function base64url(binary: string): string {
-  return btoa(unescape(encodeURIComponent(binary))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
 
 /**
  * Fetches a shared file. The link is the sender's choice, so it may point into this machine's network: addresses
@@ -95,8 +88,9 @@ export async function fetchMedia(url: string, allowPrivate: boolean): Promise<Re
 
 /** Literal loopback, private, link-local and unspecified addresses, and localhost names. */
 export function isPrivateHost(hostname: string): boolean {
+  if (isLoopbackHost(hostname)) return true;
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  if (host === "localhost" || host.endsWith(".localhost") || host === "0.0.0.0" || host === "::" || host === "::1") return true;
+  if (host === "0.0.0.0" || host === "::" || host === "::1") return true;
   const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host.replace(/^::ffff:/, ""));
   if (v4) {
     const [a, b] = [Number(v4[1]), Number(v4[2])];

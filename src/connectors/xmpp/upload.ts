@@ -8,16 +8,21 @@ const NS_DISCO_INFO = "http://jabber.org/protocol/disco#info";
 /** The only headers XEP-0363 lets a slot hand out; anything else in a slot is ignored. */
 const SLOT_HEADERS = new Set(["authorization", "cookie", "expires"]);
 
-/** Finds the server's HTTP File Upload service (XEP-0363) among its items; undefined when it has none. */
-export async function findUploadService(xmpp: Client, domain: string): Promise<string | undefined> {
+/**
+ * The first of the server and its items (service discovery, XEP-0030) that has `feature`: how the upload service
+ * (XEP-0363) and the group chat service (XEP-0045) are found. Undefined when none has it.
+ */
+export async function findService(xmpp: Client, domain: string, feature: string): Promise<string | undefined> {
   const items = await xmpp.iqCaller.get(xml("query", { xmlns: NS_DISCO_ITEMS }), domain).catch(() => undefined);
   const candidates = [domain, ...(items?.getChildren("item").map((i) => i.attrs.jid as string) ?? [])];
   for (const jid of candidates) {
     const info = await xmpp.iqCaller.get(xml("query", { xmlns: NS_DISCO_INFO }), jid).catch(() => undefined);
-    if (info?.getChildren("feature").some((f) => f.attrs.var === NS_UPLOAD)) return jid;
+    if (info?.getChildren("feature").some((f) => f.attrs.var === feature)) return jid;
   }
   return undefined;
 }
+
+export const findUploadService = (xmpp: Client, domain: string) => findService(xmpp, domain, NS_UPLOAD);
 
 /**
  * Uploads a file: asks the service for a slot, PUTs the bytes with the slot's headers (the server checks them),
