@@ -18,6 +18,7 @@ import { buildWorkload, listChatIDs, type Workload } from "./workload.ts";
 import { killXmpp, runXmppBench } from "./xmpp.ts";
 import { RateLimiter } from "../src/http/rate-limit.ts";
 import { formatXmpp } from "./xmpp-report.ts";
+import { runWebBench, webRows } from "./web.ts";
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -40,7 +41,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      tools/call search_messages beside the same REST search, memory per open /v0/sse session),
                      fanout (live events), assets (memory during a large upload + download), xmpp (a real Prosody:
                      backfill of archived messages at login, send → other client latency beside a plain client),
-                     ratelimit (GET /v1/chats with the rate limiter on and off, alternating rounds)
+                     ratelimit (GET /v1/chats with the rate limiter on and off, alternating rounds), web (the web
+                     inbox in Debian's chromium: first chat rows painted, cold and warm loads, scrolling the chat
+                     list through every chat, the bundle's size)
   --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
                      .ci/with-node on first use) or system (default: the node running the bench)
   --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
@@ -54,6 +57,8 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --xmpp-messages N  archived messages each XMPP backfill round reads at login (default 10000; --quick: 1000)
   --xmpp-sends N     measured sends of each XMPP latency path, after 20 warm-up ones (default 500; --quick: 100)
   --xmpp-cpu-prof DIR  start the XMPP section's daemons with --cpu-prof, writing their profiles into DIR
+  --web-loads N      cold page loads of the web section, each in a fresh browser context and followed by a warm one
+                     (default 20; --quick: 5)
   --keep DIR         seed into DIR and keep it; if DIR already holds inboxd.sqlite3, skip the seed and reuse it
                      (sends of earlier runs stay in it)
   --json FILE        also write the results as JSON
@@ -81,6 +86,7 @@ const { values: opts } = parseArgs({
     "xmpp-messages": { type: "string" },
     "xmpp-sends": { type: "string" },
     "xmpp-cpu-prof": { type: "string" },
+    "web-loads": { type: "string" },
     node: { type: "string" },
     "binding-rounds": { type: "string" },
     json: { type: "string" },
@@ -111,7 +117,8 @@ const mcpSessions = num(opts["mcp-sessions"], 200);
 const bindingRounds = num(opts["binding-rounds"], opts.quick ? 1 : 3);
 const xmppMessages = num(opts["xmpp-messages"], opts.quick ? 1000 : 10_000);
 const xmppSends = num(opts["xmpp-sends"], opts.quick ? 100 : 500);
-const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "fanout", "assets", "xmpp"];
+const webLoads = num(opts["web-loads"], opts.quick ? 5 : 20);
+const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp"];
 /** Sections that need neither the seeded data set nor its daemon. */
 const STANDALONE = ["bindings", "xmpp"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
@@ -340,6 +347,15 @@ async function main() {
     json.mcp = { search: { words: words.length, ...mcpSearch.result, serverCpuPct: mcpSearch.cpuPct }, sessions };
     await daemon.stop();
     daemon = await startDaemon(dir, token);
+  }
+
+  if (sections.has("web")) {
+    // On a freshly started daemon, whichever sections ran before: its first page load is reported apart.
+    await daemon.stop();
+    daemon = await startDaemon(dir, token);
+    const outcome = await runWebBench({ url: daemon.url, token, loads: webLoads, log });
+    scalars.push(...webRows(outcome, webLoads));
+    json.web = outcome;
   }
 
   if (sections.has("fanout")) {

@@ -37,6 +37,8 @@ import { labelRoutes } from "./routes/labels.ts";
 import { typingRoutes } from "./routes/typing.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 import { XmppConnector, type XmppOptions } from "./connectors/xmpp/index.ts";
+import { webRoutes } from "./web/index.ts";
+import { tokenRoutes } from "./routes/tokens.ts";
 
 export const VERSION = "0.1.0";
 export const VERSION_HEADER = "X-Beeper-Desktop-Version";
@@ -217,6 +219,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   mcpRoutes(api, events, { ...options.mcp, log: options.log }, openApi);
   specRoutes(api, openApi);
   oauthRoutes(api, { storage: options.storage, now: context.now, accessTokenTtlMs: options.accessTokenTtlMs });
+  tokenRoutes(api, { storage: options.storage, now: context.now });
+  webRoutes(api);
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });

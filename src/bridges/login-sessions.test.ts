@@ -285,6 +285,31 @@ describe("LoginSessions", () => {
     expect((await again).status).toBe("complete");
   });
 
+  it("lets an answer to a display step (a phone's confirmation) go ahead of a plain wait in progress", async () => {
+    // A wait far longer than the test's timeout: only the answer cutting in can finish this test.
+    const { sessions } = setup({ waitMs: 10 * 60_000 });
+    const login: TestLogin = new TestLogin(async () => login.display);
+    const s = await sessions.start(BRIDGE, login);
+    const waiting = sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: {} });
+    await login.waiting;
+    const confirmed = await sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: { confirm: "true" } });
+    expect(confirmed.status).toBe("complete");
+    // The plain wait came back (unchanged when it returned; the session object has moved on since).
+    expect((await waiting).id).toBe(s.id);
+    // Plain waits do not cut in on each other: a second one queues behind the first.
+    const other: TestLogin = new TestLogin(async () => other.display);
+    const t = await sessions.start(BRIDGE, other);
+    const first = sessions.submit(BRIDGE, t.id, "test.scan", "display_and_wait", { fields: {} });
+    await other.waiting;
+    let secondDone = false;
+    const second = sessions.submit(BRIDGE, t.id, "test.scan", "display_and_wait", { fields: {} }).then((x) => ((secondDone = true), x));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(secondDone).toBe(false);
+    other.scanned();
+    expect((await first).status).toBe("complete");
+    expect((await rejected(second)).status).toBe(409);
+  });
+
   it("returns a display step unchanged when the process cannot wait", async () => {
     const { sessions } = setup();
     const login = new TestLogin();

@@ -96,6 +96,9 @@ export class LoginSessions {
   async submit(bridgeID: string, id: string, stepID: string, type: string, submission: StepSubmission): Promise<LoginSession> {
     const session = this.get(bridgeID, id);
     const live = this.live.get(id)!;
+    // An answer to a display step (the sandbox's `confirm`, what a phone sends) goes ahead of a client's plain wait in
+    // progress, which then returns the session unchanged and waits again. Plain waits still queue behind each other.
+    if (type === "display_and_wait" && Object.keys(submission.fields ?? {}).length > 0) live.waiting?.abort();
     const run = live.busy.then(async () => {
       const step = session.step;
       if (!step || session.status === "complete" || session.status === "cancelled" || session.status === "failed")

@@ -83,6 +83,8 @@ export interface Call<Q, B> {
 export class Api {
   readonly operations: Operation[] = [];
   private readonly publicPaths = new Set<string>();
+  /** Public operations with path parameters (the web inbox's assets), as patterns. */
+  private readonly publicPatterns: RegExp[] = [];
 
   constructor(private readonly router: ApiRouter) {}
 
@@ -92,7 +94,8 @@ export class Api {
   ): this {
     this.operations.push(op as Operation);
     const scope = op.scope ?? requiredScope(op.method);
-    if (scope === "public") this.publicPaths.add(`${op.method} ${op.path}`);
+    if (scope === "public" && op.path.includes(":")) this.publicPatterns.push(new RegExp(`^${op.method} ${op.path.replace(/:\w+/g, "[^/]+")}$`));
+    else if (scope === "public") this.publicPaths.add(`${op.method} ${op.path}`);
     const names = [...op.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
     const route = async (req: IRequest, rc: RequestContext) => {
       if (scope === "read" || scope === "write") authorize(rc.principal!, scope);
@@ -107,8 +110,9 @@ export class Api {
     return this;
   }
 
-  /** Whether a request may go without a token: only parameterless public operations (GET /v1/info, discovery). */
+  /** Whether a request may go without a token: only public operations (GET /v1/info, discovery, the web inbox). */
   isPublic(method: string, pathname: string): boolean {
-    return this.publicPaths.has(`${method} ${pathname}`);
+    const key = `${method} ${pathname}`;
+    return this.publicPaths.has(key) || this.publicPatterns.some((pattern) => pattern.test(key));
   }
 }

@@ -126,9 +126,9 @@ export function cookie(request: Request, name: string): string | undefined {
   return undefined;
 }
 
-/** Only a path on this server: never an absolute or protocol-relative URL (an open redirect). */
+/** Only a path on this server: never an absolute or protocol-relative URL (an open redirect). Default: the web inbox. */
 export function safeNext(next: string | null): string {
-  return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/oauth/signed-in";
+  return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
 }
 
 /** Signs the owner in with a one-time code, or with a read+write token made by the CLI or set as the Worker's secret. */

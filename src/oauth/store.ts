@@ -39,6 +39,8 @@ export interface RefreshRecord {
 export interface FamilyRecord {
   tokenIDs: string[];
   refreshIDs: string[];
+  /** When the authorization was exchanged for its first tokens (ms since epoch; absent in families made before). */
+  createdAt?: number;
 }
 
 export interface SessionRecord {
@@ -46,15 +48,15 @@ export interface SessionRecord {
   csrf: string;
 }
 
+const prefix = { code: "oauth:code:", refresh: "oauth:refresh:" };
 const key = {
   client: (id: string) => `oauth:client:${id}`,
-  code: (hash: string) => `oauth:code:${hash}`,
-  refresh: (hash: string) => `oauth:refresh:${hash}`,
+  code: (hash: string) => `${prefix.code}${hash}`,
+  refresh: (hash: string) => `${prefix.refresh}${hash}`,
   family: (id: string) => `oauth:family:${id}`,
   signIn: (hash: string) => `oauth:signin:${hash}`,
   session: (hash: string) => `oauth:session:${hash}`,
 };
-
 
 export class OAuthStore {
   constructor(
@@ -97,19 +99,48 @@ export class OAuthStore {
   markRefreshUsed = async (id: string, record: RefreshRecord) => this.storage.setItem(key.refresh(id), { ...record, used: true });
 
   async addToFamily(family: string, add: { tokenID?: string; refreshID?: string }) {
-    const record = (await this.storage.getItem<FamilyRecord>(key.family(family))) ?? { tokenIDs: [], refreshIDs: [] };
+    const record = (await this.family(family)) ?? { tokenIDs: [], refreshIDs: [], createdAt: this.now() };
     if (add.tokenID) record.tokenIDs.push(add.tokenID);
     if (add.refreshID) record.refreshIDs.push(add.refreshID);
     await this.storage.setItem(key.family(family), record);
   }
 
+  family = (id: string) => this.storage.getItem<FamilyRecord>(key.family(id));
+
   /** Revokes every access and refresh token the family holds. */
   async revokeFamily(family: string, removeToken: (id: string) => Promise<void>) {
-    const record = await this.storage.getItem<FamilyRecord>(key.family(family));
+    const record = await this.family(family);
     if (!record) return;
     for (const id of record.tokenIDs) await removeToken(id);
     for (const id of record.refreshIDs) await this.storage.removeItem(key.refresh(id));
     await this.storage.removeItem(key.family(family));
+  }
+
+  /**
+   * Every refresh record, used ones too, with its id. A scan of the store: for the settings pages
+   * (GET /v1/authorized-apps), never on a request's hot path.
+   */
+  refreshRecords = () => this.scan<RefreshRecord>(prefix.refresh);
+
+  /**
+   * Ends every grant of a client: each family its refresh records belong to (their access and refresh tokens), the
+   * refresh records themselves, and its codes not exchanged yet. The client's registration stays, so it may ask for
+   * consent again. Access tokens outside a family are the caller's to remove (they live in the token store).
+   */
+  async revokeClient(clientID: string, removeToken: (id: string) => Promise<void>) {
+    const refreshes = (await this.refreshRecords()).filter((r) => r.record.clientID === clientID);
+    for (const family of new Set(refreshes.map((r) => r.record.family))) await this.revokeFamily(family, removeToken);
+    for (const r of refreshes) await this.storage.removeItem(key.refresh(r.id));
+    for (const c of await this.scan<CodeRecord>(prefix.code)) if (c.record.clientID === clientID) await this.storage.removeItem(key.code(c.id));
+  }
+
+  private async scan<T>(under: string): Promise<{ id: string; record: T }[]> {
+    const out: { id: string; record: T }[] = [];
+    for (const k of await this.storage.getKeys(under)) {
+      const record = await this.storage.getItem<T>(k);
+      if (record) out.push({ id: k.slice(under.length), record });
+    }
+    return out;
   }
 
   async removeRefresh(token: string): Promise<RefreshRecord | undefined> {

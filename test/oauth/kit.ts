@@ -2,10 +2,21 @@
  * Plumbing for the OAuth suites: a plain HTTP client that keeps a cookie jar for the owner's browser session, PKCE
  * pairs, and the steps of the authorization code flow as an app and a person perform them. Nothing here asserts.
  */
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
 import { s256 } from "../../src/oauth/form.ts";
 
 export const randomToken = () => `oauth_${randomBytes(18).toString("base64url")}`;
+
+/** What a person does on the daemon's machine: `inboxd open --print` beside the running daemon, for a fresh one-time sign-in link. */
+export async function ownerSignInLink(node: { url: string; dataDir: string }, root: string): Promise<string> {
+  const port = new URL(node.url).port;
+  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "open", "--data-dir", node.dataDir, "--port", port, "--print"], { cwd: root });
+  const link = stdout.trim().split("\n").pop()!;
+  if (!link.startsWith(`${node.url}/oauth/login?code=`)) throw new Error(`inboxd open printed ${stdout}`);
+  return link;
+}
 
 export interface Server {
   url: string;

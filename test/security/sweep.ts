@@ -15,7 +15,8 @@
  *   `Sec-Fetch-Site: cross-site` (both) → 403, public operations included;
  * - no 401/403 answer (body or headers), and no answer of a public operation to a caller without a valid token,
  *   contains any of the device's data: distinctive strings (account and user IDs, names, chat titles, message
- *   texts, an uploaded file's bytes, a webhook secret) collected through authorized requests first.
+ *   texts, an uploaded file's bytes, a webhook secret, an authorized app's name, token IDs) collected through
+ *   authorized requests first.
  *
  * Path parameters are real IDs of the seeded data (so an auth bug cannot hide behind a 404: read operations must
  * find them) and, for every route that has any, also IDs that do not exist: a refusal must not depend on the
@@ -36,6 +37,7 @@ import { createApp } from "../../src/app.ts";
 import type { Operation } from "../../src/http/route-kit.ts";
 import { parseQuery, validate } from "../../src/http/validate.ts";
 import { connect, enc, refusal, randomToken, sleep, type ConnectOptions } from "../events/kit.ts";
+import { approve, Browser, exchange, pkce, register } from "../oauth/kit.ts";
 
 /** Fewer operations than this means the route table was not read (a broken import), not that the app shrank. */
 export const MIN_OPERATIONS = 70;
@@ -319,15 +321,33 @@ function leaked(device: Device, req: Sent, a: Answer): string[] {
   return device.needles.filter((n) => answered.includes(n) && !asked.includes(n));
 }
 
-/** Seeds what the seed has not (an upload, a label, a login session, a reaction, a webhook) and collects the data. */
-async function collect(ask: (req: Sent) => Promise<Answer>, rw: string): Promise<Device> {
+/**
+ * An OAuth app the owner approved, through the real consent page: what the token and authorized-app operations
+ * are swept with. Answers its client ID.
+ */
+async function authorizeApp(url: string, rw: string, name: string): Promise<string> {
+  const browser = new Browser(url);
+  const redirectURI = "http://127.0.0.1:9/sweep-callback";
+  const client = await register(browser, [redirectURI], name);
+  const { verifier, challenge } = await pkce();
+  const back = await approve(browser, { url, admin: rw, stop: async () => undefined }, { clientID: client.client_id, redirectURI, challenge });
+  const tokens = await exchange(browser, { grant_type: "authorization_code", code: back.searchParams.get("code") ?? "", code_verifier: verifier, client_id: client.client_id, redirect_uri: redirectURI });
+  if (tokens.status !== 200) throw new Error(`setup: the OAuth code exchange → ${tokens.status}: ${tokens.text}`);
+  return client.client_id;
+}
+
+/**
+ * Seeds what the seed has not (an upload, a label, a login session, a reaction, a webhook, an authorized OAuth app)
+ * and collects the data.
+ */
+async function collect(ask: (req: Sent) => Promise<Answer>, rw: string, url: string): Promise<Device> {
   const call = async <T = any>(method: string, path: string, json?: unknown): Promise<T> => {
     const req: Sent = { method, path, headers: { ...bearer(rw), accept: "application/json", ...(json !== undefined ? { "content-type": "application/json" } : {}) }, body: json === undefined ? undefined : JSON.stringify(json) };
     const a = await ask(req);
     if (a.status !== 200) throw new Error(`setup: ${shown(req, a)}`);
     return JSON.parse(a.text) as T;
   };
-  const kinds: Record<string, string[]> = { account: [], user: [], title: [], text: [], secret: [] };
+  const kinds: Record<string, string[]> = { account: [], user: [], title: [], text: [], secret: [], app: [] };
   const accounts = await call<{ accountID: string; loginID: string; bridge: { id: string }; user: { id: string; fullName?: string } }[]>("GET", "/v1/accounts");
   for (const a of accounts) {
     kinds.account.push(a.accountID, a.loginID);
@@ -356,6 +376,13 @@ async function collect(ask: (req: Sent) => Promise<Answer>, rw: string): Promise
   const session = await call<{ loginSessionID: string; currentStep: { stepID: string } }>("POST", `/v1/bridges/${enc(bridgeID)}/login-sessions`, {});
   const reactionKey = "👍";
   await call("POST", `/v1/chats/${enc(chatID)}/messages/${enc(messageID)}/reactions`, { reactionKey });
+  const appName = `sweep app ${randomToken("a")}`;
+  const clientID = await authorizeApp(url, rw, appName);
+  const tokens = (await call<{ items: { id: string; current: boolean }[] }>("GET", "/v1/tokens")).items;
+  kinds.app.push(appName, ...tokens.map((t) => t.id));
+  // The web inbox's page names its assets (content-hashed, so only the page knows them).
+  const page = await ask({ method: "GET", path: "/", headers: { accept: "text/html" } });
+  const file = /"\/web\/([^"/?]+)"/.exec(page.text)?.[1];
   // Last, so that no event of the setup is queued for it (its URL is a closed port).
   const webhook = await call<{ id: string; secret: string }>("POST", "/v1/webhooks", { url: "http://127.0.0.1:9/sweep" });
   kinds.secret.push(webhook.secret);
@@ -373,6 +400,10 @@ async function collect(ask: (req: Sent) => Promise<Answer>, rw: string): Promise
     labelID: label.id,
     url: upload.srcURL,
     uploadID: upload.uploadID,
+    // The sweep's own read+write token: a refused revocation of it would show at once.
+    tokenID: tokens.find((t) => t.current)!.id,
+    clientID,
+    ...(file ? { file } : {}),
   };
   // Short or common strings ("Echo", "hi") are not evidence of anything; these are.
   const distinctive = (s: string) => s.length >= 8;
@@ -451,7 +482,7 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
     let before: Record<string, unknown>;
     async function snapshot(): Promise<Record<string, unknown>> {
       const { chatID, bridgeID, sessionID } = device.ids;
-      const paths = ["/v1/accounts", "/v1/chats", `/v1/chats/${enc(chatID)}`, `/v1/chats/${enc(chatID)}/messages`, "/v1/labels", "/v1/webhooks", `/v1/bridges/${enc(bridgeID)}/logins`, `/v1/bridges/${enc(bridgeID)}/login-sessions/${enc(sessionID)}`];
+      const paths = ["/v1/accounts", "/v1/chats", `/v1/chats/${enc(chatID)}`, `/v1/chats/${enc(chatID)}/messages`, "/v1/labels", "/v1/webhooks", `/v1/bridges/${enc(bridgeID)}/logins`, `/v1/bridges/${enc(bridgeID)}/login-sessions/${enc(sessionID)}`, "/v1/tokens", "/v1/authorized-apps"];
       const out: Record<string, unknown> = {};
       for (const path of paths) {
         const a = await ask({ method: "GET", path, headers: bearer(rw) });
@@ -464,7 +495,7 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
 
     beforeAll(async () => {
       server = await runtime.start({ seed: SEED, tokens: [{ token: rw, scopes: ["read", "write"] }, { token: ro, scopes: ["read"] }] });
-      device = await collect(ask, rw);
+      device = await collect(ask, rw, server.url);
       for (const s of operations) planned.set(s.name, plan(s, device.ids));
       if (runtime.mintsTokens) {
         if (!server.tokens) throw new Error(`${runtime.name} promised a token store and gave none`);
@@ -499,7 +530,7 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
       const readWrites = operations.filter((s) => s.scope === "read" && s.op.method !== "GET" && s.op.method !== "HEAD").map((s) => s.name);
       console.log(`${runtime.name}: ${operations.length} operations; public (answered without a token): ${publics.join(", ")}; read scope on a state-changing method: ${readWrites.join(", ")}`);
       expect(operations.length).toBeGreaterThanOrEqual(MIN_OPERATIONS);
-      for (const prefix of ["/v1/chats", "/v1/accounts", "/v0/", "/v0/mcp", "/v0/sse", "/v1/assets/serve", "/v1/spec", "/v1/bridges", "/v1/webhooks", "/v1/ws"])
+      for (const prefix of ["/v1/chats", "/v1/accounts", "/v0/", "/v0/mcp", "/v0/sse", "/v1/assets/serve", "/v1/spec", "/v1/bridges", "/v1/webhooks", "/v1/ws", "/v1/tokens", "/v1/authorized-apps"])
         expect(operations.some((s) => s.op.path.startsWith(prefix)), `no operation under ${prefix}`).toBe(true);
       expect(readWrites.sort(), "a state-changing operation declared with the read scope (see READ_SCOPED_WRITES)").toEqual([...READ_SCOPED_WRITES].sort());
     });

@@ -1,0 +1,323 @@
+/**
+ * The web inbox in a real browser (Debian's chromium driven by playwright-core), against a real server with seeded
+ * data: the person signs in through OAuth, reads, scrolls, sends, reacts, edits, deletes, searches, connects
+ * accounts with the password and the QR flow, revokes a token. What the page shows is checked against what the
+ * API (the official SDK) says. The same scenarios run on the daemon and in workerd.
+ *
+ * UPDATE_SCREENSHOTS=1 retakes docs/web-*.png (otherwise they go to a temp directory).
+ */
+import BeeperDesktop from "@beeper/desktop-api";
+import { existsSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { png } from "../assets/fixtures.ts";
+import { CHROMIUM } from "../oauth/browser.ts";
+import { randomToken } from "../oauth/kit.ts";
+
+export interface WebServer {
+  url: string;
+  /** Signs the browser in as the owner the way this runtime offers, then returns to `next`. */
+  signIn(page: Page, next: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The tokens a server is started with: a read+write one (the suite's own API client), and a read-only one the person revokes in Settings. */
+export interface WebTokens {
+  admin: string;
+  victim: string;
+}
+
+const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
+const shot = (name: string) => (process.env.UPDATE_SCREENSHOTS === "1" ? join(DOCS, name) : join(tmpdir(), `inboxd-${process.pid}-${name}`));
+
+/** Seeded so that chats have several pages of history (20 messages a page). */
+export const WEB_SEED = { chats: 40, messages: 3000, accounts: 2, seed: 5 };
+
+export function webSuite(name: string, start: (tokens: WebTokens) => Promise<WebServer>, options: { screenshots?: boolean } = {}) {
+  describe(`the web inbox in a real browser on ${name}`, () => {
+    let server: WebServer & WebTokens;
+    let browser: Browser;
+    let page: Page;
+    let sdk: BeeperDesktop;
+    const problems: string[] = [];
+    /** Set once the page's own grant is revoked on purpose: its live connection is refused from then on. */
+    let signedOut = false;
+
+    const hash = (href: string) => page.evaluate((h) => (location.hash = h), href);
+    const messages = () => page.locator(".messages article.message");
+    const rows = () => page.getByRole("listbox", { name: "Chats" }).getByRole("option");
+    const openChat = async (title: string | RegExp) => {
+      await page.getByRole("searchbox", { name: "Search chats" }).fill(typeof title === "string" ? title : "");
+      await rows().filter({ hasText: title }).first().click();
+      await expect.poll(() => messages().count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    };
+
+    beforeAll(async () => {
+      if (!existsSync(CHROMIUM)) throw new Error(`these tests drive Debian's chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
+      const tokens = { admin: randomToken(), victim: randomToken() };
+      server = { ...(await start(tokens)), ...tokens };
+      sdk = new BeeperDesktop({ baseURL: server.url, accessToken: server.admin, maxRetries: 0, logLevel: "off" });
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+      page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      // A step that cannot happen fails with the locator it waited for, well before the test's own timeout.
+      page.setDefaultTimeout(12_000);
+      // A CSP violation or an uncaught error fails the suite at the end, whichever test caused it.
+      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+      page.on("console", (m) => {
+        if (m.type() === "error" && !/Failed to load resource/.test(m.text()) && !(signedOut && /WebSocket connection/.test(m.text()))) problems.push(`console: ${m.text()}`);
+      });
+      page.on("dialog", (d) => void d.accept());
+    });
+    afterAll(async () => {
+      await browser?.close();
+      await server?.stop();
+    });
+
+    it("serves the page with a strict CSP and its assets with long-lived caching", async () => {
+      const response = await fetch(`${server.url}/`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-security-policy")).toContain("script-src 'self'");
+      expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+      const html = await response.text();
+      const script = /src="(\/web\/app\.[0-9a-f]+\.js)"/.exec(html)?.[1];
+      expect(script, html).toBeDefined();
+      const asset = await fetch(`${server.url}${script}`);
+      expect(asset.headers.get("content-type")).toContain("javascript");
+      expect(asset.headers.get("cache-control")).toContain("immutable");
+      expect((await fetch(`${server.url}/web/app.000000000000.js`)).status).toBe(404);
+    });
+
+    it("signs in through OAuth (sign in as the owner, approve the page) and shows the inbox", async () => {
+      await page.goto(`${server.url}/`);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.waitForURL(/\/oauth\/(authorize|login)/);
+      if (await page.getByRole("heading", { name: "Sign in to inboxd" }).isVisible()) await server.signIn(page, new URL(page.url()).pathname + new URL(page.url()).search);
+      await expect.poll(() => page.getByText("inboxd web inbox").count()).toBeGreaterThan(0);
+      await page.getByRole("button", { name: "Approve" }).click();
+      await rows().first().waitFor();
+      expect(page.url()).toBe(`${server.url}/`); // the code and state left the address bar
+      // The rows are the API's chats, newest activity first.
+      const first = await sdk.chats.search({ inbox: "primary", limit: 5, includeMuted: true });
+      const titles = await page.locator('[data-testid="chat-list"] [role="option"] .title').allTextContents();
+      expect(titles.slice(0, 5)).toEqual(first.items.map((c) => c.title));
+      // The page's token is its own, issued through OAuth to the client it registered.
+      const stored = await page.evaluate(() => JSON.parse(localStorage.getItem("inboxd:auth")!));
+      const info = (await (await fetch(`${server.url}/oauth/introspect`, { method: "POST", body: new URLSearchParams({ token: stored.accessToken }) })).json()) as Record<string, unknown>;
+      expect(info).toMatchObject({ active: true, scope: "read write", client_name: "inboxd web inbox" });
+      if (options.screenshots) await page.screenshot({ path: shot("web-inbox.png") });
+    });
+
+    it("opens a chat and scrolls back through its history, page by page, to the start", async () => {
+      // A chat with more than two pages of history, found through the API.
+      let target: { id: string; title: string; total: number } | undefined;
+      for await (const chat of sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 40 })) {
+        let total = 0;
+        for await (const _ of sdk.messages.list(chat.id)) if (++total > 200) break;
+        if (total > 45 && total <= 200) {
+          target = { id: chat.id, title: chat.title, total };
+          break;
+        }
+      }
+      expect(target, "the seed has a chat with 45–200 messages").toBeDefined();
+      await hash(`#/chat/${encodeURIComponent(target!.id)}`);
+      await expect.poll(() => messages().count()).toBe(20);
+      for (let i = 0; i < 20 && (await messages().count()) < target!.total; i++) {
+        await page.locator(".messages").evaluate((el) => (el.scrollTop = 0));
+        await page.waitForTimeout(150);
+      }
+      await expect.poll(() => messages().count()).toBe(target!.total);
+      await expect(page.getByText("Start of the conversation").isVisible()).resolves.toBe(true);
+      // Oldest first, each once: the page's order is the API's.
+      const ids = await messages().evaluateAll((els) => els.map((e) => e.getAttribute("data-message-id")));
+      const fromApi: string[] = [];
+      for await (const m of sdk.messages.list(target!.id)) fromApi.push(m.id);
+      expect(ids).toEqual(fromApi.reverse());
+    });
+
+    it("sends text to Echo and shows Echo's reply as it arrives live", async () => {
+      await openChat("Echo");
+      await page.getByRole("textbox", { name: "Message" }).fill("hello from the browser");
+      await page.getByRole("textbox", { name: "Message" }).press("Enter");
+      await page.locator(".message.mine .text", { hasText: "hello from the browser" }).waitFor();
+      await page.locator(".message:not(.mine) .text", { hasText: "Echo: hello from the browser" }).waitFor({ timeout: 10_000 });
+      if (options.screenshots) await page.screenshot({ path: shot("web-chat.png") });
+    });
+
+    it("sends an image: shown inline from /v1/assets/serve, byte for byte what was uploaded", async () => {
+      const image = png(48, 32);
+      await page.getByTestId("attach-input").setInputFiles({ name: "gradient.png", mimeType: "image/png", buffer: Buffer.from(image) });
+      await page.getByText("gradient.png").waitFor();
+      await page.getByRole("button", { name: "Send" }).click();
+      const img = page.locator(".message.mine img.attachment").last();
+      await img.waitFor();
+      await expect.poll(() => img.evaluate((el: HTMLImageElement) => el.complete && el.naturalWidth)).toBe(48);
+      // What the page shows is what the API stored: the same bytes as uploaded.
+      const id = await page.locator(".message.mine", { has: page.locator("img.attachment") }).last().getAttribute("data-message-id");
+      const chatID = await page.evaluate(() => decodeURIComponent(location.hash.split("/")[2]!.split("?")[0]!));
+      const sent = await sdk.messages.retrieve(id!, { chatID });
+      const served = await fetch(`${server.url}/v1/assets/serve?url=${encodeURIComponent(sent.attachments![0]!.srcURL!)}`, { headers: { authorization: `Bearer ${server.admin}` } });
+      expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(image))).toBe(true);
+      await page.locator(".message:not(.mine) .text", { hasText: "Echo: [gradient.png]" }).waitFor({ timeout: 10_000 });
+    });
+
+    it("reacts, edits and deletes its own message, and the API agrees", async () => {
+      await page.getByRole("textbox", { name: "Message" }).fill("a message to change");
+      await page.getByRole("button", { name: "Send" }).click();
+      const mine = page.locator(".message.mine", { hasText: "a message to change" });
+      await mine.waitFor();
+      const id = (await mine.getAttribute("data-message-id"))!;
+      const chatID = await page.evaluate(() => decodeURIComponent(location.hash.split("/")[2]!.split("?")[0]!));
+
+      await mine.hover();
+      await mine.getByRole("button", { name: "React" }).click();
+      await mine.getByRole("button", { name: "React with 👍" }).click();
+      await mine.locator('.reaction[aria-pressed="true"]', { hasText: "👍 1" }).waitFor();
+      await expect.poll(async () => (await sdk.messages.retrieve(id, { chatID })).reactions?.map((r) => r.reactionKey)).toEqual(["👍"]);
+
+      await mine.hover();
+      await mine.getByRole("button", { name: "Edit" }).click();
+      await page.getByRole("textbox", { name: "Message" }).fill("a message, changed");
+      await page.getByRole("button", { name: "Save" }).click();
+      const edited = page.locator(`.message[data-message-id="${id}"]`);
+      await edited.locator(".text", { hasText: "a message, changed" }).waitFor();
+      await edited.getByText("edited").waitFor();
+      expect((await sdk.messages.retrieve(id, { chatID })).text).toBe("a message, changed");
+
+      await edited.hover();
+      await edited.getByRole("button", { name: "Delete" }).click();
+      await edited.waitFor({ state: "detached" });
+      await expect(sdk.messages.retrieve(id, { chatID })).rejects.toMatchObject({ status: 404 });
+    });
+
+    it("finds chats as you type, and messages with Enter; a message result opens its chat at the message", async () => {
+      const [chat] = (await sdk.chats.search({ inbox: "primary", includeMuted: true, type: "group", limit: 1 })).items;
+      const box = page.getByRole("searchbox", { name: "Search chats" });
+      await box.fill(chat!.title);
+      await expect.poll(() => page.locator('[data-testid="chat-list"] [role="option"] .title').first().textContent()).toBe(chat!.title);
+      // A word from an older message of that chat, searched everywhere.
+      const older = [];
+      for await (const m of sdk.messages.list(chat!.id)) if (m.text && older.push(m) > 30) break;
+      const wanted = older.at(-1)!;
+      const word = wanted.text!.split(/\s+/).filter((w) => w.length > 4).sort((a, b) => b.length - a.length)[0]!.replace(/[^\p{L}]/gu, "");
+      await box.fill(word);
+      await box.press("Enter");
+      const result = page.locator(`.search-results a[href*="message=${encodeURIComponent(wanted.id)}"]`);
+      const found = await result.count();
+      if (!found) {
+        // The message is not on the first page of results: open the first message result instead.
+        await page.locator(".search-results .message-result").first().click();
+      } else await result.click();
+      const highlighted = page.locator(".message.highlighted");
+      await highlighted.waitFor();
+      expect((await highlighted.locator(".text").textContent())?.toLowerCase()).toContain(word.toLowerCase());
+      await expect.poll(() => highlighted.evaluate((el) => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; })).toBe(true);
+      await box.fill("");
+    });
+
+    it("connects a sandbox account through the password flow", async () => {
+      await hash("#/accounts");
+      await page.getByRole("button", { name: "Connect a Sandbox account" }).click();
+      await page.getByRole("button", { name: "Username and password" }).click();
+      await page.getByLabel("Username").fill("carol");
+      await page.getByLabel("Password").fill("sandbox");
+      await page.getByRole("button", { name: "Continue" }).click();
+      await page.getByLabel("Code").fill("123456");
+      await page.getByRole("button", { name: "Continue" }).click();
+      await page.getByText("Connected as Carol").waitFor();
+      await page.getByRole("button", { name: "Done" }).click();
+      await page.locator(".accounts li", { hasText: "Carol" }).waitFor();
+      expect((await sdk.accounts.list()).some((a) => a.user.username === "carol")).toBe(true);
+    });
+
+    it("connects a sandbox account through the QR flow: the page shows the code, the phone (this test) confirms it", async () => {
+      const before = (await sdk.accounts.list()).length;
+      await page.getByRole("button", { name: "Connect a Sandbox account" }).click();
+      await page.getByRole("button", { name: "QR code" }).click();
+      const qr = page.getByRole("img", { name: "QR code to scan with the network's app" });
+      await qr.waitFor();
+      expect(await qr.getAttribute("data-qr")).toMatch(/^sandbox:\/\/login\//);
+      expect(await qr.locator("path").getAttribute("d")).toMatch(/^M\d+ \d+h1v1h-1z/);
+      if (options.screenshots) await page.screenshot({ path: shot("web-login-wizard.png") });
+      const sessionID = await page.locator("[data-login-session]").getAttribute("data-login-session");
+      // The phone scans it: the sandbox completes a QR login confirmed this way.
+      const confirmed = await fetch(`${server.url}/v1/bridges/local-sandbox/login-sessions/${sessionID}/steps/sandbox.qr`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.admin}`, "content-type": "application/json" },
+        body: JSON.stringify({ type: "display_and_wait", fields: { confirm: "true" } }),
+      });
+      expect(confirmed.status).toBe(200);
+      await page.getByText(/^Connected as Qr\d+/).waitFor({ timeout: 10_000 });
+      await page.getByRole("button", { name: "Done" }).click();
+      expect((await sdk.accounts.list()).length).toBe(before + 1);
+    });
+
+    it("revokes a token in Settings, and that token stops working", async () => {
+      const victim = new BeeperDesktop({ baseURL: server.url, accessToken: server.victim, maxRetries: 0, logLevel: "off" });
+      expect(Array.isArray(await victim.accounts.list())).toBe(true);
+      await hash("#/settings");
+      const hint = server.victim.slice(0, 9).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      const revoke = page.getByRole("button", { name: new RegExp(`^Revoke token .+ \\(${hint}…\\)$`) });
+      await revoke.click();
+      await revoke.waitFor({ state: "detached" });
+      // Token checks are remembered for at most a second.
+      await expect.poll(() => victim.accounts.list().then(() => 200, (e) => e.status), { timeout: 5000, interval: 300 }).toBe(401);
+      await page.getByRole("heading", { name: "Apps you approved" }).waitFor();
+      expect(await page.locator("tr", { hasText: "inboxd web inbox" }).getByText("this page").count()).toBe(1);
+    });
+
+    it("follows POST /v1/focus to the chat it names", async () => {
+      await hash("#/");
+      const [chat] = (await sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 3 })).items.slice(2);
+      await sdk.focus({ chatID: chat!.id });
+      await page.getByRole("heading", { name: chat!.title, level: 2 }).waitFor();
+      expect(decodeURIComponent(page.url())).toContain(`#/chat/${chat!.id}`);
+    });
+
+    it("is keyboard navigable: the list takes arrows and Enter", async () => {
+      await hash("#/");
+      const list = page.getByRole("listbox", { name: "Chats" });
+      await list.focus();
+      await page.keyboard.press("ArrowDown");
+      await page.keyboard.press("Enter");
+      const second = await page.locator('[data-testid="chat-list"] [role="option"]').nth(1).locator(".title").textContent();
+      await page.getByRole("heading", { name: second!, level: 2 }).waitFor();
+    });
+
+    it("reads at 400 % zoom: one pane at a time and no sideways scrolling", async () => {
+      await page.setViewportSize({ width: 320, height: 256 }); // 1280 × 1024 at 400 %
+      try {
+        await hash("#/");
+        await rows().first().waitFor();
+        const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        expect(await overflow()).toBeLessThanOrEqual(0);
+        await rows().first().click();
+        await page.getByRole("textbox", { name: "Message" }).waitFor();
+        expect(await page.getByRole("listbox", { name: "Chats" }).isVisible()).toBe(false);
+        expect(await overflow()).toBeLessThanOrEqual(0);
+        await page.getByRole("link", { name: "Back to the list" }).click();
+        await page.getByRole("listbox", { name: "Chats" }).waitFor();
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 800 });
+      }
+    });
+
+    it("revoking its own app signs the page out, back to the sign-in button", async () => {
+      await hash("#/settings");
+      signedOut = true;
+      await page.getByRole("button", { name: "Revoke inboxd web inbox" }).click();
+      // Token checks are remembered for at most a second; the next load finds the token gone and no refresh left.
+      await page.waitForTimeout(1100);
+      await page.reload();
+      await page.getByRole("button", { name: "Sign in" }).waitFor({ timeout: 10_000 });
+    });
+
+    it("raised no page error and no CSP violation", () => {
+      expect(problems).toEqual([]);
+      if (options.screenshots) for (const name of ["web-inbox.png", "web-chat.png", "web-login-wizard.png"]) expect(statSync(shot(name)).size).toBeGreaterThan(5000);
+    });
+  });
+}
+

@@ -1,0 +1,71 @@
+import { useEffect, useState } from "preact/hooks";
+import { get, type Account } from "../api.ts";
+import { signOut } from "../auth.ts";
+import { onLive, onLiveStatus, startLive, stopLive, connected as liveConnected } from "../live.ts";
+import { chatHref, navigate, useRoute } from "../router.ts";
+import { Accounts } from "./Accounts.tsx";
+import { Inbox } from "./Inbox.tsx";
+import { Settings } from "./Settings.tsx";
+
+export interface Session {
+  accounts: Account[];
+  reloadAccounts(): Promise<void>;
+}
+
+/** The signed-in shell: a navigation rail and the current view; the live connection and the account list are shared. */
+export function App({ onSignOut }: { onSignOut: () => void }) {
+  const route = useRoute();
+  const [accounts, setAccounts] = useState<Account[]>([]);
+  const [live, setLive] = useState(liveConnected);
+  const reloadAccounts = async () => setAccounts(await get<Account[]>("/v1/accounts"));
+
+  useEffect(() => {
+    void reloadAccounts().catch(() => undefined);
+    startLive();
+    const offStatus = onLiveStatus(setLive);
+    // POST /v1/focus: follow it to the chat (and message) it names.
+    const offFocus = onLive((event) => {
+      if (event.type === "focus" && event.focus.chatID) navigate(chatHref(event.focus.chatID, event.focus.messageID));
+      if (event.type === "resync") void reloadAccounts().catch(() => undefined);
+    });
+    return () => {
+      offStatus();
+      offFocus();
+      stopLive();
+    };
+  }, []);
+
+  const session: Session = { accounts, reloadAccounts };
+  const link = (href: string, label: string, active: boolean) => (
+    <a href={href} aria-current={active ? "page" : undefined}>
+      {label}
+    </a>
+  );
+  return (
+    <div class="shell">
+      <nav class="rail" aria-label="Main">
+        <span class="brand" aria-hidden="true">
+          inboxd
+        </span>
+        {link("#/", "Inbox", route.view === "inbox")}
+        {link("#/accounts", "Accounts", route.view === "accounts")}
+        {link("#/settings", "Settings", route.view === "settings")}
+        <span class={`live ${live ? "on" : "off"}`} role="status" title={live ? "Live updates connected" : "Live updates reconnecting"}>
+          {live ? "Live" : "Offline"}
+        </span>
+        <button
+          class="link"
+          onClick={async () => {
+            await signOut();
+            onSignOut();
+          }}
+        >
+          Sign out
+        </button>
+      </nav>
+      {route.view === "inbox" && <Inbox route={route} session={session} />}
+      {route.view === "accounts" && <Accounts route={route} session={session} />}
+      {route.view === "settings" && <Settings />}
+    </div>
+  );
+}

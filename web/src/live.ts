@@ -1,0 +1,79 @@
+/**
+ * Live updates through /v1/ws, subscribed to every chat. A browser cannot set headers on a WebSocket, so the token
+ * goes as the subprotocol `bearer.<token>` next to `inboxd.v1` (the server selects the latter). Events are at most
+ * once: after a reconnect, listeners are told to re-read what they show (`resync`).
+ */
+import type { Chat, Message } from "./api.ts";
+import { currentToken } from "./api.ts";
+import { refreshCredentials } from "./auth.ts";
+
+export type LiveEvent =
+  | { type: "message.upserted"; chatID: string; ids: string[]; entries?: Message[] }
+  | { type: "message.deleted"; chatID: string; ids: string[] }
+  | { type: "chat.upserted"; chatID: string; ids: string[]; entries?: Chat[] }
+  | { type: "chat.deleted"; chatID: string; ids: string[] }
+  | { type: "focus"; chatID: string; focus: { chatID?: string; messageID?: string; draftText?: string } }
+  | { type: "typing"; chatID: string; typing: { participantID: string; state: "typing" | "paused" } }
+  | { type: "resync" };
+
+type Listener = (event: LiveEvent) => void;
+
+const listeners = new Set<Listener>();
+let socket: WebSocket | undefined;
+let attempts = 0;
+let stopped = false;
+export let connected = false;
+const statusListeners = new Set<(connected: boolean) => void>();
+
+export function onLive(listener: Listener): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+export function onLiveStatus(listener: (connected: boolean) => void): () => void {
+  statusListeners.add(listener);
+  return () => statusListeners.delete(listener);
+}
+
+const emit = (event: LiveEvent) => listeners.forEach((l) => l(event));
+const setConnected = (value: boolean) => {
+  connected = value;
+  statusListeners.forEach((l) => l(value));
+};
+
+export function startLive() {
+  stopped = false;
+  const token = currentToken();
+  if (!token || socket) return;
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/ws`;
+  const ws = new WebSocket(url, ["inboxd.v1", `bearer.${token}`]);
+  socket = ws;
+  let opened = false;
+  ws.onopen = () => {
+    opened = true;
+    ws.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"] }));
+  };
+  ws.onmessage = (message) => {
+    const data = JSON.parse(String(message.data)) as { type: string };
+    if (data.type === "subscriptions.updated") {
+      if (attempts > 0) emit({ type: "resync" });
+      attempts = 0;
+      setConnected(true);
+    } else if (data.type !== "ready" && data.type !== "error") emit(data as LiveEvent);
+  };
+  ws.onclose = async () => {
+    socket = undefined;
+    setConnected(false);
+    if (stopped) return;
+    // Refused before opening: most likely the token expired; renew it before trying again.
+    if (!opened) await refreshCredentials(token);
+    attempts++;
+    setTimeout(startLive, Math.min(30_000, 500 * 2 ** Math.min(attempts, 6)));
+  };
+}
+
+export function stopLive() {
+  stopped = true;
+  socket?.close();
+  socket = undefined;
+}
