@@ -268,6 +268,34 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       expect(await page.locator("tr", { hasText: "inboxd web inbox" }).getByText("this page").count()).toBe(1);
     });
 
+    it("archives a chat into the Archive tab, marks it unread (a badge), sets a reminder, and filters by account", async () => {
+      await hash("#/");
+      const [chat] = (await sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 4 })).items.slice(3);
+      await hash(`#/chat/${encodeURIComponent(chat!.id)}`);
+      await page.getByRole("heading", { name: chat!.title, level: 2 }).waitFor();
+      await page.getByRole("button", { name: "Archive", exact: true }).click();
+      await page.getByRole("button", { name: "Unarchive" }).waitFor();
+      await rows().filter({ hasText: chat!.title }).waitFor({ state: "detached" });
+      await page.getByRole("tab", { name: "Archive" }).click();
+      await rows().filter({ hasText: chat!.title }).first().waitFor();
+      await page.getByRole("button", { name: "Mark unread" }).click();
+      await rows().filter({ hasText: chat!.title }).first().locator(".badge").waitFor();
+      expect((await sdk.chats.retrieve(chat!.id)).isMarkedUnread).toBe(true);
+      await page.getByRole("combobox", { name: "Reminder" }).selectOption("1");
+      await expect.poll(async () => Date.parse((await sdk.chats.retrieve(chat!.id)).reminder?.remindAt ?? "1970-01-01T00:00:00Z")).toBeGreaterThan(Date.now() + 50 * 60_000);
+      await page.getByRole("button", { name: "Unarchive" }).click();
+      await page.getByRole("tab", { name: "Inbox" }).click();
+      // One account's chats only.
+      const account = (await sdk.accounts.list())[1]!;
+      await page.getByRole("combobox", { name: "Account" }).selectOption(account.accountID);
+      const shownIDs = () => page.getByRole("listbox", { name: "Chats" }).locator("[data-chat-id]").evaluateAll((els) => els.map((e) => e.getAttribute("data-chat-id")!));
+      const first = (await sdk.chats.search({ inbox: "primary", includeMuted: true, accountIDs: [account.accountID], limit: 5 })).items.map((c) => c.id);
+      await expect.poll(async () => (await shownIDs()).slice(0, 5)).toEqual(first);
+      const accounts = await Promise.all((await shownIDs()).map(async (id) => (await sdk.chats.retrieve(id)).accountID));
+      expect(new Set(accounts)).toEqual(new Set([account.accountID]));
+      await page.getByRole("combobox", { name: "Account" }).selectOption("");
+    });
+
     it("follows POST /v1/focus to the chat it names", async () => {
       await hash("#/");
       const [chat] = (await sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 3 })).items.slice(2);
