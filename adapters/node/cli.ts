@@ -20,7 +20,7 @@ Usage: inboxd <command> [options]
 Commands:
   serve            run the API server (default 127.0.0.1:23373)
   token            create, list and revoke access tokens (OAuth apps' too)
-  open             print (and open) a one-time link that signs your browser in to approve apps
+  open             print (and open) a one-time link that signs your browser in: the web inbox, approving apps
   seed             fill the data directory with a deterministic sandbox dataset
   webhook          add, list and remove webhooks (signed POSTs of every live event)
 
@@ -57,7 +57,8 @@ Works beside a running daemon (it sees a revocation within a second).`,
   open: `Usage: inboxd open [--port 23373] [--host 127.0.0.1] [--print]
 
 Prints a one-time link that signs your browser in to the daemon serving this data directory as its owner, so you
-can approve apps that ask for access (OAuth). The link works once, for 10 minutes. Where a desktop is available
+can approve apps that ask for access (OAuth); it lands on the web inbox, which asks you to approve it the same
+way. The link works once, for 10 minutes. Where a desktop is available
 it is also opened in your browser (--print only prints it). --port and --host name where the daemon listens
 (default 23373, or INBOXD_PORT).`,
   webhook: `Usage: inboxd webhook add URL [--chat CHAT-ID]...
@@ -137,7 +138,7 @@ export async function main(argv: string[]): Promise<number> {
           print: (line) => console.log(line),
         });
         console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
-        console.log(`To approve apps, sign in once (this link works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`);
+        console.log(`Web inbox: ${server.url}/ — sign your browser in once with this link (it works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`);
         await stopping;
         console.log("inboxd stopping");
         setTimeout(() => {

@@ -49,6 +49,17 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
     const hash = (href: string) => page.evaluate((h) => (location.hash = h), href);
     const messages = () => page.locator(".messages article.message");
     const rows = () => page.getByRole("listbox", { name: "Chats" }).getByRole("option");
+    /** The sandbox's password flow in the open login wizard, as a person fills it in (password "sandbox", code 123456). */
+    const passwordLogin = async (username: string) => {
+      await page.getByRole("button", { name: "Username and password" }).click();
+      await page.getByLabel("Username").fill(username);
+      await page.getByLabel("Password").fill("sandbox");
+      await page.getByRole("button", { name: "Continue" }).click();
+      await page.getByLabel("Code").fill("123456");
+      await page.getByRole("button", { name: "Continue" }).click();
+      await page.getByText(`Connected as ${username[0]!.toUpperCase()}${username.slice(1)}`).waitFor();
+      await page.getByRole("button", { name: "Done" }).click();
+    };
     const openChat = async (title: string | RegExp) => {
       await page.getByRole("searchbox", { name: "Search chats" }).fill(typeof title === "string" ? title : "");
       await rows().filter({ hasText: title }).first().click();
@@ -163,6 +174,21 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       await page.locator(".message:not(.mine) .text", { hasText: "Echo: [gradient.png]" }).waitFor({ timeout: 10_000 });
     });
 
+    it("attaches a file dropped on the chat", async () => {
+      const image = png(20, 10);
+      await page.evaluate((bytes) => {
+        const data = new DataTransfer();
+        data.items.add(new File([new Uint8Array(bytes)], "dropped.png", { type: "image/png" }));
+        const pane = document.querySelector(".chat-pane")!;
+        pane.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true, cancelable: true }));
+        pane.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+      }, [...image]);
+      await page.getByText("Attached: dropped.png").waitFor();
+      await page.getByRole("button", { name: "Send" }).click();
+      await page.locator(".message.mine img.attachment[alt='dropped.png']").waitFor();
+      await page.locator(".message:not(.mine) .text", { hasText: "Echo: [dropped.png]" }).waitFor({ timeout: 10_000 });
+    });
+
     it("reacts, edits and deletes its own message, and the API agrees", async () => {
       await page.getByRole("textbox", { name: "Message" }).fill("a message to change");
       await page.getByRole("button", { name: "Send" }).click();
@@ -220,14 +246,7 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
     it("connects a sandbox account through the password flow", async () => {
       await hash("#/accounts");
       await page.getByRole("button", { name: "Connect a Sandbox account" }).click();
-      await page.getByRole("button", { name: "Username and password" }).click();
-      await page.getByLabel("Username").fill("carol");
-      await page.getByLabel("Password").fill("sandbox");
-      await page.getByRole("button", { name: "Continue" }).click();
-      await page.getByLabel("Code").fill("123456");
-      await page.getByRole("button", { name: "Continue" }).click();
-      await page.getByText("Connected as Carol").waitFor();
-      await page.getByRole("button", { name: "Done" }).click();
+      await passwordLogin("carol");
       await page.locator(".accounts li", { hasText: "Carol" }).waitFor();
       expect((await sdk.accounts.list()).some((a) => a.user.username === "carol")).toBe(true);
     });
@@ -252,6 +271,45 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       await page.getByText(/^Connected as Qr\d+/).waitFor({ timeout: 10_000 });
       await page.getByRole("button", { name: "Done" }).click();
       expect((await sdk.accounts.list()).length).toBe(before + 1);
+    });
+
+    it("connects through the cookies flow (two workspaces), then reconnects one account and removes another", async () => {
+      await hash("#/accounts");
+      await page.getByRole("button", { name: "Connect a Sandbox account" }).click();
+      await page.getByRole("button", { name: "Browser cookies" }).click();
+      await page.getByLabel("sbx_session (cookie)").fill("sbx_dave");
+      await page.getByLabel("X-Sandbox-CSRF (header)").fill("csrf-value");
+      await page.getByRole("button", { name: "Continue" }).click();
+      await page.getByText("Connected as Dave").waitFor();
+      await page.getByRole("button", { name: "Done" }).click();
+      await expect.poll(() => page.locator(".accounts li", { hasText: "Dave" }).count()).toBe(2);
+      const carol = (await sdk.accounts.list()).find((a) => a.user.username === "carol")!;
+      // Reconnect keeps the account (same ID) when the same identity signs in again.
+      await page.locator(`[data-account-id="${carol.accountID}"]`).getByRole("button", { name: "Reconnect" }).click();
+      await page.getByRole("heading", { name: "Reconnect Sandbox" }).waitFor();
+      await passwordLogin("carol");
+      expect((await sdk.accounts.list()).filter((a) => a.user.username === "carol").map((a) => a.accountID)).toEqual([carol.accountID]);
+      // Remove: the account and its chats leave this device.
+      await page.locator(`[data-account-id="${carol.accountID}"]`).getByRole("button", { name: "Remove" }).click();
+      await page.locator(`[data-account-id="${carol.accountID}"]`).waitFor({ state: "detached" });
+      expect((await sdk.accounts.list()).some((a) => a.accountID === carol.accountID)).toBe(false);
+    });
+
+    it("adds a webhook in Settings (its secret shown once), sees its counts, and removes it", async () => {
+      await hash("#/settings");
+      const url = "http://127.0.0.1:9/inboxd-web-test";
+      await page.getByLabel("URL").fill(url);
+      await page.getByRole("button", { name: "Add webhook" }).click();
+      const secret = page.getByRole("status").filter({ hasText: "Signing secret (shown once)" });
+      await secret.waitFor();
+      expect((await secret.locator("code").textContent())!.length).toBeGreaterThan(20);
+      const row = page.locator(".webhooks li", { hasText: url });
+      await row.getByText(/\d+ delivered · \d+ failed · \d+ pending/).waitFor();
+      const [hook] = (await (await fetch(`${server.url}/v1/webhooks`, { headers: { authorization: `Bearer ${server.admin}` } })).json()).items;
+      expect(hook.url).toBe(url);
+      await row.getByRole("button", { name: `Remove webhook ${url}` }).click();
+      await row.waitFor({ state: "detached" });
+      expect((await (await fetch(`${server.url}/v1/webhooks`, { headers: { authorization: `Bearer ${server.admin}` } })).json()).items).toEqual([]);
     });
 
     it("revokes a token in Settings, and that token stops working", async () => {
@@ -296,12 +354,17 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       await page.getByRole("combobox", { name: "Account" }).selectOption("");
     });
 
-    it("follows POST /v1/focus to the chat it names", async () => {
+    it("follows POST /v1/focus to the chat it names, with its draft in the composer", async () => {
       await hash("#/");
       const [chat] = (await sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 3 })).items.slice(2);
-      await sdk.focus({ chatID: chat!.id });
+      await sdk.focus({ chatID: chat!.id, draftText: "a draft handed over" });
       await page.getByRole("heading", { name: chat!.title, level: 2 }).waitFor();
       expect(decodeURIComponent(page.url())).toContain(`#/chat/${chat!.id}`);
+      await expect.poll(() => page.getByRole("textbox", { name: "Message" }).inputValue()).toBe("a draft handed over");
+      // Again while the chat is open: the composer takes the new draft.
+      await sdk.focus({ chatID: chat!.id, draftText: "another draft" });
+      await expect.poll(() => page.getByRole("textbox", { name: "Message" }).inputValue()).toBe("another draft");
+      await page.getByRole("textbox", { name: "Message" }).fill("");
     });
 
     it("is keyboard navigable: the list takes arrows and Enter", async () => {

@@ -77,3 +77,17 @@ export function stopLive() {
   socket?.close();
   socket = undefined;
 }
+
+const focusDrafts = new Map<string, string>();
+
+/** Keeps a draft that POST /v1/focus handed over, for its chat's composer, which may not be on screen yet. */
+export function keepFocusDraft(chatID: string, text: string) {
+  focusDrafts.set(chatID, text);
+}
+
+/** The draft kept for a chat, once. */
+export function takeFocusDraft(chatID: string): string | undefined {
+  const text = focusDrafts.get(chatID);
+  focusDrafts.delete(chatID);
+  return text;
+}

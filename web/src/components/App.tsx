@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { get, type Account } from "../api.ts";
 import { signOut } from "../auth.ts";
-import { onLive, onLiveStatus, startLive, stopLive, connected as liveConnected } from "../live.ts";
+import { keepFocusDraft, onLive, onLiveStatus, startLive, stopLive, connected as liveConnected } from "../live.ts";
 import { chatHref, navigate, useRoute } from "../router.ts";
 import { Accounts } from "./Accounts.tsx";
 import { Inbox } from "./Inbox.tsx";
@@ -25,7 +25,10 @@ export function App({ onSignOut }: { onSignOut: () => void }) {
     const offStatus = onLiveStatus(setLive);
     // POST /v1/focus: follow it to the chat (and message) it names.
     const offFocus = onLive((event) => {
-      if (event.type === "focus" && event.focus.chatID) navigate(chatHref(event.focus.chatID, event.focus.messageID));
+      if (event.type === "focus" && event.focus.chatID) {
+        if (event.focus.draftText !== undefined) keepFocusDraft(event.focus.chatID, event.focus.draftText);
+        navigate(chatHref(event.focus.chatID, event.focus.messageID));
+      }
       if (event.type === "resync") void reloadAccounts().catch(() => undefined);
     });
     return () => {

@@ -1,13 +1,14 @@
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { call, enc, upload, type Message } from "../api.ts";
 import { fileSize } from "../format.ts";
+import { onLive, takeFocusDraft } from "../live.ts";
 import { errorText } from "./bits.tsx";
 
 export type ComposerMode = { kind: "new" } | { kind: "reply"; message: Message } | { kind: "edit"; message: Message };
 
 /** Writing: text (Enter sends, Shift+Enter a new line), a reply or an edit, and one attachment (picked or dropped). */
 export function Composer(props: { chatID: string; mode: ComposerMode; onMode(mode: ComposerMode): void; dropped?: File; onDroppedTaken(): void; draft?: string; onSent(): void }) {
-  const [text, setText] = useState(props.draft ?? "");
+  const [text, setText] = useState(() => takeFocusDraft(props.chatID) ?? props.draft ?? "");
   const [file, setFile] = useState<File>();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
@@ -15,6 +16,16 @@ export function Composer(props: { chatID: string; mode: ComposerMode; onMode(mod
   const picker = useRef<HTMLInputElement>(null);
   const { mode } = props;
 
+  // A draft handed over by POST /v1/focus while this chat is already open.
+  useEffect(
+    () =>
+      onLive((event) => {
+        if (event.type !== "focus" || event.focus.chatID !== props.chatID || event.focus.draftText === undefined) return;
+        setText(takeFocusDraft(props.chatID) ?? event.focus.draftText);
+        input.current?.focus();
+      }),
+    [props.chatID],
+  );
   // In the same commit as the mode change, so nothing typed right after is overwritten.
   useLayoutEffect(() => {
     if (mode.kind === "edit") setText(mode.message.text ?? "");

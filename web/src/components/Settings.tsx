@@ -130,7 +130,10 @@ export function Settings() {
       </section>
 
       <section class="card" aria-labelledby="webhooks-title">
-        <h2 id="webhooks-title">Webhooks</h2>
+        <div class="bridge-head">
+          <h2 id="webhooks-title">Webhooks</h2>
+          <button onClick={() => void reload()}>Refresh</button>
+        </div>
         <form
           class="inline-form"
           onSubmit={(e) => {
