@@ -21,6 +21,8 @@ import { TokenVerifier } from "./services/tokens.ts";
 import { ingest } from "./services/ingest.ts";
 import { Db } from "./store/db.ts";
 import { EventHub } from "./events/hub.ts";
+import { EventLog, type EventLogOptions } from "./events/log.ts";
+import { presentAccount } from "./services/accounts.ts";
 import { fireDueReminders, nextReminderAt } from "./services/reminders.ts";
 import { endDueMutes, nextMuteEnd } from "./services/mutes.ts";
 import { WebhookDispatcher } from "./services/webhooks.ts";
@@ -80,6 +82,8 @@ export interface AppOptions extends GuardOptions {
   rateLimit?: RateLimitOptions | false;
   /** The client's network address, as the runtime knows it (for throttling failed authentication). */
   clientAddress?: (request: Request) => string | undefined;
+  /** Retention of the durable event log (default 7 days and 1,000,000 events). */
+  eventLog?: Pick<EventLogOptions, "maxAgeMs" | "maxEvents" | "enabled">;
 }
 
 const earliest = (...times: (number | undefined)[]) => {
@@ -186,7 +190,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     limiter?.spend(principal.id);
     return principal;
   };
-  const events = new EventHub(db);
+  const log = new EventLog(db.kv, { ...options.eventLog, now: context.now });
+  await log.load();
+  const events = new EventHub(db, log, (account) => presentAccount(account, context));
   const router: ApiRouter = Router({
     before: [
       async (request: Request, rc: RequestContext) => {
@@ -213,7 +219,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   appRoutes(api);
   labelRoutes(api);
   typingRoutes(api);
-  eventRoutes(api);
+  eventRoutes(api, events);
   v0Routes(api);
   const openApi = lazyDocument(api, { version: VERSION, errorBodies: v0ErrorBodies, components: v0Components });
   mcpRoutes(api, events, { ...options.mcp, log: options.log }, openApi);
@@ -226,6 +232,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   context.announce = (event) => events.publish([event]);
+  // Retention runs beside the commits: once the log is 1,000 events over its count, and at least hourly for age.
+  let compactedAt = context.now();
+  events.add({
+    deliver: () => {
+      if (log.overflow < 1000 && context.now() - compactedAt < 3_600_000) return;
+      compactedAt = context.now();
+      void log.compact().catch((error) => options.log?.(`error: event log compaction: ${error instanceof Error ? error.message : String(error)}`));
+    },
+  });
   await webhooks.load();
   events.addCommitSink(webhooks);
   events.add({ deliver: () => void webhooks.run(), wants: () => webhooks.wants() });
@@ -235,6 +250,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     events,
     operations: api.operations,
     async wake() {
+      await log.compact();
       await fireDueReminders(context);
       await endDueMutes(context);
       await webhooks.run();

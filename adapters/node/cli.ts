@@ -4,6 +4,7 @@ import { databasePath, resolveDataDir } from "./data-dir.ts";
 import { startServer } from "./serve.ts";
 import { parseToolSelection, type ToolSelection } from "../../src/mcp/index.ts";
 import { BURST_SECONDS, DEFAULT_RATE_LIMIT, parseRateLimit, type RateLimitOptions } from "../../src/http/rate-limit.ts";
+import { eventLogSettings } from "../../src/events/log.ts";
 import { runSeed } from "./seed-command.ts";
 import { runToken } from "./token-command.ts";
 import { runOpen } from "./open-command.ts";
@@ -43,7 +44,9 @@ one-time link that signs your browser in as the owner, to approve apps that ask 
                      them with their refresh token
   --verbose          log one line per request to stderr
 Environment: INBOXD_PORT (instead of --port), INBOXD_LOG=debug (as --verbose), INBOXD_SQLITE_SYNC=FULL (fsync
-every commit). SQLite is node:sqlite on Node 22.13+ and 24, better-sqlite3 on Node 20; the startup line says which.
+every commit), INBOXD_EVENT_LOG_MAX_AGE=SECONDS and INBOXD_EVENT_LOG_MAX_EVENTS=N (how long and how many events the
+event log keeps for resuming clients and webhooks; default 7 days and 1000000), INBOXD_EVENT_LOG=off (no log: only
+for measuring its cost; resume, GET /v1/events and webhooks then have nothing to read). SQLite is node:sqlite on Node 22.13+ and 24, better-sqlite3 on Node 20; the startup line says which.
 Stops cleanly on SIGINT or SIGTERM (exit 0); a shutdown that takes over 10 s gives up with exit 1.`,
   token: `Usage: inboxd token create [--scope read] [--scope write] [--name NAME]
        inboxd token list
@@ -118,6 +121,12 @@ export async function main(argv: string[]): Promise<number> {
         }
         const ttl = values["token-ttl"] === undefined ? undefined : Number(values["token-ttl"]);
         if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 60 || ttl > 30 * 86_400)) throw new UsageError(`--token-ttl must be seconds from 60 to 2592000 (30 days), got ${values["token-ttl"]}`);
+        let eventLog: ReturnType<typeof eventLogSettings>;
+        try {
+          eventLog = eventLogSettings(process.env);
+        } catch (error) {
+          throw new UsageError((error as Error).message);
+        }
         const dataDir = resolveDataDir(values["data-dir"] as string | undefined);
         mkdirSync(dataDir, { recursive: true });
         const unlock = lockDataDir(dataDir);
@@ -134,6 +143,7 @@ export async function main(argv: string[]): Promise<number> {
           mcp: { tools },
           rateLimit,
           accessTokenTtlMs: ttl === undefined ? undefined : ttl * 1000,
+          eventLog,
           verbose: Boolean(values.verbose || process.env.INBOXD_LOG === "debug"),
           print: (line) => console.log(line),
         });

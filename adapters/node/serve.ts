@@ -31,6 +31,8 @@ export interface ServeOptions {
   rateLimit?: AppOptions["rateLimit"];
   /** Lifetime of OAuth access tokens (`--token-ttl`). */
   accessTokenTtlMs?: number;
+  /** Retention of the event log (INBOXD_EVENT_LOG_* in the environment). */
+  eventLog?: AppOptions["eventLog"];
 }
 
 /** One request: bodies go through request-body.ts (see there), so a refusal never costs the client its answer. */
@@ -102,6 +104,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     mcp: options.mcp,
     rateLimit: options.rateLimit,
     accessTokenTtlMs: options.accessTokenTtlMs,
+    eventLog: options.eventLog,
     clientAddress: peerAddress,
     xmpp: { transports: [xmppOverTCP], firstBackfill: options.tuning?.xmppFirstBackfill },
     loginSessionTtlMs: options.tuning?.loginSessionTtlMs,

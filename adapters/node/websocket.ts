@@ -5,6 +5,7 @@ import { tagPeer } from "./peer.ts";
 import { LIMITS } from "../../src/http/limits.ts";
 import { WS_PROTOCOL, type App } from "../../src/app.ts";
 import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
+import { replayLog } from "../../src/events/replay.ts";
 
 export interface WebSocketOptions {
   /** Bytes a connection may have queued before it is closed as too slow (default 4 MiB). */
@@ -54,9 +55,16 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
         connections.set(ws, conn);
         ws.on("pong", () => (conn.alive = true));
         ws.on("message", (data, isBinary) => {
-          const { state, replies } = handleClientFrame(conn.state, isBinary ? new Uint8Array() : data.toString());
+          const { state, replies, replayFrom } = handleClientFrame(conn.state, isBinary ? new Uint8Array() : data.toString());
           conn.state = state;
           for (const reply of replies) ws.send(reply);
+          if (replayFrom === undefined) return;
+          // Resume: what the log holds after `since`, then live. A replay sends only as fast as the socket drains.
+          const send = (frame: string) => {
+            ws.send(frame);
+            return ws.bufferedAmount > maxBuffered / 4 ? drained(ws, maxBuffered / 16) : undefined;
+          };
+          void replayLog(app.events.log, state, () => (connections.has(ws) ? conn.state : undefined), send).catch(() => ws.close(1011, "event replay failed"));
         });
         ws.on("close", () => connections.delete(ws));
         ws.on("error", () => connections.delete(ws));
@@ -88,6 +96,11 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
       wss.close();
     },
   };
+}
+
+/** Resolves once the socket's send buffer is below `bytes` (or it closed). */
+async function drained(ws: WebSocket, bytes: number): Promise<void> {
+  while (ws.bufferedAmount > bytes && ws.readyState === ws.OPEN) await new Promise((r) => setTimeout(r, 5));
 }
 
 function toHeaders(req: IncomingMessage): Headers {

@@ -10,12 +10,16 @@ import { keys } from "../../src/store/records.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
 import { parseToolSelection } from "../../src/mcp/index.ts";
 import { parseRateLimit } from "../../src/http/rate-limit.ts";
-import { frameFor, handleClientFrame, readyMessage, type DomainEvent } from "../../src/events/protocol.ts";
+import { frameFor, handleClientFrame, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
+import { replayLog } from "../../src/events/replay.ts";
+import { eventLogSettings } from "../../src/events/log.ts";
 
 /** What a socket carries across hibernation (see upgrade()). */
 interface SocketAttachment {
   id: string;
   seq: number;
+  /** The newest logged event the socket has been handed (see ConnectionState.cursor). */
+  cursor?: number;
 }
 
 /** The parts of workerd's WebSocket used here (its full type clashes with the DOM one in this tsconfig). */
@@ -135,15 +139,40 @@ export class InboxObject {
       ws.close(1009, "message too big");
       return;
     }
-    await this.ready();
+    const app = await this.ready();
     const attachment = ws.deserializeAttachment() as SocketAttachment;
-    const before = this.subscriptions.get(attachment.id) ?? [];
-    const { state, replies } = handleClientFrame({ chatIDs: before, seq: attachment.seq }, message);
-    if (state.chatIDs !== before) {
+    const before = this.connectionState(attachment);
+    const { state, replies, replayFrom } = handleClientFrame(before, message);
+    this.states.set(attachment.id, state);
+    if (state.chatIDs !== before.chatIDs) {
       await this.state.storage.put(`wssubs:${attachment.id}`, state.chatIDs);
       this.subscriptions.set(attachment.id, state.chatIDs);
     }
     for (const reply of replies) ws.send(reply);
+    if (replayFrom !== undefined) {
+      // Resume: what the log holds after `since`, then live (the object stays awake while it replays).
+      await replayLog(app.events.log, state, () => this.states.get(attachment.id), (frame) => ws.send(frame));
+    }
+    this.remember(ws, attachment.id, state);
+  }
+
+  /**
+   * A socket's protocol state: kept in memory while the object is awake, rebuilt from the attachment (`seq`, the
+   * event cursor) and the stored subscription list after a wake.
+   */
+  private readonly states = new Map<string, ConnectionState>();
+
+  private connectionState(attachment: SocketAttachment): ConnectionState {
+    let state = this.states.get(attachment.id);
+    if (!state) {
+      state = { chatIDs: this.subscriptions.get(attachment.id) ?? [], seq: attachment.seq, ...(attachment.cursor !== undefined ? { cursor: attachment.cursor } : {}) };
+      this.states.set(attachment.id, state);
+    }
+    return state;
+  }
+
+  private remember(ws: HibernatingSocket, id: string, state: ConnectionState) {
+    ws.serializeAttachment({ id, seq: state.seq, ...(state.cursor !== undefined ? { cursor: state.cursor } : {}) } satisfies SocketAttachment);
   }
 
   async webSocketClose(ws: HibernatingSocket, code: number): Promise<void> {
@@ -159,6 +188,7 @@ export class InboxObject {
     const attachment = ws.deserializeAttachment() as SocketAttachment | null;
     if (!attachment) return;
     this.subscriptions.delete(attachment.id);
+    this.states.delete(attachment.id);
     await this.state.storage.delete(`wssubs:${attachment.id}`);
   }
 
@@ -168,15 +198,14 @@ export class InboxObject {
       try {
         const attachment = ws.deserializeAttachment() as SocketAttachment | null;
         if (!attachment) continue;
-        const state = { chatIDs: this.subscriptions.get(attachment.id) ?? [], seq: attachment.seq };
-        let sent = false;
+        const state = this.connectionState(attachment);
+        const seq = state.seq;
         for (const event of events) {
           const frame = frameFor(state, event);
-          if (frame === null) continue;
-          ws.send(frame);
-          sent = true;
+          if (frame !== null) ws.send(frame);
         }
-        if (sent) ws.serializeAttachment({ id: attachment.id, seq: state.seq });
+        // Kept across hibernation only when something was sent: a cursor left behind there never causes a duplicate.
+        if (state.seq !== seq) this.remember(ws, attachment.id, state);
       } catch {
         // This socket is closing; the others still get their events.
       }
@@ -213,6 +242,7 @@ export class InboxObject {
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
+      eventLog: eventLogSettings(this.env as unknown as Record<string, string | undefined>),
       accessTokenTtlMs: (optionalNumber(this.env.INBOXD_TOKEN_TTL) ?? 0) * 1000 || undefined,
       info: { platform: { os: "workerd", arch: "unknown" } },
       // Workers logs record every request already; forward only the unexpected errors the core reports.

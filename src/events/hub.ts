@@ -1,12 +1,14 @@
 import { presentChat, presentMessage } from "../services/present.ts";
 import type { ChangeSet } from "../store/changes.ts";
 import type { Db } from "../store/db.ts";
+import type { AccountRecord } from "../store/records.ts";
+import type { EventLog } from "./log.ts";
 import { domainEvent, type DomainEvent } from "./protocol.ts";
 
 /** Receives every batch of domain events, in commit order, after the commit is durable. */
 export interface EventSink {
   deliver(events: DomainEvent[]): void;
-  /** False while the sink has nobody to deliver to; events are not even built when no sink wants them. */
+  /** False while the sink has nobody to deliver to: delivery skips it. */
   wants?(): boolean;
 }
 
@@ -20,36 +22,80 @@ export interface CommitSink {
 }
 
 /**
- * Turns each durable commit's changes into domain events (built and serialised once) and hands them to every sink:
- * the WebSocket connections of the runtime, and the webhook dispatcher.
+ * Turns each commit's changes into domain events (built and serialised once), logs them in that same commit
+ * (src/events/log.ts: each gets its eventID), and once the commit is durable hands them to every sink: the WebSocket
+ * connections of the runtime, the event streams, and the webhook dispatcher.
  */
 export class EventHub {
   private readonly sinks = new Set<EventSink>();
   private readonly commitSinks = new Set<CommitSink>();
+  /** Each account as last announced (its wire JSON), to tell which ones a save of the account list changed. */
+  private readonly announcedAccounts = new Map<string, string>();
+  private readonly waiters = new Set<() => void>();
   onSinkError?: (error: unknown) => void;
 
-  constructor(db: Db) {
+  constructor(
+    private readonly db: Db,
+    readonly log: EventLog,
+    private readonly presentAccount: (account: AccountRecord) => unknown = (a) => a,
+  ) {
+    for (const account of db.accounts) this.announcedAccounts.set(account.accountID, JSON.stringify(presentAccount(account)));
     db.observer = {
-      // Built when the commit takes its batch, so events show exactly the state being written...
+      // Built and logged when the commit takes its batch, so events show exactly the state being written...
       snapshot: (changes) => {
-        const wanted = [...this.commitSinks].filter((s) => s.wants());
-        const listening = [...this.sinks].some((s) => s.wants?.() ?? true);
-        if (!listening && wanted.length === 0) return undefined;
-        const events = buildEvents(db, changes, new Date().toISOString());
-        for (const sink of wanted) sink.enqueue(events);
-        return events;
+        const ts = new Date().toISOString();
+        const events = log.append([...buildEvents(db, changes, ts), ...this.accountEvents(changes, ts), ...changes.events]);
+        for (const sink of this.commitSinks) if (sink.wants()) sink.enqueue(events);
+        return events.length ? events : undefined;
       },
       // ...and delivered only once it is durable.
       committed: (events) => {
-        const list = events as DomainEvent[] | undefined;
-        if (list?.length) this.deliver(list);
+        const list = events as DomainEvent[];
+        log.markDurable(list);
+        this.deliver(list);
+        for (const wake of this.waiters) wake();
+        this.waiters.clear();
       },
     };
   }
 
+  /** Resolves at the next durable commit that logged events, or after `ms` (long-polls wait on this). */
+  nextCommit(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  /** account.upserted for each account added or changed since it was last announced, account.deleted for each gone. */
+  private accountEvents(changes: ChangeSet, ts: string): DomainEvent[] {
+    if (!changes.accounts) return [];
+    const events: DomainEvent[] = [];
+    const seen = new Set<string>();
+    for (const account of this.db.accounts) {
+      seen.add(account.accountID);
+      const wire = this.presentAccount(account);
+      const json = JSON.stringify(wire);
+      if (this.announcedAccounts.get(account.accountID) === json) continue;
+      this.announcedAccounts.set(account.accountID, json);
+      events.push(domainEvent("account.upserted", ts, "", [account.accountID], { entries: [wire] }));
+    }
+    for (const accountID of this.announcedAccounts.keys()) {
+      if (seen.has(accountID)) continue;
+      this.announcedAccounts.delete(accountID);
+      events.push(domainEvent("account.deleted", ts, "", [accountID]));
+    }
+    return events;
+  }
+
   /**
-   * Events that change nothing stored (focus, typing): straight to the connected sinks, not to commit sinks, so
-   * webhooks and anything durable never see them.
+   * Live-only events (typing): straight to the connected sinks, not to commit sinks, so webhooks and the log never
+   * see them.
    */
   publish(events: DomainEvent[]): void {
     if (events.length) this.deliver(events);
@@ -57,6 +103,7 @@ export class EventHub {
 
   private deliver(list: DomainEvent[]): void {
     for (const sink of this.sinks) {
+      if (sink.wants && !sink.wants()) continue;
       // A failing sink (a socket that cannot take a frame) must neither fail the write that is already durable
       // nor keep the events from the other sinks.
       try {

@@ -7,6 +7,13 @@ export interface ConnectionState {
   chatIDs: string[];
   /** seq of the next event on this connection. */
   seq: number;
+  /**
+   * The newest logged event this connection has been sent (or skipped as not subscribed): what a resume continues
+   * after, and what keeps the seam between replay and live free of duplicates.
+   */
+  cursor?: number;
+  /** Set while the log is replayed to this connection: logged events wait in the log, live-only ones go out. */
+  replaying?: boolean;
 }
 
 export const initialState = (): ConnectionState => ({ chatIDs: [], seq: 0 });
@@ -22,7 +29,7 @@ function error(code: ErrorCode, message: string, requestID?: string) {
 const MAX_CHAT_IDS = 10_000;
 
 /** Handles one client frame; returns the new state and the frames to answer with. Never throws. */
-export function handleClientFrame(state: ConnectionState, frame: string | ArrayBuffer | Uint8Array): { state: ConnectionState; replies: string[] } {
+export function handleClientFrame(state: ConnectionState, frame: string | ArrayBuffer | Uint8Array): { state: ConnectionState; replies: string[]; replayFrom?: number } {
   if (typeof frame !== "string") return { state, replies: [error("INVALID_PAYLOAD", "frames must be JSON text")] };
   let message: unknown;
   try {
@@ -32,7 +39,7 @@ export function handleClientFrame(state: ConnectionState, frame: string | ArrayB
   }
   if (typeof message !== "object" || message === null || Array.isArray(message))
     return { state, replies: [error("INVALID_PAYLOAD", "frame must be a JSON object")] };
-  const { type, requestID, chatIDs } = message as Record<string, unknown>;
+  const { type, requestID, chatIDs, since } = message as Record<string, unknown>;
   const rid = typeof requestID === "string" ? requestID : undefined;
   if (requestID !== undefined && typeof requestID !== "string")
     return { state, replies: [error("INVALID_PAYLOAD", "requestID must be a string")] };
@@ -43,18 +50,31 @@ export function handleClientFrame(state: ConnectionState, frame: string | ArrayB
   if (chatIDs.length > MAX_CHAT_IDS) return { state, replies: [error("INVALID_PAYLOAD", `at most ${MAX_CHAT_IDS} chatIDs`, rid)] };
   if (chatIDs.includes("*") && chatIDs.length > 1)
     return { state, replies: [error("INVALID_PAYLOAD", '"*" subscribes to every chat and cannot be combined with chat IDs', rid)] };
+  if (since !== undefined && !(typeof since === "number" && Number.isSafeInteger(since) && since >= 0) && !(typeof since === "string" && /^\d{1,15}$/.test(since)))
+    return { state, replies: [error("INVALID_PAYLOAD", "since must be an eventID (a non-negative integer) from an earlier event", rid)] };
   const unique = [...new Set(chatIDs as string[])];
-  const next = { ...state, chatIDs: unique };
-  return { state: next, replies: [JSON.stringify({ type: "subscriptions.updated", ...(rid !== undefined ? { requestID: rid } : {}), chatIDs: unique })] };
+  const next: ConnectionState = { ...state, chatIDs: unique };
+  // A change of subscriptions during a replay carries on replaying from where it is, for the new chats.
+  const resume = since === undefined ? (state.replaying ? state.cursor : undefined) : Number(since);
+  if (resume !== undefined) {
+    next.cursor = resume;
+    next.replaying = true;
+  }
+  const updated = JSON.stringify({ type: "subscriptions.updated", ...(rid !== undefined ? { requestID: rid } : {}), chatIDs: unique, ...(since !== undefined ? { since: resume } : {}) });
+  return { state: next, replies: [updated], ...(resume !== undefined ? { replayFrom: resume } : {}) };
 }
 
 /**
  * An event as it is built once for every connection; `seq` is added per connection. The types:
- * - stored changes, built by the hub after each durable commit (also delivered to webhooks): `message.upserted`,
+ * - stored changes, built by the hub as each commit takes its batch and delivered once it is durable (also to
+ *   webhooks): `message.upserted`,
  *   `message.deleted`, `chat.upserted`, `chat.deleted` — `{type, ts, chatID, ids, entries?}`;
- * - live-only events, which change nothing stored and go to the WebSocket connections alone (never to webhooks,
- *   never replayed): `focus` — `{type, ts, chatID, ids: [chatID], focus: {chatID?, messageID?, draftText?,
- *   draftAttachmentPath?}}` (`chatID` "" and `ids` [] when no chat was named: only `["*"]` subscribers get it);
+ * - `focus` — `{type, ts, chatID, ids: [chatID], focus: {chatID?, messageID?, draftText?, draftAttachmentPath?}}`
+ *   (`chatID` "" and `ids` [] when no chat was named: only `["*"]` subscribers get it), and `account.upserted` /
+ *   `account.deleted` — `{type, ts, chatID: "", ids: [accountID], entries?: [Account]}` when an account is added,
+ *   changes status or goes: logged like stored changes, though they change no chat;
+ * - every event above carries `eventID`, its place in the durable log (src/events/log.ts);
+ * - the live-only event, which goes to the WebSocket connections alone (never logged, never to webhooks):
  *   `typing` — `{type, ts, chatID, ids: [chatID], typing: {participantID, state: "typing"|"paused", timeoutMs?}}`,
  *   someone in the chat (as a network reports it) typing, or no longer; `timeoutMs` is how long a `typing` state
  *   holds without a new one.
@@ -63,6 +83,8 @@ export interface DomainEvent {
   chatID: string;
   /** The event serialised without `seq`, starting right after its opening brace. */
   body: string;
+  /** Its eventID in the durable log (src/events/log.ts); live-only events (typing) have none. */
+  id?: number;
 }
 
 /** Builds an event: `type` first (readers match on the body's start), then `ts`, `chatID`, `ids` and the rest. */
@@ -74,8 +96,15 @@ export function subscribed(state: ConnectionState, chatID: string): boolean {
   return state.chatIDs.length > 0 && (state.chatIDs[0] === "*" || state.chatIDs.includes(chatID));
 }
 
-/** The frame for one connection, or null when it is not subscribed to the event's chat. Advances seq. */
+/**
+ * The frame for one connection, or null when it is not subscribed to the event's chat, is being replayed the log
+ * (the event will come from there), or already had the event. Advances seq and the cursor.
+ */
 export function frameFor(state: ConnectionState, event: DomainEvent): string | null {
+  if (event.id !== undefined) {
+    if (state.replaying || (state.cursor !== undefined && event.id <= state.cursor)) return null;
+    state.cursor = event.id;
+  }
   if (!subscribed(state, event.chatID)) return null;
   return `{"seq":${state.seq++},${event.body}`;
 }

@@ -1,11 +1,59 @@
-import { ApiError } from "../http/errors.ts";
+import * as v from "valibot";
+import { ApiError, badRequest } from "../http/errors.ts";
 import type { Api } from "../http/route-kit.ts";
+import { queryArray, queryInt } from "../http/validate.ts";
+import type { EventHub } from "../events/hub.ts";
+import { eventPage, eventStream } from "../events/stream.ts";
+
+const eventID = v.pipe(v.string(), v.regex(/^\d{1,15}$/, "expected an eventID (a non-negative integer)"), v.transform(Number));
+
+export const EventsQuery = v.object({
+  after: v.optional(v.pipe(eventID, v.description("Continue after this eventID (SSE: or the Last-Event-ID header); omitted: from now."))),
+  chatIDs: v.optional(v.pipe(queryArray, v.description("Only these chats' events; omitted: every event."))),
+  limit: v.optional(v.pipe(queryInt(1, 1000), v.description("JSON: at most this many events (default 100).")), "100"),
+  wait: v.optional(v.pipe(queryInt(0, 60), v.description("JSON: seconds to wait for an event when there is none yet (default 0).")), "0"),
+});
+
+const Page = v.strictObject({
+  items: v.pipe(v.array(v.record(v.string(), v.unknown())), v.description("Events as /v1/ws sends them (without `seq`), oldest first, each with its `eventID`.")),
+  nextAfter: v.pipe(v.number(), v.description("Pass as `after` to continue: past every event this page read, including those the chat filter left out.")),
+  latestEventID: v.number(),
+  oldestEventID: v.pipe(v.number(), v.description("The oldest event still kept; an `after` older than it answers 410 RESYNC_REQUIRED.")),
+  hasMore: v.boolean(),
+});
 
 /**
  * GET /v1/ws: the live event stream is a WebSocket (the runtimes' adapters take the upgrade before the app sees the
  * request, src/app.ts `checkUpgrade`); a plain GET learns that it must upgrade.
  */
-export function eventRoutes(api: Api) {
+export function eventRoutes(api: Api, hub: EventHub) {
+  api.add(
+    {
+      method: "GET",
+      path: "/v1/events",
+      operationId: "listEvents",
+      extension: true,
+      summary: "Events after a cursor (Server-Sent Events or a long-poll page)",
+      tag: "Events",
+      query: EventsQuery,
+      response: Page,
+      description:
+        "The durable event log: every event /v1/ws sends except `typing`, each with its `eventID`. With `Accept: text/event-stream`, " +
+        "a Server-Sent Events stream (`id:` is the eventID; `Last-Event-ID` resumes; comment lines every 15 s); otherwise one JSON page, " +
+        "waiting up to `wait` seconds for an event. At least once, in order, with no gap while within retention; an older cursor answers " +
+        "410 `RESYNC_REQUIRED` (the stream: a `resync.required` event).",
+      responses: { 410: { description: "The cursor is older than the log keeps (RESYNC_REQUIRED)." } },
+    },
+    async ({ req, query }) => {
+      const request = req as unknown as Request;
+      const lastEventID = request.headers.get("last-event-id");
+      if (lastEventID !== null && !/^\d{1,15}$/.test(lastEventID))
+        throw badRequest("Last-Event-ID must be an eventID", [{ code: "invalid_format", message: "expected a non-negative integer", path: ["header", "last-event-id"] }]);
+      const after = lastEventID !== null ? Number(lastEventID) : query.after;
+      if (request.headers.get("accept")?.includes("text/event-stream")) return eventStream(hub, { after, chatIDs: query.chatIDs }, { signal: request.signal });
+      return eventPage(hub, { after, chatIDs: query.chatIDs, limit: Number(query.limit), waitMs: Number(query.wait) * 1000 });
+    },
+  );
   api.add(
     {
       method: "GET",

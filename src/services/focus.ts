@@ -12,8 +12,8 @@ export interface FocusInput {
 
 /**
  * POST /v1/focus. The desktop app brings its window forward, opens the chat (at the message) and fills the draft;
- * a daemon has no window, so this checks that the chat and message exist (404 otherwise) and tells the live
- * connections: a `focus` event on /v1/ws, with what was asked, for a UI to follow. Nothing is stored.
+ * a daemon has no window, so this checks that the chat and message exist (404 otherwise) and logs a `focus` event,
+ * with what was asked, for a UI to follow (on /v1/ws, the event streams and webhooks). No record changes.
  */
 export async function focus(ctx: Context, input: FocusInput): Promise<{ success: true }> {
   if (input.messageID !== undefined && input.chatID === undefined)
@@ -22,6 +22,7 @@ export async function focus(ctx: Context, input: FocusInput): Promise<{ success:
   if (chat && input.messageID !== undefined) await findMessage(ctx, chat, input.messageID);
   const focusing = { ...input, chatID: chat?.id };
   const body = { type: "focus", ts: new Date(ctx.now()).toISOString(), chatID: chat?.id ?? "", ids: chat ? [chat.id] : [], focus: focusing };
-  ctx.announce?.({ chatID: chat?.id ?? "", body: JSON.stringify(body).slice(1) });
+  ctx.db.noteEvent({ chatID: chat?.id ?? "", body: JSON.stringify(body).slice(1) });
+  await ctx.db.commit();
   return { success: true };
 }

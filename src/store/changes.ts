@@ -1,3 +1,4 @@
+import type { DomainEvent } from "../events/protocol.ts";
 import type { ChatRecord, MessageRecord } from "./records.ts";
 
 /**
@@ -12,9 +13,13 @@ export class ChangeSet {
   readonly deletedMessages = new Map<number, Map<number, MessageRecord>>();
   /** transactionIDs of reactions added through the API, by "<chat no>.<seq>". */
   readonly transactions = new Map<string, string>();
+  /** Events that change no chat but are logged all the same (focus). */
+  readonly events: DomainEvent[] = [];
+  /** Whether the account list was saved (its changes become account events). */
+  accounts = false;
 
   get empty(): boolean {
-    return this.chats.size + this.deletedChats.size + this.messages.size + this.deletedMessages.size === 0;
+    return this.chats.size + this.deletedChats.size + this.messages.size + this.deletedMessages.size + this.events.length === 0 && !this.accounts;
   }
 
   chat(chat: ChatRecord) {

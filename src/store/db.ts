@@ -4,6 +4,7 @@ import { Kv } from "./kv.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
+import type { DomainEvent } from "../events/protocol.ts";
 
 /**
  * The device's data: typed access to records over one unstorage `Storage`, plus the in-memory indexes rebuilt at
@@ -83,7 +84,13 @@ export class Db {
 
   saveAccounts() {
     this.forgetPresented();
+    this.changes.accounts = true;
     this.kv.put(keys.accounts, this.accounts);
+  }
+
+  /** Logs an event that changes no record (focus) with the next commit. */
+  noteEvent(event: DomainEvent) {
+    this.changes.events.push(event);
   }
 
   /** Ties an API transactionID to the reaction change it caused, for the event that reports it. */

@@ -103,10 +103,10 @@ export class Kv {
 
   private async runCommit(): Promise<void> {
     if (this.beforeCommit) await this.beforeCommit();
-    if (this.dirty.size === 0) return;
     // Notes are taken right before the batch, synchronously: what they derive matches the batch exactly, and
-    // puts they make (webhook outbox entries) are part of it.
+    // puts they make (the event log's records) are part of it.
     const notes = this.takeBatchNotes?.();
+    if (this.dirty.size === 0) return;
     const batch = this.dirty;
     this.dirty = new Map();
     this.writing = batch;

@@ -8,6 +8,7 @@ import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
 import { ensureToken, type Scope } from "../../src/services/tokens.ts";
 import { Db } from "../../src/store/db.ts";
 import type { RateLimitOptions } from "../../src/http/rate-limit.ts";
+import type { AppOptions } from "../../src/app.ts";
 
 export interface NodeHarness {
   url: string;
@@ -27,6 +28,8 @@ export async function startNode(options: {
   tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number };
   /** Per-token budgets (default: off, as suites load one token far beyond a person's use). */
   rateLimit?: RateLimitOptions | false;
+  /** Event log retention (the daemon reads it from INBOXD_EVENT_LOG_*). */
+  eventLog?: AppOptions["eventLog"];
 }): Promise<NodeHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
   const { storage, close } = await openSqliteStorage(databasePath(dataDir));
@@ -41,6 +44,7 @@ export async function startNode(options: {
     verbose: options.verbose ?? false,
     tuning: options.tuning,
     rateLimit: options.rateLimit ?? false,
+    eventLog: options.eventLog,
     print: () => undefined,
   });
   return {

@@ -39,6 +39,8 @@ export async function startWorkerd(options: {
   tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number };
   /** INBOXD_RATE_LIMIT (default "off": suites load one token far beyond a person's use). */
   rateLimit?: string;
+  /** Other vars, as wrangler.toml's [vars] would set them (INBOXD_EVENT_LOG_MAX_EVENTS, …). */
+  vars?: Record<string, string>;
 }): Promise<WorkerdServer> {
   const admin = options.token ?? options.tokens?.find((t) => t.scopes.includes("write"))?.token;
   const reader = options.tokens?.find((t) => !t.scopes.includes("write"))?.token;
@@ -74,6 +76,7 @@ export async function startWorkerd(options: {
         ...(options.tuning?.xmppFirstBackfill ? { INBOXD_XMPP_FIRST_BACKFILL: String(options.tuning.xmppFirstBackfill) } : {}),
         ...(options.seed ? { INBOXD_SEED: JSON.stringify(options.seed) } : {}),
         INBOXD_RATE_LIMIT: options.rateLimit ?? "off",
+        ...options.vars,
       },
       // false = a temporary directory of this Miniflare instance: kept across restart(), deleted by dispose().
       durableObjectsPersist: false,

@@ -1,0 +1,182 @@
+import type { Storage } from "unstorage";
+import type { Kv } from "../store/kv.ts";
+import type { DomainEvent } from "./protocol.ts";
+
+/** How long and how many events the log keeps by default (README, "Live events"). */
+export const EVENT_LOG_MAX_AGE_MS = 7 * 24 * 3_600_000;
+export const EVENT_LOG_MAX_EVENTS = 1_000_000;
+
+export interface EventLogOptions {
+  maxAgeMs?: number;
+  maxEvents?: number;
+  /** False keeps no log (events get no eventID, resume and replay find nothing): only for measuring what it costs. */
+  enabled?: boolean;
+  now?: () => number;
+}
+
+/** Reads the retention settings from the environment the daemon and the Worker share (README, "Live events"). */
+export function eventLogSettings(env: Record<string, string | undefined>): Pick<EventLogOptions, "maxAgeMs" | "maxEvents" | "enabled"> {
+  const number = (name: string, min: number) => {
+    const text = env[name];
+    if (text === undefined || text === "") return undefined;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number of at least ${min}, got ${text}`);
+    return value;
+  };
+  const seconds = number("INBOXD_EVENT_LOG_MAX_AGE", 1);
+  return {
+    maxEvents: number("INBOXD_EVENT_LOG_MAX_EVENTS", 1),
+    maxAgeMs: seconds === undefined ? undefined : seconds * 1000,
+    enabled: env.INBOXD_EVENT_LOG === "off" ? false : undefined,
+  };
+}
+
+/** One stored event: its chat (for filters), when it was logged (for retention), and its body with `eventID`. */
+interface StoredEvent {
+  c: string;
+  t: number;
+  b: string;
+}
+
+/** Where the log stands: the oldest event kept and the next ID to give. */
+interface LogMeta {
+  first: number;
+  next: number;
+}
+
+const META_KEY = "evlog";
+const eventKey = (id: number) => `ev:${id}`;
+
+/** A page read from the log: events after the cursor, or `gone` when the cursor is older than what is kept. */
+export type LogPage = { events: DomainEvent[] } | { gone: true; oldest: number };
+
+/**
+ * The durable event log: every committed change gets a global, monotonically increasing `eventID`, written in the
+ * same commit as the change (`append` runs while the commit takes its batch), so a reader resuming from any ID it
+ * has seen misses nothing and gets nothing twice. Readers see only events whose commit is durable (`durable`).
+ *
+ * One record per event (`ev:<id>`) plus a small cursor record (`evlog`): a page after any ID is a direct read of
+ * known keys, and retention deletes the oldest keys without listing any. Retention is by age and by count; a
+ * cursor older than the oldest kept event gets `gone` (the client must re-read and start over), never a silent gap.
+ */
+export class EventLog {
+  private meta: LogMeta = { first: 1, next: 1 };
+  /** The newest event whose commit is durable (0: none yet). */
+  private durableID = 0;
+  private compacting = false;
+  private readonly maxAgeMs: number;
+  private readonly maxEvents: number;
+  private readonly enabled: boolean;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly kv: Kv,
+    options: EventLogOptions = {},
+  ) {
+    this.maxAgeMs = options.maxAgeMs ?? EVENT_LOG_MAX_AGE_MS;
+    this.maxEvents = options.maxEvents ?? EVENT_LOG_MAX_EVENTS;
+    this.enabled = options.enabled ?? true;
+    this.now = options.now ?? Date.now;
+  }
+
+  private get storage(): Storage {
+    return this.kv.storage;
+  }
+
+  async load(): Promise<void> {
+    this.meta = (await this.storage.getItem<LogMeta>(META_KEY)) ?? { first: 1, next: 1 };
+    this.durableID = this.meta.next - 1;
+  }
+
+  /** The oldest event ID kept. */
+  get oldest(): number {
+    return this.meta.first;
+  }
+
+  /** How many events more than `maxEvents` the log holds (compaction is due well before this grows large). */
+  get overflow(): number {
+    return this.meta.next - this.meta.first - this.maxEvents;
+  }
+
+  /** The newest durable event ID (0 before the first event). */
+  get durable(): number {
+    return this.durableID;
+  }
+
+  /**
+   * Gives each event its ID and writes it into the commit that is taking its batch. Returns the events as they are
+   * delivered: their bodies carry `eventID` right after `type`.
+   */
+  append(events: DomainEvent[]): DomainEvent[] {
+    if (!events.length || !this.enabled) return events;
+    const t = this.now();
+    const logged = events.map((event) => {
+      const id = this.meta.next++;
+      // `type` stays first (readers match on the body's start); its value holds no comma.
+      const comma = event.body.indexOf(",");
+      const body = `${event.body.slice(0, comma)},"eventID":${id}${event.body.slice(comma)}`;
+      this.kv.put(eventKey(id), { c: event.chatID, t, b: body } satisfies StoredEvent);
+      return { chatID: event.chatID, body, id };
+    });
+    this.kv.put(META_KEY, { ...this.meta });
+    return logged;
+  }
+
+  /** The commit that wrote these events is durable: readers may now see them. */
+  markDurable(events: DomainEvent[]): void {
+    for (const e of events) if (e.id !== undefined && e.id > this.durableID) this.durableID = e.id;
+  }
+
+  /** Up to `limit` durable events after `after`, oldest first. */
+  async read(after: number, limit = 500): Promise<LogPage> {
+    if (after + 1 < this.meta.first && this.meta.first > 1) return { gone: true, oldest: this.meta.first };
+    const from = Math.max(after + 1, this.meta.first);
+    const to = Math.min(this.durableID, from + limit - 1);
+    if (to < from) return { events: [] };
+    const keys = Array.from({ length: to - from + 1 }, (_, i) => eventKey(from + i));
+    const rows = await this.storage.getItems<StoredEvent>(keys);
+    const byKey = new Map(rows.map((r) => [r.key, r.value as StoredEvent | null]));
+    const events: DomainEvent[] = [];
+    for (let id = from; id <= to; id++) {
+      const stored = byKey.get(eventKey(id)) ?? (await this.kv.get<StoredEvent>(eventKey(id)));
+      // Compacted while this page was read: the reader is now behind the log.
+      if (!stored) return { gone: true, oldest: this.meta.first };
+      events.push({ chatID: stored.c, body: stored.b, id });
+    }
+    return { events };
+  }
+
+  /**
+   * Drops what retention no longer keeps: beyond `maxEvents`, and older than `maxAgeMs`. The new start is committed
+   * first (so no reader is ever handed a half-deleted range), then the records are deleted, a batch at a time.
+   */
+  async compact(): Promise<number> {
+    if (this.compacting) return 0;
+    this.compacting = true;
+    try {
+      const before = this.meta.first;
+      let first = Math.max(before, this.meta.next - this.maxEvents);
+      const cutoff = this.now() - this.maxAgeMs;
+      for (;;) {
+        const ids = Array.from({ length: Math.min(500, this.durableID - first + 1) }, (_, i) => first + i);
+        if (!ids.length) break;
+        const rows = await this.storage.getItems<StoredEvent>(ids.map(eventKey));
+        const old = rows.findIndex((r) => !r.value || (r.value as StoredEvent).t >= cutoff);
+        if (old === -1) {
+          first += ids.length;
+          continue;
+        }
+        first += old;
+        break;
+      }
+      if (first === before) return 0;
+      this.meta.first = first;
+      this.kv.put(META_KEY, { ...this.meta });
+      await this.kv.commit();
+      for (let id = before; id < first; id++) await this.storage.removeItem(eventKey(id));
+      return first - before;
+    } finally {
+      this.compacting = false;
+    }
+  }
+}
