@@ -232,11 +232,11 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   context.announce = (event) => events.publish([event]);
-  // Retention runs beside the commits: once the log is 1,000 events over its count, and at least hourly for age.
+  // Retention runs beside the commits: once the log is 1 % (at most 1,000 events) over its count, and hourly for age.
   let compactedAt = context.now();
   events.add({
     deliver: () => {
-      if (log.overflow < 1000 && context.now() - compactedAt < 3_600_000) return;
+      if (!log.compactionDue && context.now() - compactedAt < 3_600_000) return;
       compactedAt = context.now();
       void log.compact().catch((error) => options.log?.(`error: event log compaction: ${error instanceof Error ? error.message : String(error)}`));
     },

@@ -93,9 +93,14 @@ export class EventLog {
     return this.meta.first;
   }
 
-  /** How many events more than `maxEvents` the log holds (compaction is due well before this grows large). */
+  /** How many events more than `maxEvents` the log holds. */
   get overflow(): number {
     return this.meta.next - this.meta.first - this.maxEvents;
+  }
+
+  /** Whether the log is far enough over its count to compact now: 1 % of it, at most 1,000 events. */
+  get compactionDue(): boolean {
+    return this.overflow >= Math.min(1000, Math.max(1, Math.ceil(this.maxEvents / 100)));
   }
 
   /** The newest durable event ID (0 before the first event). */

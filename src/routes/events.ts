@@ -62,10 +62,12 @@ export function eventRoutes(api: Api, hub: EventHub) {
       summary: "Live events (WebSocket)",
       tag: "Events",
       description:
-        "Upgrade to a WebSocket for live events: `subscriptions.set` with chat IDs (or `*`), then `ready`, " +
-        "`subscriptions.updated` and domain events (`message.upserted`, `chat.upserted`, …) and live-only ones " +
-        "(`focus`, `typing`: never stored, never sent to webhooks). Browsers " +
-        "authenticate with the subprotocols `bearer.<token>` and `inboxd.v1`. A plain GET answers 426.",
+        "Upgrade to a WebSocket for live events: `subscriptions.set` with chat IDs (or `*`) and, to resume, `since` " +
+        "(an eventID: what was missed after it is replayed first, then live events, with no gap and no duplicate). The " +
+        "server sends `ready`, `subscriptions.updated`, logged events with their `eventID` (`message.upserted`, " +
+        "`chat.upserted`, `focus`, `account.upserted`, …; `resync.required` when `since` is older than the log keeps) " +
+        "and the live-only `typing`. Browsers authenticate with the subprotocols `bearer.<token>` and `inboxd.v1`. " +
+        "A plain GET answers 426.",
       responses: {
         101: { description: "Switching protocols: the WebSocket is open." },
         426: { description: "Not a WebSocket upgrade." },

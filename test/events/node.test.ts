@@ -18,8 +18,10 @@ import { Db } from "../../src/store/db.ts";
 import { startNode, type NodeHarness } from "../harness/node.ts";
 import { Api, chatPath, connect, open, randomToken, refusal, waitFor, type Conn } from "./kit.ts";
 import { eventSuite } from "./suite.ts";
+import { resumeSuite } from "./resume.ts";
 
 eventSuite("node", (options) => startNode(options));
+resumeSuite("node", ({ maxEvents, ...options }) => startNode({ ...options, eventLog: maxEvents ? { maxEvents } : undefined }));
 
 /**
  * The daemon's app and WebSocket layer as adapters/node/serve.ts wires them, but with the WebSocket limits under the

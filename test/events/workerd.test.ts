@@ -9,8 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWorkerd, type WorkerdServer } from "../harness/workerd.ts";
 import { Api, chatPath, connect, enc, randomToken, Receiver, sleep, waitFor, type Chat, type Conn } from "./kit.ts";
 import { eventSuite } from "./suite.ts";
+import { resumeSuite } from "./resume.ts";
 
 eventSuite("workerd", (options) => startWorkerd(options));
+resumeSuite("workerd", ({ maxEvents, ...options }) => startWorkerd({ ...options, vars: maxEvents ? { INBOXD_EVENT_LOG_MAX_EVENTS: String(maxEvents) } : undefined }));
 
 describe("workerd only: restarts and hibernation", () => {
   let server: WorkerdServer;
