@@ -161,4 +161,28 @@ describe("Kv", () => {
       await close();
     }
   }, 30_000);
+
+  it("confirms the notes of a failed commit with the next one that succeeds, in order", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage);
+    const confirmed: unknown[] = [];
+    let note = 0;
+    kv.takeBatchNotes = () => ++note;
+    kv.afterCommit = (n) => confirmed.push(n);
+    const setItems = storage.setItems.bind(storage);
+    let fail = true;
+    storage.setItems = (items, options) => {
+      if (fail) return Promise.reject(new Error("disk full"));
+      return setItems(items, options);
+    };
+    kv.put("a", 1);
+    await expect(kv.commit()).rejects.toThrow("disk full");
+    expect(confirmed).toEqual([]);
+    fail = false;
+    kv.put("b", 2);
+    await kv.commit();
+    // The first batch was written with the second: both notes are confirmed now, the failed one first.
+    expect(confirmed).toEqual([1, 2]);
+    expect(await storage.getItem("a")).toBe(1);
+  });
 });

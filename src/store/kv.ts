@@ -38,6 +38,8 @@ export class Kv {
   beforeCommit?: () => Promise<void>;
   /** Taken at the instant a commit takes its batch (puts made here join it); handed to `afterCommit` once durable. */
   takeBatchNotes?: () => unknown;
+  /** Notes of commits that failed: their batches were put back, so they are confirmed by the next commit that succeeds. */
+  private readonly unconfirmed: unknown[] = [];
   afterCommit?: (notes: unknown) => void;
 
   constructor(readonly storage: Storage, options: KvOptions = {}) {
@@ -126,14 +128,16 @@ export class Kv {
     try {
       if (sets.length) await this.storage.setItems(sets);
     } catch (error) {
-      // Put the batch back so the next commit retries it; newer puts win.
+      // Put the batch back so the next commit retries it; newer puts win. Its notes wait for that commit too.
       for (const [key, value] of batch) if (!this.dirty.has(key)) this.dirty.set(key, value);
+      if (notes !== undefined) this.unconfirmed.push(notes);
       throw error;
     } finally {
       this.writing = undefined;
     }
     for (const key of removals) if (!this.dirty.has(key)) this.cache.delete(key);
     this.evict();
+    for (const earlier of this.unconfirmed.splice(0)) this.afterCommit?.(earlier);
     if (notes !== undefined) this.afterCommit?.(notes);
     for (const key of removals) if (!this.dirty.has(key)) await this.storage.removeItem(key).catch(() => undefined);
   }
