@@ -21,6 +21,8 @@ export interface WebServer {
   url: string;
   /** Signs the browser in as the owner the way this runtime offers, then returns to `next`. */
   signIn(page: Page, next: string): Promise<void>;
+  /** Restarts the server on the same address and storage, where the runtime's harness can. */
+  restart?(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -216,6 +218,25 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       await edited.getByRole("button", { name: "Delete" }).click();
       await edited.waitFor({ state: "detached" });
       await expect(sdk.messages.retrieve(id, { chatID })).rejects.toMatchObject({ status: 404 });
+    });
+
+    it("after a restart the page resumes from its last eventID: what was sent while it was away shows up", async ({ skip }) => {
+      if (!server.restart) return skip("this runtime's harness cannot restart the server on the same port");
+      await openChat("Echo");
+      const chatID = await page.evaluate(() => decodeURIComponent(location.hash.split("/")[2]!.split("?")[0]!));
+      // A live event first, so the page has an eventID to resume from.
+      await sdk.messages.send(chatID, { text: "before the restart" });
+      await page.locator(".message.mine .text", { hasText: "before the restart" }).waitFor();
+      const sent: string[] = [];
+      page.on("websocket", (ws) => ws.on("framesent", (f) => sent.push(String(f.payload))));
+      await server.restart();
+      // The page saw its connection go (the rail says so) before the message is sent.
+      await page.getByText("Offline", { exact: true }).waitFor();
+      await sdk.messages.send(chatID, { text: "sent while the page was away" });
+      await page.locator(".message.mine .text", { hasText: "sent while the page was away" }).waitFor({ timeout: 15_000 });
+      const resumed = sent.map((f) => JSON.parse(f)).find((f) => f.type === "subscriptions.set");
+      expect(resumed).toMatchObject({ chatIDs: ["*"], since: expect.any(Number) });
+      await page.getByText("Live", { exact: true }).waitFor();
     });
 
     it("finds chats as you type, and messages with Enter; a message result opens its chat at the message", async () => {

@@ -6,6 +6,7 @@ webSuite("workerd", async ({ admin, victim }) => {
   const worker = await startWorkerd({ tokens: [{ token: admin, scopes: ["read", "write"] }, { token: victim, scopes: ["read"] }], seed: WEB_SEED, tuning: { sandboxQrDelayMs: 10 * 60_000 } });
   return {
     url: worker.url,
+    restart: () => worker.restart(),
     stop: () => worker.stop(),
     async signIn(page) {
       await page.getByLabel("Sign-in code or admin token").fill(admin);

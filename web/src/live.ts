@@ -1,7 +1,9 @@
 /**
  * Live updates through /v1/ws, subscribed to every chat. A browser cannot set headers on a WebSocket, so the token
- * goes as the subprotocol `bearer.<token>` next to `inboxd.v1` (the server selects the latter). Events are at most
- * once: after a reconnect, listeners are told to re-read what they show (`resync`).
+ * goes as the subprotocol `bearer.<token>` next to `inboxd.v1` (the server selects the latter). After a reconnect
+ * the page resumes from the last eventID it handled (`since`): the server replays what it missed, so nothing needs
+ * re-reading. Only when the server no longer has those events (`resync.required`), or the page never got one, are
+ * listeners told to re-read what they show (`resync`).
  */
 import type { Chat, Message } from "./api.ts";
 import { currentToken } from "./api.ts";
@@ -21,6 +23,8 @@ type Listener = (event: LiveEvent) => void;
 const listeners = new Set<Listener>();
 let socket: WebSocket | undefined;
 let attempts = 0;
+/** The newest logged event handled: where a reconnect resumes. */
+let lastEventID: number | undefined;
 let stopped = false;
 export let connected = false;
 const statusListeners = new Set<(connected: boolean) => void>();
@@ -51,14 +55,19 @@ export function startLive() {
   let opened = false;
   ws.onopen = () => {
     opened = true;
-    ws.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"] }));
+    ws.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"], ...(lastEventID !== undefined ? { since: lastEventID } : {}) }));
   };
   ws.onmessage = (message) => {
-    const data = JSON.parse(String(message.data)) as { type: string };
+    const data = JSON.parse(String(message.data)) as { type: string; eventID?: number };
+    if (typeof data.eventID === "number") lastEventID = data.eventID;
     if (data.type === "subscriptions.updated") {
-      if (attempts > 0) emit({ type: "resync" });
+      // A reconnect without a cursor could have missed anything.
+      if (attempts > 0 && lastEventID === undefined) emit({ type: "resync" });
       attempts = 0;
       setConnected(true);
+    } else if (data.type === "resync.required") {
+      lastEventID = (data as { latestEventID?: number }).latestEventID;
+      emit({ type: "resync" });
     } else if (data.type !== "ready" && data.type !== "error") emit(data as LiveEvent);
   };
   ws.onclose = async () => {
