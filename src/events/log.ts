@@ -47,7 +47,7 @@ interface LogMeta {
 const META_KEY = "evlog";
 const eventKey = (id: number) => `ev:${id}`;
 
-/** A page read from the log: events after the cursor, or `gone` when the cursor is older than what is kept. */
+/** A page read from the log: events after the cursor, or `gone` when the cursor is older than what is kept (or ahead of the log). */
 export type LogPage = { events: DomainEvent[] } | { gone: true; oldest: number };
 
 /**
@@ -135,6 +135,9 @@ export class EventLog {
   /** Up to `limit` durable events after `after`, oldest first. */
   async read(after: number, limit = 500): Promise<LogPage> {
     if (after + 1 < this.meta.first && this.meta.first > 1) return { gone: true, oldest: this.meta.first };
+    // A cursor ahead of the log: the data was restored from an older copy or lost its tail (a power loss without
+    // synchronous commits). Its IDs will be given again to other events, so the reader must start over.
+    if (after > this.durableID) return { gone: true, oldest: this.meta.first };
     const from = Math.max(after + 1, this.meta.first);
     const to = Math.min(this.durableID, from + limit - 1);
     if (to < from) return { events: [] };

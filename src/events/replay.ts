@@ -3,7 +3,7 @@ import { subscribed, type ConnectionState } from "./protocol.ts";
 
 /** What a resuming client is told when its cursor is older than the log keeps: re-read, then continue from `latestEventID` (a body: no `seq`, no opening brace). */
 export function resyncEvent(oldest: number, latest: number): string {
-  return `"type":"resync.required","ts":${JSON.stringify(new Date().toISOString())},"chatID":"","ids":[],"oldestEventID":${oldest},"latestEventID":${latest},"message":"the events after your cursor are no longer kept (retention); re-read what you show, then go on from latestEventID"}`;
+  return `"type":"resync.required","ts":${JSON.stringify(new Date().toISOString())},"chatID":"","ids":[],"oldestEventID":${oldest},"latestEventID":${latest},"message":"the events after your cursor are no longer kept (retention), or your cursor is ahead of this log (restored data); re-read what you show, then go on from latestEventID"}`;
 }
 
 /**
@@ -17,7 +17,7 @@ export async function replayLog(log: EventLog, state: ConnectionState, current: 
   for (;;) {
     if (current() !== state) return;
     const cursor = state.cursor ?? 0;
-    if (cursor >= log.durable) {
+    if (cursor === log.durable) {
       state.replaying = false;
       return;
     }

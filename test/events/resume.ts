@@ -110,7 +110,7 @@ export function resumeSuite(name: string, start: StartResume) {
       expect(seqs).toEqual(seqs.map((_, i) => i));
     });
 
-    it("replays only the subscribed chats, and refuses a since that is not an eventID", async () => {
+    it("replays only the subscribed chats, tells a cursor ahead of the log to resync, and refuses a since that is not an eventID", async () => {
       const before = await head();
       await api.send(chats[0]!.id, "for chat 0");
       await api.send(chats[1]!.id, "for chat 1");
@@ -118,6 +118,15 @@ export function resumeSuite(name: string, start: StartResume) {
       await c.request({ type: "subscriptions.set", chatIDs: [chats[1]!.id], since: before });
       await c.next((f) => f.type === "message.upserted" && f.entries?.[0]?.text === "for chat 1");
       expect(c.events().every((e) => e.chatID === chats[1]!.id)).toBe(true);
+      // A cursor ahead of the log (data restored from an older copy): told to resync, never silently skipped ahead.
+      const now = await head();
+      const ahead = await conn();
+      await ahead.request({ type: "subscriptions.set", chatIDs: ["*"], since: now + 1000 });
+      expect(await ahead.next((f) => f.type === "resync.required")).toMatchObject({ latestEventID: now });
+      await api.send(chats[0]!.id, "after the reset");
+      await ahead.next((f) => f.type === "message.upserted" && f.entries?.[0]?.text === "after the reset");
+      expect(logged(ahead.frames)[0]).toBe(now + 1);
+      expect((await api.raw("GET", `/v1/events?after=${now + 1000}`)).body).toMatchObject({ code: "RESYNC_REQUIRED" });
       expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"], since: "yesterday" })).toMatchObject({ type: "error", code: "INVALID_PAYLOAD" });
       expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"], since: -1 })).toMatchObject({ type: "error", code: "INVALID_PAYLOAD" });
     });

@@ -31,11 +31,7 @@ export async function startNode(options: {
   /** Event log retention (the daemon reads it from INBOXD_EVENT_LOG_*). */
   eventLog?: AppOptions["eventLog"];
 }): Promise<NodeHarness> {
-  const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
-  const { storage, close } = await openSqliteStorage(databasePath(dataDir));
-  for (const t of options.tokens) await ensureToken(storage, t.token, { name: t.scopes.join("+"), scopes: t.scopes });
-  if (options.seed) await seedDataset(await Db.open(storage), options.seed);
-  await close();
+  const dataDir = await prepareDataDir(options);
   const server = await startServer({
     port: 0,
     host: "127.0.0.1",
@@ -56,4 +52,17 @@ export async function startNode(options: {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A new temp data directory holding the tokens and, when given, a seeded dataset: what startNode serves, and what a
+ * test that runs `inboxd serve` as a child process (to kill it) starts that process on.
+ */
+export async function prepareDataDir(options: { seed?: SeedOptions; tokens: { token: string; scopes: Scope[] }[] }): Promise<string> {
+  const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
+  const { storage, close } = await openSqliteStorage(databasePath(dataDir));
+  for (const t of options.tokens) await ensureToken(storage, t.token, { name: t.scopes.join("+"), scopes: t.scopes });
+  if (options.seed) await seedDataset(await Db.open(storage), options.seed);
+  await close();
+  return dataDir;
 }
