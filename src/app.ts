@@ -241,9 +241,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       void log.compact().catch((error) => options.log?.(`error: event log compaction: ${error instanceof Error ? error.message : String(error)}`));
     },
   });
-  await webhooks.load();
-  events.addCommitSink(webhooks);
-  events.add({ deliver: () => void webhooks.run(), wants: () => webhooks.wants() });
+  await webhooks.load(log);
+  events.add(webhooks);
   context.rearm();
   return {
     context,
@@ -253,6 +252,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       await log.compact();
       await fireDueReminders(context);
       await endDueMutes(context);
+      // The next reminder is armed before webhooks run: a long backlog to a slow receiver must not delay it.
+      context.rearm();
       await webhooks.run();
       await cleanupUploads(context, assets);
       context.rearm();

@@ -1,11 +1,14 @@
 import { mkdirSync } from "node:fs";
-import { createWebhook, listWebhookRecords, removeWebhook } from "../../src/services/webhooks.ts";
+import { createWebhook, removeWebhook, storedWebhooks } from "../../src/services/webhooks.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { databasePath } from "./data-dir.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 import { UsageError } from "./usage-error.ts";
 
-/** `inboxd webhook add|list|remove`: edits the webhook config; a running daemon picks changes up within 2 s. */
+/**
+ * `inboxd webhook add|list|remove`: edits the webhook config (a running daemon picks changes up within 2 s); list
+ * shows each webhook's counts and cursor as last stored.
+ */
 export async function runWebhook(dataDir: string, positionals: string[], values: { chat?: string[] }): Promise<number> {
   const [action, target] = positionals;
   mkdirSync(dataDir, { recursive: true });
@@ -19,9 +22,13 @@ export async function runWebhook(dataDir: string, positionals: string[], values:
       return 0;
     }
     if (action === "list") {
-      const hooks = await listWebhookRecords(storage);
+      const hooks = await storedWebhooks(storage);
       if (hooks.length === 0) console.log("no webhooks");
-      for (const h of hooks) console.log(`${h.id}  ${h.url}  ${h.chatIDs.join(",")}  ${h.createdAt}`);
+      for (const h of hooks) {
+        // pending is at most this many: the CLI does not read the events to tell which are for the webhook's chats.
+        const counts = `delivered ${h.delivered}  failed ${h.failed}  pending ≤${h.pending}  cursor ${h.cursor}`;
+        console.log(`${h.id}  ${h.url}  ${h.chatIDs.join(",")}  ${h.createdAt}  ${counts}${h.lastError ? `  last error: ${h.lastError.message}` : ""}`);
+      }
       return 0;
     }
     if (action === "remove") {

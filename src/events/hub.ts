@@ -13,22 +13,12 @@ export interface EventSink {
 }
 
 /**
- * Receives the events while their commit takes its batch (synchronously), to write derived records into that same
- * commit — the webhook outbox.
- */
-export interface CommitSink {
-  wants(): boolean;
-  enqueue(events: DomainEvent[]): void;
-}
-
-/**
  * Turns each commit's changes into domain events (built and serialised once), logs them in that same commit
  * (src/events/log.ts: each gets its eventID), and once the commit is durable hands them to every sink: the WebSocket
  * connections of the runtime, the event streams, and the webhook dispatcher.
  */
 export class EventHub {
   private readonly sinks = new Set<EventSink>();
-  private readonly commitSinks = new Set<CommitSink>();
   /** Each account as last announced (its wire JSON), to tell which ones a save of the account list changed. */
   private readonly announcedAccounts = new Map<string, string>();
   private readonly waiters = new Set<() => void>();
@@ -45,7 +35,6 @@ export class EventHub {
       snapshot: (changes) => {
         const ts = new Date().toISOString();
         const events = log.append([...buildEvents(db, changes, ts), ...this.accountEvents(changes, ts), ...changes.events]);
-        for (const sink of this.commitSinks) if (sink.wants()) sink.enqueue(events);
         return events.length ? events : undefined;
       },
       // ...and delivered only once it is durable.
@@ -112,10 +101,6 @@ export class EventHub {
         this.onSinkError?.(error);
       }
     }
-  }
-
-  addCommitSink(sink: CommitSink) {
-    this.commitSinks.add(sink);
   }
 
   add(sink: EventSink): () => void {

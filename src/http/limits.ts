@@ -56,8 +56,6 @@ export const LIMITS = {
   multipartHeaderBytes: 16 * 1024,
   /** Webhooks of one device. */
   webhooks: 20,
-  /** Deliveries pending for one webhook (a receiver that is down): beyond it the oldest is dropped, counted failed. */
-  webhookPending: 1000,
   /** A WebSocket message from a client. */
   webSocketMessageBytes: 256 * 1024,
   /** Characters of a message's text shown as a chat's preview in lists and events (longer texts end in "…"). */

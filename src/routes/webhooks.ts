@@ -1,41 +1,38 @@
 import * as v from "valibot";
 import { boundedArray, id, LIMITS } from "../http/limits.ts";
 import { noContent, type Api } from "../http/route-kit.ts";
-import { notFound } from "../http/errors.ts";
+import { queryInt } from "../http/validate.ts";
 import { CreatedWebhook, Webhook } from "../schema/bridges.ts";
-import { createWebhook, listWebhookRecords, presentWebhook, removeWebhook } from "../services/webhooks.ts";
+import { removeWebhook } from "../services/webhooks.ts";
 
 export const CreateBody = v.object({
   url: v.pipe(v.string(), v.minLength(1), v.maxBytes(LIMITS.urlBytes, `must be at most ${LIMITS.urlBytes} bytes`)),
   chatIDs: v.optional(boundedArray(id)),
 });
 
+export const ReplayQuery = v.object({
+  since: v.pipe(queryInt(0, Number.MAX_SAFE_INTEGER), v.description("Deliver again every event after this eventID: at least the oldest kept event minus one, at most the newest.")),
+});
+
 /**
- * /v1/webhooks: register a URL for the event stream (the /v1/ws payloads, POSTed and signed), see deliveries and
- * failures, remove it. The signing secret is shown once, in the answer to the POST.
+ * /v1/webhooks: register a URL for the event log (the /v1/ws payloads, POSTed and signed, in order), see its cursor,
+ * deliveries and dead letters, replay it from an eventID, remove it. The signing secret is shown once, in the
+ * answer to the POST.
  */
 export function webhookRoutes(api: Api) {
   const tag = "Webhooks";
   api
     .add({ method: "POST", path: "/v1/webhooks", operationId: "createWebhook", extension: true, summary: "Register a webhook", tag, body: CreateBody, response: CreatedWebhook,
-      description: "Events of the given chats (all by default) are POSTed to `url`, signed with HMAC-SHA256 over the body with `secret`." },
-      async ({ rc, body }) => {
-        const record = await createWebhook(rc.app.db.storage, body);
-        await rc.app.webhooks.refresh(true);
-        return { ...presentWebhook(record, undefined, 0), secret: record.secret };
-      })
+      description: "Events of the given chats (all by default) logged from now on are POSTed to `url` in order, signed with HMAC-SHA256 over `<timestamp>.<body>` with `secret`." },
+      ({ rc, body }) => rc.app.webhooks.create(body))
     .add({ method: "GET", path: "/v1/webhooks", operationId: "listWebhooks", extension: true, summary: "List webhooks", tag, response: v.strictObject({ items: v.array(Webhook) }) },
-      async ({ rc }) => {
-        await rc.app.webhooks.refresh(true);
-        const records = await listWebhookRecords(rc.app.db.storage);
-        return { items: await Promise.all(records.map(async (r) => presentWebhook(r, await rc.app.webhooks.stats(r.id), rc.app.webhooks.pending(r.id)))) };
-      })
+      async ({ rc }) => ({ items: await rc.app.webhooks.list() }))
     .add({ method: "GET", path: "/v1/webhooks/:id", operationId: "getWebhook", extension: true, summary: "Retrieve a webhook", tag, response: Webhook },
-      async ({ rc, params: { id } }) => {
-        const record = (await listWebhookRecords(rc.app.db.storage)).find((r) => r.id === id);
-        if (!record) throw notFound(`webhook ${id}`);
-        return presentWebhook(record, await rc.app.webhooks.stats(id), rc.app.webhooks.pending(id));
-      })
+      ({ rc, params: { id } }) => rc.app.webhooks.present(id))
+    .add({ method: "POST", path: "/v1/webhooks/:id/replay", operationId: "replayWebhook", extension: true, summary: "Deliver a webhook's events again from an eventID", tag, query: ReplayQuery, response: Webhook,
+      description: "Moves the webhook's cursor back to `since`: every event after it (of the webhook's chats) is delivered again, in order, with the same delivery IDs as the first time. Answers the webhook.",
+      responses: { 410: { description: "`since` is older than the event log keeps (RESYNC_REQUIRED, with `details.oldestEventID`)." } } },
+      ({ rc, params: { id }, query }) => rc.app.webhooks.replay(id, query.since))
     .add({ method: "DELETE", path: "/v1/webhooks/:id", operationId: "deleteWebhook", extension: true, summary: "Remove a webhook", tag, responses: { 204: { description: "Removed." } } },
       async ({ rc, params }) => {
         await removeWebhook(rc.app.db.storage, params.id);

@@ -124,19 +124,27 @@ export const RemovedLogin = v.strictObject({
   success: v.literal(true),
 });
 
-const Failure = v.strictObject({ deliveryID: v.string(), at: v.string(), message: v.string(), type: v.string() });
+const DeadLetter = v.strictObject({
+  deliveryID: v.pipe(v.string(), v.description('The delivery given up on ("" for events retention dropped before they were delivered).')),
+  eventID: v.pipe(v.number(), v.description("Its event (for a retention gap: the last event dropped).")),
+  type: v.string(),
+  at: v.string(),
+  attempts: v.number(),
+  message: v.pipe(v.string(), v.description("The last error.")),
+});
 
 export const Webhook = v.strictObject({
   id: v.string(),
   url: v.string(),
   chatIDs: v.pipe(v.array(v.string()), v.description('Chats whose events are delivered; ["*"] is every chat.')),
   createdAt: v.string(),
-  pending: v.number(),
+  cursor: v.pipe(v.number(), v.description("The last eventID this webhook has dealt with (delivered, given up on, or not for its chats); replay moves it back.")),
+  pending: v.pipe(v.number(), v.description("Events after the cursor still to deliver (while the webhook is behind, an upper bound).")),
   delivered: v.number(),
-  failed: v.number(),
+  failed: v.pipe(v.number(), v.description("Deliveries given up on after 10 attempts.")),
   lastSuccessAt: text,
   lastError: v.optional(v.strictObject({ at: v.string(), deliveryID: v.string(), message: v.string(), attempts: v.number() })),
-  failures: v.array(Failure),
+  failures: v.pipe(v.array(DeadLetter), v.description("The dead-letter list, newest first (at most 100): deliveries given up on, and stretches of events retention dropped before delivery.")),
 });
 
 export const CreatedWebhook = v.strictObject({

@@ -1,18 +1,23 @@
 import { hmacHex, randomHex } from "./encoding.ts";
-import { badRequest, conflict, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, conflict, notFound } from "../http/errors.ts";
 import { LIMITS } from "../http/limits.ts";
+import { EventLog } from "../events/log.ts";
 import type { DomainEvent } from "../events/protocol.ts";
-import type { Storage } from "unstorage";
-import type { Kv } from "../store/kv.ts";
+import type { Storage, StorageValue } from "unstorage";
+import { Kv } from "../store/kv.ts";
 
 /**
- * Webhooks: every domain event (the same payloads as /v1/ws) POSTed to registered URLs, signed with HMAC-SHA256,
- * at least once. Deliveries are written to a durable outbox in the same commit as the change that caused them, so
- * none is lost to a crash; a failed delivery is retried with exponential backoff and, after MAX_ATTEMPTS, recorded
- * as failed on its webhook.
+ * Webhooks: the durable event log (src/events/log.ts) POSTed to registered URLs, signed with HMAC-SHA256, at least
+ * once and in order. Each webhook is one more reader of the log with its own persisted cursor: the dispatcher reads
+ * a page after the cursor, skips the events of other chats, and delivers the rest one at a time (webhooks do not
+ * wait for each other). The cursor moves past an event only once its receiver answered 2xx, or once it was given up
+ * on after MAX_ATTEMPTS (into the webhook's dead-letter list); while an event is retried, with exponential backoff,
+ * the webhook's later events wait behind it. A delivery's ID is derived from the webhook and the eventID, so every
+ * retry, a redelivery after a crash and a replay carry the same one: receivers deduplicate on it.
  *
- * Config (`webhook:<id>`) is written by the API or the CLI; delivery stats (`whstats:<id>`) only by the running
- * app; the outbox is `whq:<id>`.
+ * Records: config `webhook:<id>` (written by the API or the CLI), and, written by the running app only (and at
+ * creation), the cursor `whcur:<id>`, delivery counts `whstats:<id>` and dead letters `whdead:<id>`. `whq:` entries
+ * are the outbox of earlier versions: each is tried once, then dropped.
  */
 export interface WebhookRecord {
   id: string;
@@ -29,26 +34,62 @@ export interface WebhookStats {
   failed: number;
   lastSuccessAt?: string;
   lastError?: { at: string; deliveryID: string; message: string; attempts: number };
-  /** The latest deliveries given up on (at most 20). */
-  failures: { deliveryID: string; at: string; message: string; type: string }[];
 }
 
-interface OutboxEntry {
+/** A delivery given up on, or a stretch of events retention dropped before they were delivered (`deliveryID` ""). */
+export interface DeadLetter {
+  deliveryID: string;
+  eventID: number;
+  type: string;
+  at: string;
+  attempts: number;
+  message: string;
+}
+
+/** Where a webhook stands in the log. */
+interface Cursor {
+  /** The last eventID dealt with: delivered, dead-lettered, or of a chat the webhook does not follow. */
+  after: number;
+  /** The next event's failed attempts so far and when the next one is due. */
+  retry?: { eventID: number; attempts: number; nextAt: number };
+}
+
+/** An outbox entry of an earlier version. */
+interface LegacyEntry {
   deliveryID: string;
   webhookID: string;
   type: string;
   body: string;
-  attempts: number;
-  nextAt: number;
 }
-/** What the dispatcher keeps in memory of a pending delivery: all but the body, which stays in the store. */
-type Pending = Omit<OutboxEntry, "body">;
 
 export const MAX_ATTEMPTS = 10;
-const PREFIX = { config: "webhook:", stats: "whstats:", outbox: "whq:" };
+/** Dead letters kept per webhook (the newest). */
+export const MAX_DEAD_LETTERS = 100;
+/** Events read from the log at a time, per webhook. */
+const PAGE = 100;
+const PREFIX = { config: "webhook:", stats: "whstats:", cursor: "whcur:", dead: "whdead:", legacy: "whq:" };
 const WEBHOOK_ID = /^wh_[0-9a-f]{1,64}$/;
 
-export async function createWebhook(storage: Storage, input: { url: string; chatIDs?: string[] }): Promise<WebhookRecord> {
+/** The same for every attempt at the same event, across restarts and replays: what receivers deduplicate on. */
+export const deliveryID = (webhookID: string, eventID: number) => `dlv_${webhookID.replace(/^wh_/, "")}_${eventID}`;
+
+/** `type` is the first field of every logged body (src/events/protocol.ts). */
+const typeOf = (body: string) => /^"type":"([^"]*)"/.exec(body)?.[1] ?? "";
+
+const follows = (hook: WebhookRecord, chatID: string) => hook.chatIDs[0] === "*" || hook.chatIDs.includes(chatID);
+
+/** The newest durable eventID as the store has it (for another process, the CLI, which has no running log). */
+async function storedHead(storage: Storage): Promise<number> {
+  const log = new EventLog(new Kv(storage));
+  await log.load();
+  return log.durable;
+}
+
+/**
+ * Registers a webhook whose cursor starts at `head` (default: the newest event in the store): it gets the events
+ * from now on, no history. Config and cursor are written in one batch.
+ */
+export async function createWebhook(storage: Storage, input: { url: string; chatIDs?: string[] }, head?: number): Promise<WebhookRecord> {
   let url: URL;
   try {
     url = new URL(input.url);
@@ -63,7 +104,11 @@ export async function createWebhook(storage: Storage, input: { url: string; chat
   if ((await storage.getKeys(PREFIX.config)).length >= LIMITS.webhooks)
     throw conflict(`a device takes at most ${LIMITS.webhooks} webhooks; remove one first`);
   const record: WebhookRecord = { id: `wh_${randomHex(8)}`, url: url.toString(), chatIDs, secret: `whsec_${randomHex(24)}`, createdAt: new Date().toISOString() };
-  await storage.setItem(PREFIX.config + record.id, record);
+  const cursor: Cursor = { after: head ?? (await storedHead(storage)) };
+  await storage.setItems<StorageValue>([
+    { key: PREFIX.config + record.id, value: record },
+    { key: PREFIX.cursor + record.id, value: cursor },
+  ]);
   return record;
 }
 
@@ -73,47 +118,103 @@ export async function listWebhookRecords(storage: Storage): Promise<WebhookRecor
   return records.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
 
+const stateKeys = (id: string) => [PREFIX.stats + id, PREFIX.cursor + id, PREFIX.dead + id];
+
 export async function removeWebhook(storage: Storage, id: string): Promise<void> {
-  // The running app drops its cached stats on its next refresh (the webhook is then gone from its list).
+  // The running app forgets the webhook on its next refresh (it is then gone from its list).
   // IDs are ours (wh_ and hex); anything else names no webhook, and must not reach the store as a key.
   if (!WEBHOOK_ID.test(id) || !(await storage.hasItem(PREFIX.config + id))) throw notFound(`webhook ${id}`);
   await storage.removeItem(PREFIX.config + id);
-  await storage.removeItem(PREFIX.stats + id);
+  for (const key of stateKeys(id)) await storage.removeItem(key);
 }
 
-/** The webhook as the API shows it: config without the secret, plus delivery stats and pending count. */
-export function presentWebhook(record: WebhookRecord, stats: WebhookStats | undefined, pending: number) {
-  const { secret: _secret, ...config } = record;
-  return { ...config, pending, delivered: stats?.delivered ?? 0, failed: stats?.failed ?? 0, lastSuccessAt: stats?.lastSuccessAt, lastError: stats?.lastError, failures: stats?.failures ?? [] };
+/** What the API shows of a webhook besides its config. */
+export interface WebhookView {
+  stats?: WebhookStats;
+  cursor: number;
+  /** Events after the cursor still to deliver: exact once the dispatcher has read up to the log's head, else at most this many. */
+  pending: number;
+  deadLetters: DeadLetter[];
 }
+
+/** The webhook as the API shows it: config without the secret, its cursor, delivery counts and dead letters. */
+export function presentWebhook(record: WebhookRecord, view: WebhookView) {
+  const { secret: _secret, ...config } = record;
+  const { stats, cursor, pending, deadLetters } = view;
+  return { ...config, cursor, pending, delivered: stats?.delivered ?? 0, failed: stats?.failed ?? 0, lastSuccessAt: stats?.lastSuccessAt, lastError: stats?.lastError, failures: deadLetters };
+}
+
+/**
+ * Every webhook as the store has it, for another process (the CLI): `pending` is at most the events after the
+ * cursor (telling which of them are for the webhook's chats would mean reading them).
+ */
+export async function storedWebhooks(storage: Storage) {
+  const head = await storedHead(storage);
+  return Promise.all(
+    (await listWebhookRecords(storage)).map(async (record) => {
+      const cursor = (await storage.getItem<Cursor>(PREFIX.cursor + record.id))?.after ?? head;
+      const stats = (await storage.getItem<WebhookStats>(PREFIX.stats + record.id)) ?? undefined;
+      const deadLetters = (await storage.getItem<DeadLetter[]>(PREFIX.dead + record.id)) ?? [];
+      return presentWebhook(record, { stats, cursor, pending: Math.max(0, head - cursor), deadLetters });
+    }),
+  );
+}
+
+/** One webhook as the running app holds it. */
+interface HookState {
+  hook: WebhookRecord;
+  cursor: Cursor;
+  stats: WebhookStats;
+  deadLetters: DeadLetter[];
+  /** The last eventID read from the log, and how many events of that read for this webhook are not dealt with yet. */
+  readTo: number;
+  unsent: number;
+  /** Bumped by a replay: a delivery that was under way when the cursor moved back must not move it forward again. */
+  epoch: number;
+  /** Outbox entries of an earlier version, tried once before the log. */
+  legacy: string[];
+  /** Set while its delivery loop runs; `again` asks it for one more pass. */
+  running?: Promise<void>;
+  again?: boolean;
+  /** After an unexpected error (the store failing): no new pass before this. */
+  holdUntil?: number;
+  removed?: boolean;
+}
+
+export interface DispatcherOptions {
+  fetch?: typeof fetch;
+  now?: () => number;
+  /** Called when a delivery loop stops, with the earliest time one is due again (the runtime's wake-up). */
+  onIdleUntil?: (at: number | undefined) => void;
+  /** The delay before retry `attempts` (1, 2, …), before jitter: default 1 s doubling, at most 1 h. */
+  backoffMs?: (attempts: number) => number;
+}
+
+const defaultBackoff = (attempts: number) => Math.min(3_600_000, 1000 * 2 ** (attempts - 1));
 
 export class WebhookDispatcher {
-  private hooks: WebhookRecord[] = [];
-  private readonly outbox = new Map<string, Pending>();
-  /** Outbox keys per webhook, oldest first: a webhook keeps at most LIMITS.webhookPending deliveries pending. */
-  private readonly pendingKeys = new Map<string, Set<string>>();
-  /** Deliveries dropped for that bound since the last run, per webhook (counted as failed by the next run). */
-  private readonly dropped = new Map<string, number>();
-  private running = false;
-  private counter = 0;
+  private readonly states = new Map<string, HookState>();
+  private log!: EventLog;
   private lastRefresh = 0;
-  private readonly statsCache = new Map<string, WebhookStats>();
 
   constructor(
     private readonly kv: Kv,
-    private readonly options: { fetch?: typeof fetch; now?: () => number; onIdleUntil?: (at: number | undefined) => void } = {},
+    private readonly options: DispatcherOptions = {},
   ) {}
 
   private get now() {
     return this.options.now ?? Date.now;
   }
 
-  /** Loads config and the outbox left by an earlier run. */
-  async load(): Promise<void> {
+  /** Reads every webhook's state (and the outbox an earlier version left); deliveries then follow `log`. */
+  async load(log: EventLog): Promise<void> {
+    this.log = log;
     await this.refresh(true);
-    for (const key of await this.kv.storage.getKeys(PREFIX.outbox)) {
-      const entry = await this.kv.storage.getItem<OutboxEntry>(key);
-      if (entry) this.track(key, withoutBody(entry));
+    for (const key of await this.kv.storage.getKeys(PREFIX.legacy)) {
+      const entry = await this.kv.get<LegacyEntry>(key);
+      const state = entry && this.states.get(entry.webhookID);
+      if (state) state.legacy.push(key);
+      else this.kv.remove(key);
     }
   }
 
@@ -121,96 +222,215 @@ export class WebhookDispatcher {
   async refresh(force = false): Promise<void> {
     if (!force && this.now() - this.lastRefresh < 2000) return;
     this.lastRefresh = this.now();
-    this.hooks = await listWebhookRecords(this.kv.storage);
+    const records = await listWebhookRecords(this.kv.storage);
+    const ids = new Set(records.map((r) => r.id));
+    for (const [id, state] of this.states) {
+      if (ids.has(id)) continue;
+      state.removed = true;
+      this.states.delete(id);
+      // A delivery under way when it was removed may have written these again.
+      for (const key of stateKeys(id)) this.kv.remove(key);
+    }
+    for (const hook of records) {
+      if (this.states.has(hook.id)) continue;
+      const [cursor, stats, deadLetters] = await Promise.all([
+        this.kv.get<Cursor>(PREFIX.cursor + hook.id),
+        this.kv.get<WebhookStats>(PREFIX.stats + hook.id),
+        this.kv.get<DeadLetter[]>(PREFIX.dead + hook.id),
+      ]);
+      if (this.states.has(hook.id)) continue; // a concurrent refresh was first
+      const state: HookState = {
+        hook,
+        // A webhook of an earlier version has no cursor: it starts at the head (its outbox holds what came before).
+        cursor: cursor ?? { after: this.log.durable },
+        stats: { delivered: stats?.delivered ?? 0, failed: stats?.failed ?? 0, lastSuccessAt: stats?.lastSuccessAt, lastError: stats?.lastError },
+        deadLetters: deadLetters ?? [],
+        readTo: 0,
+        unsent: 0,
+        epoch: 0,
+        legacy: [],
+      };
+      if (state.cursor.after > this.log.durable) this.aheadOfLog(state);
+      state.readTo = state.cursor.after;
+      if (!cursor || state.cursor !== cursor) this.kv.put(PREFIX.cursor + hook.id, state.cursor);
+      this.states.set(hook.id, state);
+    }
   }
 
-  pending(webhookID: string): number {
-    return this.pendingKeys.get(webhookID)?.size ?? 0;
+  /** Registers a webhook (API): its cursor starts at the newest durable event. Answers it with its secret, shown this once. */
+  async create(input: { url: string; chatIDs?: string[] }) {
+    const record = await createWebhook(this.kv.storage, input, this.log.durable);
+    return { ...(await this.present(record.id)), secret: record.secret };
   }
 
-  private track(key: string, entry: Pending): void {
-    this.outbox.set(key, entry);
-    let keys = this.pendingKeys.get(entry.webhookID);
-    if (!keys) this.pendingKeys.set(entry.webhookID, (keys = new Set()));
-    keys.add(key);
-    if (keys.size <= LIMITS.webhookPending) return;
-    // A receiver that has been down for long: its oldest delivery gives way, so memory stays bounded.
-    const oldest = keys.values().next().value!;
-    this.untrack(oldest);
-    this.kv.remove(oldest);
-    this.dropped.set(entry.webhookID, (this.dropped.get(entry.webhookID) ?? 0) + 1);
+  /** The webhook as the API shows it (after a refresh, so one the CLI just added is there too). */
+  async present(id: string) {
+    await this.refresh(true);
+    const state = this.states.get(id);
+    if (!state) throw notFound(`webhook ${id}`);
+    return this.presentState(state);
   }
 
-  private untrack(key: string): void {
-    const entry = this.outbox.get(key);
-    if (!entry) return;
-    this.outbox.delete(key);
-    this.pendingKeys.get(entry.webhookID)?.delete(key);
+  /** Every webhook as the API shows it, oldest first. */
+  async list() {
+    await this.refresh(true);
+    return [...this.states.values()].sort((a, b) => a.hook.createdAt.localeCompare(b.hook.createdAt)).map((state) => this.presentState(state));
   }
 
+  private presentState(state: HookState) {
+    const pending = state.unsent + Math.max(0, this.log.durable - state.readTo);
+    return presentWebhook(state.hook, { stats: state.stats, cursor: state.cursor.after, pending, deadLetters: state.deadLetters });
+  }
+
+  /**
+   * Moves a webhook's cursor back to `since`, so every event after it (for its chats) is delivered again, with the
+   * same delivery IDs. `since` must be within the log: from the oldest event kept (minus one) to the newest.
+   */
+  async replay(id: string, since: number) {
+    await this.refresh(true);
+    const state = this.states.get(id);
+    if (!state) throw notFound(`webhook ${id}`);
+    const head = this.log.durable;
+    if (since > head)
+      throw badRequest(`since ${since} is after the newest event (${head})`, [{ code: "invalid_value", message: `at most ${head}`, path: ["query", "since"] }]);
+    const oldest = this.log.oldest - 1;
+    if (since < oldest)
+      throw new ApiError(410, "RESYNC_REQUIRED", `the events after ${since} are no longer kept: the oldest kept is ${oldest + 1}, so since must be at least ${oldest}`, {
+        oldestEventID: oldest + 1,
+        latestEventID: head,
+      });
+    state.epoch++;
+    state.cursor = { after: since };
+    state.readTo = since;
+    state.unsent = 0;
+    state.holdUntil = undefined;
+    await this.save(state);
+    void this.run().catch(() => undefined);
+    return this.presentState(state);
+  }
+
+  /** False while there is no webhook: the hub then skips this sink. */
   wants(): boolean {
-    return this.hooks.length > 0;
+    return this.states.size > 0;
   }
 
-  /** Called synchronously while a commit takes its batch: the outbox entries join that very commit. */
-  enqueue(events: DomainEvent[]): void {
-    if (this.hooks.length === 0) return;
-    for (const event of events)
-      for (const hook of this.hooks) {
-        if (hook.chatIDs[0] !== "*" && !hook.chatIDs.includes(event.chatID)) continue;
-        const deliveryID = `dlv_${this.now().toString(36)}_${(this.counter++).toString(36)}_${randomHex(4)}`;
-        const key = `${PREFIX.outbox}${deliveryID}`;
-        const body = `{"deliveryID":${JSON.stringify(deliveryID)},"webhookID":${JSON.stringify(hook.id)},${event.body}`;
-        const entry: OutboxEntry = { deliveryID, webhookID: hook.id, type: JSON.parse(`{${event.body}`).type, body, attempts: 0, nextAt: 0 };
-        this.kv.put(key, entry);
-        this.track(key, withoutBody(entry));
-      }
+  /** The hub's sink: a commit that logged events is durable, so there is something to read. */
+  deliver(events: DomainEvent[]): void {
+    if (events.some((e) => e.id !== undefined)) void this.run().catch(() => undefined);
   }
 
-  /** The earliest retry, for the runtime's wake-up. */
+  /** The earliest time a webhook has something due (a retry, or events no delivery loop is reading), for the runtime's wake-up. */
   nextAt(): number | undefined {
     let next: number | undefined;
-    for (const e of this.outbox.values()) if (next === undefined || e.nextAt < next) next = e.nextAt;
+    for (const state of this.states.values()) {
+      if (state.running) continue;
+      const due = state.cursor.retry?.nextAt ?? (state.legacy.length || state.cursor.after < this.log.durable ? 0 : undefined);
+      if (due === undefined) continue;
+      const at = Math.max(due, state.holdUntil ?? 0);
+      if (next === undefined || at < next) next = at;
+    }
     return next;
   }
 
-  /** Delivers everything due; one run at a time. */
+  /** Starts (or asks for one more pass of) every webhook's delivery loop, and resolves once they have all stopped. */
   async run(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
+    await this.refresh();
+    await Promise.all(
+      [...this.states.values()].map((state) => {
+        if (state.running) state.again = true;
+        else state.running = this.loop(state);
+        return state.running;
+      }),
+    );
+  }
+
+  private async loop(state: HookState): Promise<void> {
     try {
-      await this.refresh();
-      for (const [webhookID, count] of this.dropped) {
-        this.dropped.delete(webhookID);
-        const stats = await this.statsFor(webhookID);
-        const message = `${count} deliveries dropped: more than ${LIMITS.webhookPending} were pending`;
-        stats.failed += count;
-        stats.lastError = { at: new Date(this.now()).toISOString(), deliveryID: "", message, attempts: 0 };
-        this.kv.put(PREFIX.stats + webhookID, stats);
-      }
-      for (;;) {
-        const now = this.now();
-        const due = [...this.outbox].filter(([, e]) => e.nextAt <= now).slice(0, 16);
-        if (due.length === 0) break;
-        await Promise.all(due.map(([key, entry]) => this.attempt(key, entry)));
-        await this.kv.commit();
-      }
+      do {
+        state.again = false;
+        await this.drain(state);
+      } while (state.again && !state.removed);
+    } catch {
+      // The store failed (a read or a commit): try again in a while rather than at once.
+      state.holdUntil = this.now() + 10_000;
     } finally {
-      this.running = false;
+      state.running = undefined;
       this.options.onIdleUntil?.(this.nextAt());
     }
   }
 
-  private async attempt(key: string, entry: Pending): Promise<void> {
-    const hook = this.hooks.find((h) => h.id === entry.webhookID);
-    const body = (await this.kv.get<OutboxEntry>(key))?.body;
-    if (!hook || body === undefined) {
-      this.untrack(key);
-      this.kv.remove(key);
-      return;
+  /** Delivers what is due for one webhook, in log order, until it is caught up or waits for a retry. */
+  private async drain(state: HookState): Promise<void> {
+    if (state.holdUntil !== undefined && state.holdUntil > this.now()) return;
+    state.holdUntil = undefined;
+    while (state.legacy.length && !state.removed) await this.deliverLegacy(state, state.legacy.shift()!);
+    for (;;) {
+      const retry = state.cursor.retry;
+      if (state.removed || (retry && retry.nextAt > this.now())) return;
+      const { epoch } = state;
+      const after = state.cursor.after;
+      if (after >= this.log.durable) return;
+      const page = await this.log.read(after, PAGE);
+      if (state.epoch !== epoch || state.removed) continue;
+      if ("gone" in page) {
+        this.retentionGap(state, after, page.oldest - 1);
+        await this.save(state);
+        continue;
+      }
+      if (!page.events.length) return;
+      state.readTo = page.events.at(-1)!.id!;
+      state.unsent = page.events.filter((e) => follows(state.hook, e.chatID)).length;
+      for (const event of page.events) {
+        if (!follows(state.hook, event.chatID)) {
+          state.cursor.after = event.id!;
+          continue;
+        }
+        const moved = await this.attempt(state, event, epoch);
+        if (state.epoch !== epoch || state.removed) break;
+        await this.save(state);
+        if (!moved) return;
+        if (state.epoch !== epoch) break;
+        state.unsent--;
+      }
+      if (state.epoch === epoch && state.cursor.after !== after) await this.save(state);
     }
-    const stats = await this.statsFor(hook.id);
-    let failure: string | undefined;
+  }
+
+  /**
+   * One attempt at one event. Answers whether the cursor moved past it: delivered, or given up on after
+   * MAX_ATTEMPTS (a dead letter). Otherwise its retry is scheduled and the webhook's later events wait.
+   */
+  private async attempt(state: HookState, event: DomainEvent, epoch: number): Promise<boolean> {
+    const { hook } = state;
+    const eventID = event.id!;
+    const id = deliveryID(hook.id, eventID);
+    const type = typeOf(event.body);
+    const failure = await this.post(hook, id, type, `{"deliveryID":${JSON.stringify(id)},"webhookID":${JSON.stringify(hook.id)},${event.body}`);
+    const at = new Date(this.now()).toISOString();
+    if (failure === undefined) {
+      state.stats.delivered++;
+      state.stats.lastSuccessAt = at;
+      if (state.epoch === epoch) state.cursor = { after: eventID };
+      return true;
+    }
+    const attempts = (state.cursor.retry?.eventID === eventID ? state.cursor.retry.attempts : 0) + 1;
+    state.stats.lastError = { at, deliveryID: id, message: failure, attempts };
+    if (state.epoch !== epoch) return false;
+    if (attempts < MAX_ATTEMPTS) {
+      // With jitter, so a recovering receiver is not hit by every webhook at once. Whole milliseconds: a Durable
+      // Object alarm fires on the millisecond, and a fraction past it would never be due when it does.
+      const delay = (this.options.backoffMs ?? defaultBackoff)(attempts) * (0.8 + Math.random() * 0.4);
+      state.cursor.retry = { eventID, attempts, nextAt: Math.ceil(this.now() + delay) };
+      return false;
+    }
+    state.stats.failed++;
+    this.deadLetter(state, { deliveryID: id, eventID, type, at, attempts, message: failure });
+    state.cursor = { after: eventID };
+    return true;
+  }
+
+  /** POSTs one signed delivery; answers the failure, or undefined when the receiver took it (2xx). */
+  private async post(hook: WebhookRecord, id: string, type: string, body: string): Promise<string | undefined> {
     try {
       const timestamp = Math.floor(this.now() / 1000).toString();
       const response = await (this.options.fetch ?? fetch)(hook.url, {
@@ -218,8 +438,8 @@ export class WebhookDispatcher {
         headers: {
           "content-type": "application/json",
           "user-agent": "inboxd-webhooks",
-          "x-inboxd-event": entry.type,
-          "x-inboxd-delivery": entry.deliveryID,
+          "x-inboxd-event": type,
+          "x-inboxd-delivery": id,
           "x-inboxd-timestamp": timestamp,
           "x-inboxd-signature": `sha256=${await hmacHex(hook.secret, `${timestamp}.${body}`)}`,
         },
@@ -227,52 +447,64 @@ export class WebhookDispatcher {
         signal: AbortSignal.timeout(10_000),
       });
       await response.body?.cancel();
-      if (!response.ok) failure = `HTTP ${response.status}`;
+      return response.ok ? undefined : `HTTP ${response.status}`;
     } catch (error) {
-      failure = error instanceof Error ? error.message : String(error);
+      return error instanceof Error ? error.message : String(error);
     }
+  }
+
+  /** Retention dropped events after the cursor before they were delivered: said in lastError and the dead letters, never silently. */
+  private retentionGap(state: HookState, after: number, last: number) {
     const at = new Date(this.now()).toISOString();
-    if (failure === undefined) {
-      stats.delivered++;
-      stats.lastSuccessAt = at;
-      this.untrack(key);
-      this.kv.remove(key);
-    } else {
-      entry.attempts++;
-      stats.lastError = { at, deliveryID: entry.deliveryID, message: failure, attempts: entry.attempts };
-      if (entry.attempts >= MAX_ATTEMPTS) {
-        stats.failed++;
-        stats.failures = [{ deliveryID: entry.deliveryID, at, message: failure, type: entry.type }, ...stats.failures].slice(0, 20);
-        this.untrack(key);
-        this.kv.remove(key);
+    const count = last - after;
+    const message = `${count} event${count === 1 ? " was" : "s were"} dropped by retention before delivery (eventIDs ${after + 1}–${last})`;
+    state.stats.lastError = { at, deliveryID: "", message, attempts: 0 };
+    this.deadLetter(state, { deliveryID: "", eventID: last, type: "", at, attempts: 0, message });
+    state.cursor = { after: last };
+    state.readTo = last;
+  }
+
+  /**
+   * The cursor is past the newest event: the store lost the log's newest events (restored from an older copy, or a
+   * power loss without synchronous commits), and their IDs will be given again. Start over from the head, and say so.
+   */
+  private aheadOfLog(state: HookState) {
+    const head = this.log.durable;
+    const message = `the cursor (eventID ${state.cursor.after}) was ahead of the event log (newest ${head}): the store lost its newest events; delivery goes on from ${head}`;
+    state.stats.lastError = { at: new Date(this.now()).toISOString(), deliveryID: "", message, attempts: 0 };
+    state.cursor = { after: head };
+  }
+
+  private deadLetter(state: HookState, letter: DeadLetter) {
+    state.deadLetters = [letter, ...state.deadLetters].slice(0, MAX_DEAD_LETTERS);
+    this.kv.put(PREFIX.dead + state.hook.id, state.deadLetters);
+  }
+
+  /** An outbox entry of an earlier version: one attempt, counted, then dropped. */
+  private async deliverLegacy(state: HookState, key: string) {
+    const entry = await this.kv.get<LegacyEntry>(key);
+    if (entry) {
+      const failure = await this.post(state.hook, entry.deliveryID, entry.type, entry.body);
+      const at = new Date(this.now()).toISOString();
+      if (failure === undefined) {
+        state.stats.delivered++;
+        state.stats.lastSuccessAt = at;
       } else {
-        // 1 s, 2 s, 4 s … capped at 1 h, with jitter so a recovering receiver is not hit all at once.
-        // Whole milliseconds: a Durable Object alarm fires on the millisecond, and a fraction past it would never
-        // be due when it does.
-        entry.nextAt = Math.ceil(this.now() + Math.min(3_600_000, 1000 * 2 ** (entry.attempts - 1)) * (0.8 + Math.random() * 0.4));
-        this.kv.put(key, { ...entry, body });
+        state.stats.failed++;
+        const message = `${failure} (queued by an earlier version; not retried)`;
+        state.stats.lastError = { at, deliveryID: entry.deliveryID, message, attempts: 1 };
+        this.deadLetter(state, { deliveryID: entry.deliveryID, eventID: 0, type: entry.type, at, attempts: 1, message });
       }
     }
-    this.kv.put(PREFIX.stats + hook.id, stats);
+    this.kv.remove(key);
+    await this.save(state);
   }
 
-  async stats(id: string): Promise<WebhookStats | undefined> {
-    return this.statsCache.get(id) ?? this.kv.get<WebhookStats>(PREFIX.stats + id);
-  }
-
-  /** One stats object per webhook, shared by concurrent attempts so none of their counts is lost. */
-  private async statsFor(id: string): Promise<WebhookStats> {
-    const cached = this.statsCache.get(id);
-    if (cached) return cached;
-    const loaded = (await this.kv.get<WebhookStats>(PREFIX.stats + id)) ?? { delivered: 0, failed: 0, failures: [] };
-    const raced = this.statsCache.get(id);
-    if (raced) return raced;
-    this.statsCache.set(id, loaded);
-    return loaded;
+  /** Cursor and counts, durable before the next delivery: a crash redelivers at most the event under way. */
+  private async save(state: HookState) {
+    if (state.removed) return;
+    this.kv.put(PREFIX.cursor + state.hook.id, state.cursor);
+    this.kv.put(PREFIX.stats + state.hook.id, state.stats);
+    await this.kv.commit();
   }
 }
-
-function withoutBody({ body: _body, ...pending }: OutboxEntry): Pending {
-  return pending;
-}
-

@@ -814,7 +814,7 @@ export function eventSuite(name: string, start: Start) {
         await api.ok("PATCH", chatPath(b.id), { description: `not for the filter ${Date.now()}` });
         await api.ok("PATCH", chatPath(a.id), { description: `for the filter ${Date.now()}` });
         await r.waitFor("the event on a", (x) => x.json?.chatID === a.id);
-        // Outbox entries are written with the commit that caused them: once none is pending, nothing else comes.
+        // The webhook reads the log in order: once nothing is pending, it has passed every event so far.
         await waitFor("nothing pending", async () => (await stats(hook.id)).pending === 0);
         expect(r.deliveries.map((x) => x.json.chatID)).toEqual(r.deliveries.map(() => a.id));
       });
@@ -824,7 +824,7 @@ export function eventSuite(name: string, start: Start) {
         const hook = await addHook(r.url, [echo.id]);
         const id = await api.send(echo.id, `typed for a webhook ${Date.now()}`);
         await r.waitFor("Echo's reply", (x) => x.json?.type === "message.upserted" && x.json.entries?.some((m: { senderID: string; linkedMessageID?: string }) => m.senderID === ECHO_ID && m.linkedMessageID === id));
-        // Outbox entries are written with the commit that caused them: once none is pending, nothing else comes.
+        // The webhook reads the log in order: once nothing is pending, it has passed every event so far.
         await waitFor("nothing pending", async () => (await stats(hook.id)).pending === 0);
         const types = r.deliveries.map((x) => x.json?.type);
         expect(types).toContain("chat.upserted");
