@@ -2,7 +2,7 @@
  * npm run bench: seeds a data set, starts the daemon, measures each endpoint next to a bare node:http server
  * answering a same-size body, and prints p50/p95/p99 latency, requests/s and the targets of the issue.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -19,6 +19,7 @@ import { killXmpp, runXmppBench } from "./xmpp.ts";
 import { RateLimiter } from "../src/http/rate-limit.ts";
 import { formatXmpp } from "./xmpp-report.ts";
 import { runWebBench, webRows } from "./web.ts";
+import { formatEvents, runEventsBench } from "./events.ts";
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -43,7 +44,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      backfill of archived messages at login, send → other client latency beside a plain client),
                      ratelimit (GET /v1/chats with the rate limiter on and off, alternating rounds), web (the web
                      inbox in Debian's chromium: first chat rows painted, cold and warm loads, scrolling the chat
-                     list through every chat, the bundle's size)
+                     list through every chat, the bundle's size), events (the durable event log on a data set of its
+                     own, a tenth of --chats/--messages: replay to a resuming client over /v1/ws, SSE and JSON pages;
+                     sends/s at 16 clients with and without the log, alternating rounds; bytes stored per event)
   --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
                      .ci/with-node on first use) or system (default: the node running the bench)
   --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
@@ -57,6 +60,7 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --xmpp-messages N  archived messages each XMPP backfill round reads at login (default 10000; --quick: 1000)
   --xmpp-sends N     measured sends of each XMPP latency path, after 20 warm-up ones (default 500; --quick: 100)
   --xmpp-cpu-prof DIR  start the XMPP section's daemons with --cpu-prof, writing their profiles into DIR
+  --replay-events N  events the events section logs and replays (default 100000; --quick: 10000)
   --web-loads N      cold page loads of the web section, each in a fresh browser context and followed by a warm one
                      (default 20; --quick: 5)
   --keep DIR         seed into DIR and keep it; if DIR already holds inboxd.sqlite3, skip the seed and reuse it
@@ -87,6 +91,7 @@ const { values: opts } = parseArgs({
     "xmpp-sends": { type: "string" },
     "xmpp-cpu-prof": { type: "string" },
     "web-loads": { type: "string" },
+    "replay-events": { type: "string" },
     node: { type: "string" },
     "binding-rounds": { type: "string" },
     json: { type: "string" },
@@ -118,9 +123,10 @@ const bindingRounds = num(opts["binding-rounds"], opts.quick ? 1 : 3);
 const xmppMessages = num(opts["xmpp-messages"], opts.quick ? 1000 : 10_000);
 const xmppSends = num(opts["xmpp-sends"], opts.quick ? 100 : 500);
 const webLoads = num(opts["web-loads"], opts.quick ? 5 : 20);
-const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp"];
+const replayEvents = num(opts["replay-events"], opts.quick ? 10_000 : 100_000);
+const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "events"];
 /** Sections that need neither the seeded data set nor its daemon. */
-const STANDALONE = ["bindings", "xmpp"];
+const STANDALONE = ["bindings", "xmpp", "events"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
 for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
@@ -149,9 +155,14 @@ process.env.INBOXD_RATE_LIMIT ??= "1000000";
 /** Pairs of rounds of the ratelimit section (off, on, off, on…); the median pair is reported. */
 const RATE_LIMIT_ROUNDS = 5;
 const RATE_LIMIT_CONCURRENCY = 16;
+/** Replay rounds per path of the events section (the median is reported), and its pairs of send rounds (log off, on). */
+const EVENT_REPLAY_ROUNDS = 3;
+const EVENT_LOG_PAIRS = opts.quick ? 3 : 5;
 const log = (line: string) => console.error(`[bench] ${line}`);
 const dir = opts.keep ? resolve(opts.keep) : mkdtempSync(join(os.tmpdir(), "inboxd-bench-"));
 const bodyFile = join(os.tmpdir(), `inboxd-bench-body-${process.pid}.json`);
+/** The events section's own data set. */
+const eventsDir = join(os.tmpdir(), `inboxd-bench-events-${process.pid}`);
 let daemon: Daemon | undefined;
 let generator: LoadGenerator | undefined;
 let fanoutGenerator: FanoutGenerator | undefined;
@@ -163,6 +174,7 @@ function cleanup() {
   killXmpp();
   killAll();
   rmSync(bodyFile, { force: true });
+  rmSync(eventsDir, { recursive: true, force: true });
   if (!opts.keep) rmSync(dir, { recursive: true, force: true });
 }
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => { cleanup(); process.exit(130); });
@@ -190,8 +202,22 @@ async function main() {
       json.xmpp = result;
     }
   }
+  let eventsReport: string | undefined;
+  if (sections.has("events")) {
+    if (opts.node) useNode(opts.node);
+    mkdirSync(eventsDir, { recursive: true });
+    const result = await runEventsBench({
+      dir: eventsDir, chats: Math.max(10, Math.round(chats / 10)), messages: Math.max(100, Math.round(messages / 10)), accounts,
+      events: replayEvents, rounds: EVENT_REPLAY_ROUNDS, pairs: EVENT_LOG_PAIRS, warmupSeconds: warmup, roundSeconds: duration, log,
+    });
+    rmSync(eventsDir, { recursive: true, force: true });
+    eventsReport = formatEvents(result);
+    json.events = result;
+  }
   if ([...sections].every((s) => STANDALONE.includes(s))) {
-    if (xmppReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n\n${xmppReport}`);
+    if (xmppReport || eventsReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
+    if (xmppReport) console.log(`\n${xmppReport}`);
+    if (eventsReport) console.log(`\n${eventsReport}`);
     if (bindingsReport) console.log(`\n${bindingsReport}`);
     if (opts.json) writeFileSync(opts.json, JSON.stringify(json, null, 2));
     return;
@@ -433,6 +459,7 @@ async function main() {
   console.log(`\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n`);
   console.log(formatReport(loads, scalars, live));
   if (xmppReport) console.log(`\n${xmppReport}`);
+  if (eventsReport) console.log(`\n${eventsReport}`);
   if (bindingsReport) console.log(`\n${bindingsReport}`);
 
   if (opts.json) {

@@ -89,6 +89,14 @@ export class Kv {
   }
 
   /**
+   * Writes a record that is never read back through this cache (the event log: readers go to storage, and only
+   * after the commit): it joins the next commit but takes no cache space, so it cannot push out what is read.
+   */
+  putUncached(key: string, value: unknown): void {
+    this.dirty.set(key, value);
+  }
+
+  /**
    * Resolves once every put made before this call is durable. Commits run strictly one after another; a caller
    * joins the commit that has not started yet (it will snapshot after the caller's puts) or queues a new one.
    */
@@ -118,7 +126,7 @@ export class Kv {
       // A removal is written as a JSON null in the same atomic batch (reads treat null as absent); the row itself
       // is deleted afterwards, best effort, so a crash in between leaves only a harmless null.
       if (value === null) removals.push(key);
-      sets.push({ key, value: JSON.stringify(value) });
+      sets.push({ key, value: value instanceof RawJson ? value.text : JSON.stringify(value) });
       const entry = this.cache.get(key);
       if (entry && entry.value === value && entry.size === 0) {
         entry.size = estimateSize(value);
@@ -173,4 +181,9 @@ function estimateSize(value: unknown): number {
   if (typeof value === "string") return 2 * value.length;
   if (Array.isArray(value)) return 64 + value.length * (typeof value[0] === "number" ? 8 : 300);
   return 2048;
+}
+
+/** A value already serialised as JSON: written as it is, so a JSON text inside it is not escaped a second time. */
+export class RawJson {
+  constructor(readonly text: string) {}
 }
