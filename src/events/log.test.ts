@@ -72,8 +72,8 @@ describe("EventLog", () => {
     expect(await log.read(2)).toEqual({ gone: true, oldest: 8 });
     expect(await log.read(6)).toEqual({ gone: true, oldest: 8 });
     expect(ids(await log.read(7))).toEqual([8, 9, 10, 11, 12]);
-    expect(await storage.hasItem("ev:7")).toBe(false);
-    expect(await storage.hasItem("ev:8")).toBe(true);
+    expect(await storage.hasItem("ev:000000000007")).toBe(false);
+    expect(await storage.hasItem("ev:000000000008")).toBe(true);
     // The new start is durable: a restart agrees.
     const again = new EventLog(new Kv(storage), { maxEvents: 5 });
     await again.load();

@@ -48,7 +48,8 @@ interface LogMeta {
 }
 
 const META_KEY = "evlog";
-const eventKey = (id: number) => `ev:${id}`;
+/** Zero-padded, so that keys sort in ID order and each new record is an append at the end of SQLite's key index. */
+const eventKey = (id: number) => `ev:${String(id).padStart(12, "0")}`;
 
 /** A page read from the log: events after the cursor, or `gone` when the cursor is older than what is kept (or ahead of the log). */
 export type LogPage = { events: DomainEvent[] } | { gone: true; oldest: number };
@@ -58,7 +59,7 @@ export type LogPage = { events: DomainEvent[] } | { gone: true; oldest: number }
  * same commit as the change (`append` runs while the commit takes its batch), so a reader resuming from any ID it
  * has seen misses nothing and gets nothing twice. Readers see only events whose commit is durable (`durable`).
  *
- * One record per event (`ev:<id>`) plus a small cursor record (`evlog`): a page after any ID is a direct read of
+ * One record per event (`ev:<id>`, the ID zero-padded to 12 digits) plus a small cursor record (`evlog`): a page after any ID is a direct read of
  * known keys, and retention deletes the oldest keys without listing any. Retention is by age and by count; a
  * cursor older than the oldest kept event gets `gone` (the client must re-read and start over), never a silent gap.
  */
