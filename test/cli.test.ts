@@ -1,10 +1,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { VERSION } from "../src/app.ts";
+import { databasePath } from "../adapters/node/data-dir.ts";
+import { lockHolder } from "../adapters/node/daemon-lock.ts";
+import { openSqliteStorage } from "../adapters/node/sqlite-storage.ts";
+import { defaultBinding } from "../adapters/node/sqlite-binding.ts";
 
 // The CLI as users run it: `node --import tsx adapters/node/cli.ts …` from the repository root (what
 // `npm run -s inboxd -- …` runs), each command in its own process over a temp data directory.
@@ -13,7 +18,7 @@ const dirs: string[] = [];
 const children = new Set<ChildProcess>();
 
 afterAll(() => {
-  for (const child of children) if (child.pid) process.kill(child.pid, "SIGKILL");
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -30,28 +35,44 @@ function run(command: string[], args: string[], env: Record<string, string> = {}
   child.stderr.on("data", (d) => (stderr += d));
   return once(child, "exit").then(([code]) => ({ code: code as number | null, stdout, stderr }));
 }
-const inboxd = (...args: string[]) => run([process.execPath, "--import", "tsx", "adapters/node/cli.ts"], args);
+const CLI = [process.execPath, "--import", "tsx", "adapters/node/cli.ts"];
+const inboxd = (...args: string[]) => run(CLI, args);
 
-async function serve(dataDir: string) {
-  const child = spawn(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", "0"], { cwd: ROOT });
+/** `inboxd <args>` as a child process whose output is collected (for commands that run until stopped). */
+function start(args: string[]) {
+  const child = spawn(CLI[0], [...CLI.slice(1), ...args], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "" } });
   children.add(child);
-  child.once("exit", () => children.delete(child));
-  let stdout = "";
-  child.stderr.on("data", () => undefined);
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (d) => {
-      stdout += d;
-      const match = /inboxd listening on (\S+)/.exec(stdout);
-      if (match) resolve(match[1]);
+  let stdout = "", stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  void exited.then(() => children.delete(child));
+  /** Resolves once stdout or stderr matches (with the match), or rejects if the process exits first. */
+  const printed = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const check = () => {
+        const match = pattern.exec(stdout) ?? pattern.exec(stderr);
+        if (!match) return false;
+        resolve(match);
+        return true;
+      };
+      if (check()) return;
+      child.stdout.on("data", check);
+      child.stderr.on("data", check);
+      void exited.then((code) => check() || reject(new Error(`exited with ${code} before printing ${pattern}:\n${stdout}${stderr}`)));
     });
-    child.once("exit", (code) => reject(new Error(`serve exited with ${code}: ${stdout}`)));
-  });
+  return { child, exited, printed, output: () => ({ stdout, stderr }) };
+}
+
+async function serve(dataDir: string, ...args: string[]) {
+  const started = start(["serve", "--data-dir", dataDir, "--port", "0", ...args]);
+  const url = (await started.printed(/inboxd listening on (\S+)/))[1];
   const get = async (path: string, token: string) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
   const stop = async () => {
-    child.kill("SIGTERM");
-    return (await once(child, "exit"))[0];
+    started.child.kill("SIGTERM");
+    return started.exited;
   };
-  return { url, get, stop };
+  return { ...started, url, get, stop };
 }
 
 async function createToken(dataDir: string, ...args: string[]) {
@@ -65,7 +86,7 @@ describe("inboxd CLI", () => {
     const main = await inboxd("--help");
     expect(main.code).toBe(0);
     expect(main.stdout).toMatch(/Usage: inboxd <command>/);
-    for (const command of ["serve", "token", "seed"]) {
+    for (const command of ["serve", "token", "seed", "open", "webhook"]) {
       const help = await inboxd(command, "--help");
       expect(help.code, command).toBe(0);
       expect(help.stdout).toContain(`Usage: inboxd ${command}`);
@@ -154,18 +175,233 @@ describe("inboxd CLI", () => {
     expect(again.stderr).toMatch(/already holds data/);
   });
 
-  it("gives the same chats for the same seed options", async () => {
-    const chatIDs = async () => {
+  it("gives the same chats for the same seed options, into a fresh data dir or one that holds only a token", async () => {
+    const chatIDs = async (tokenFirst: boolean) => {
       const dir = tempDir();
+      const early = tokenFirst ? await createToken(dir) : undefined;
       expect((await inboxd("seed", "--data-dir", dir, "--chats", "30", "--messages", "600", "--accounts", "2", "--seed", "77")).code).toBe(0);
-      const token = await createToken(dir);
+      const token = early ?? (await createToken(dir));
       const daemon = await serve(dir);
       const body = (await (await daemon.get("/v1/chats", token)).json()) as { items: { id: string; title: string }[] };
       await daemon.stop();
       return body.items.map((c) => `${c.id} ${c.title}`);
     };
-    const first = await chatIDs();
+    const first = await chatIDs(false);
     expect(first.length).toBeGreaterThan(10);
-    expect(await chatIDs()).toEqual(first);
+    expect(await chatIDs(true)).toEqual(first);
+  }, 30_000);
+});
+
+const COMMANDS = ["serve", "token", "open", "seed", "webhook"];
+
+describe("inboxd CLI: finding one's way (issue 17)", () => {
+  it("prints its version for --version and -v", async () => {
+    for (const flag of ["--version", "-v"]) {
+      const result = await inboxd(flag);
+      expect(result.code, flag).toBe(0);
+      expect(result.stdout).toBe(`${VERSION}\n`);
+    }
+  });
+
+  it("suggests the nearest command for a mistyped one, and none for a word far from all", async () => {
+    const serv = await inboxd("serv");
+    expect(serv.code).toBe(2);
+    expect(serv.stderr).toContain("unknown command serv (did you mean serve?)");
+    expect((await inboxd("tokn", "list")).stderr).toContain("did you mean token?");
+    expect((await inboxd("frobnicate")).stderr).not.toContain("did you mean");
+  });
+
+  it("explains every option of every command on a line of its own, and names INBOXD_DATA_DIR and the default data dir", async () => {
+    const xdg = tempDir();
+    for (const command of COMMANDS) {
+      for (const asked of [[command, "--help"], ["help", command]]) {
+        const result = await run(CLI, asked, { XDG_DATA_HOME: xdg });
+        expect(result.code, asked.join(" ")).toBe(0);
+        const usage = result.stdout.slice(0, result.stdout.indexOf("\n\n"));
+        const flags = new Set([...usage.matchAll(/--[a-z-]+/g)].map((m) => m[0]));
+        expect(flags.size, command).toBeGreaterThan(0);
+        for (const flag of [...flags, "--data-dir", "--help"]) expect(result.stdout, `${command}: ${flag}`).toMatch(new RegExp(`^ {2}(-\\w, )?${flag} .*\\S`, "m"));
+        expect(result.stdout).toContain("INBOXD_DATA_DIR");
+        expect(result.stdout).toContain(join(xdg, "inboxd"));
+      }
+    }
+  });
+
+  it("says in one line when --data-dir is a file or holds a file that is not a database, naming it", async () => {
+    const file = join(tempDir(), "a-file");
+    writeFileSync(file, "not a directory");
+    const notData = tempDir();
+    writeFileSync(databasePath(notData), "hello, not SQLite");
+    for (const args of [["token", "create"], ["token", "list"], ["seed", "--chats", "1", "--messages", "1"], ["serve", "--port", "0"]]) {
+      for (const [dir, named] of [[file, file], [join(file, "below"), join(file, "below")], [notData, databasePath(notData)]]) {
+        const result = await inboxd(...args, "--data-dir", dir);
+        expect(result.code, `${args.join(" ")} on ${named}`).toBe(2);
+        const lines = result.stderr.trimEnd().split("\n");
+        expect(lines, result.stderr).toHaveLength(1);
+        expect(lines[0]).toContain(named);
+        expect(lines[0]).toContain("--data-dir DIR");
+        expect(lines[0]).not.toMatch(/EEXIST|ENOTDIR/);
+      }
+    }
+  }, 60_000);
+
+  it("never creates a data directory or database for a command that only reads or removes", async () => {
+    const parent = tempDir();
+    const empty = tempDir();
+    const commands = [["token", "list"], ["token", "revoke", "abcdef"], ["webhook", "list"], ["webhook", "remove", "wh_abcdef"], ["open", "--print"]];
+    for (const args of commands) {
+      for (const dir of [join(parent, "new"), empty]) {
+        const result = await inboxd(...args, "--data-dir", dir);
+        expect(result.code, args.join(" ")).not.toBe(0);
+        expect(result.stderr).toContain(`${dir} holds no inboxd data yet`);
+      }
+    }
+    expect(readdirSync(parent)).toEqual([]);
+    expect(readdirSync(empty)).toEqual([]);
+  });
+
+  it("lists tokens and webhooks under a header row; revoke and remove take an ID prefix and say inboxd: when nothing matches", async () => {
+    const dir = tempDir();
+    await createToken(dir, "--name", "listed");
+    const tokens = await inboxd("token", "list", "--data-dir", dir);
+    expect(tokens.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+SCOPES\s+CREATED/);
+    const nosuch = await inboxd("token", "revoke", "nosuch", "--data-dir", dir);
+    expect(nosuch.code).toBe(1);
+    expect(nosuch.stderr).toMatch(/^inboxd: no token matches nosuch/);
+
+    const added = await Promise.all([1, 2].map(async (n) => (await inboxd("webhook", "add", `http://127.0.0.1:9/${n}`, "--data-dir", dir)).stderr));
+    const [first, second] = added.map((stderr) => /Added webhook (wh_\w+)/.exec(stderr)![1]);
+    const hooks = await inboxd("webhook", "list", "--data-dir", dir);
+    const [header, ...rows] = hooks.stdout.trimEnd().split("\n");
+    expect(header).toMatch(/^ID\s+URL\s+CHATS\s+CREATED\s+DELIVERED\s+FAILED\s+PENDING\s+CURSOR\s+LAST ERROR$/);
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row).toMatch(/^wh_\w+\s+http:\/\/127\.0\.0\.1:9\/\d\s+\*\s+\S+\s+0\s+0\s+≤0\s+\d+\s+-$/);
+
+    const short = await inboxd("webhook", "remove", first.slice(0, 5), "--data-dir", dir);
+    expect(short.code).toBe(1);
+    expect(short.stderr).toMatch(/^inboxd: no webhook matches/);
+    const removed = await inboxd("webhook", "remove", first.slice(0, 8), "--data-dir", dir);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toBe(`removed ${first}\n`);
+    const left = (await inboxd("webhook", "list", "--data-dir", dir)).stdout;
+    expect(left).not.toContain(first);
+    expect(left).toContain(second);
+
+    // Two IDs that share a prefix (made up: real ones are random) make it ambiguous.
+    const { storage, close } = await openSqliteStorage(databasePath(dir));
+    for (const id of ["wh_abcdef01", "wh_abcdef02"])
+      await storage.setItem(`webhook:${id}`, { id, url: "http://127.0.0.1:9/", chatIDs: ["*"], secret: "whsec_x", createdAt: new Date().toISOString() });
+    await close();
+    const ambiguous = await inboxd("webhook", "remove", "wh_abcdef", "--data-dir", dir);
+    expect(ambiguous.code).toBe(1);
+    expect(ambiguous.stderr).toMatch(/^inboxd: wh_abcdef matches 2 webhooks \(wh_abcdef01, wh_abcdef02\)/);
+    expect((await inboxd("webhook", "remove", "wh_abcdef02", "--data-dir", dir)).code).toBe(0);
+  }, 30_000);
+
+  it("says at start-up that only loopback names are answered when --host is not loopback and no --allow-host is given", async () => {
+    const note = /only requests whose Host is a loopback name .*--allow-host NAME/;
+    for (const [args, noted] of [[["--host", "0.0.0.0"], true], [["--host", "0.0.0.0", "--allow-host", "inbox.example"], false], [[], false]] as const) {
+      const daemon = await serve(tempDir(), ...args);
+      expect(await daemon.stop()).toBe(0);
+      expect(note.test(daemon.output().stderr), args.join(" ")).toBe(noted);
+    }
+  }, 30_000);
+});
+
+describe("inboxd seed, interrupted (issue 17)", () => {
+  const big = ["--chats", "4000", "--messages", "1000000"];
+
+  it("on SIGINT says so, leaves no partial dataset, and the next seed succeeds (stdout and stderr not a terminal)", async () => {
+    for (const tokenFirst of [false, true]) {
+      const dir = tempDir();
+      const token = tokenFirst ? await createToken(dir, "--name", "kept") : undefined;
+      const seeding = start(["seed", "--data-dir", dir, ...big]);
+      await seeding.printed(/seeding: \d+\/1000000 messages/);
+      seeding.child.kill("SIGINT");
+      expect(await seeding.exited).toBe(130);
+      const { stdout, stderr } = seeding.output();
+      expect(stderr).toContain(`inboxd: seed interrupted (SIGINT); nothing was written to ${dir}`);
+      // No progress bar without a terminal, so nothing turned line wrapping off.
+      expect(stdout + stderr).not.toContain("\x1b[?7l");
+      expect(readdirSync(dir).sort()).toEqual(tokenFirst ? ["inboxd.lock", "inboxd.sqlite3"] : ["inboxd.lock"]);
+      const again = await inboxd("seed", "--data-dir", dir, "--chats", "20", "--messages", "200");
+      expect(again.code, again.stderr).toBe(0);
+      if (token) expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toContain("kept");
+    }
+  }, 60_000);
+
+  // A real terminal, through util-linux `script` (a pty): the progress bar turns line wrapping off, and Ctrl-C
+  // (the ^C byte, which the terminal turns into SIGINT) must turn it back on.
+  it.skipIf(!existsSync("/usr/bin/script"))("on Ctrl-C in a terminal stops the progress bar, restoring line wrapping", async () => {
+    const dir = tempDir();
+    const command = [...CLI, "seed", "--data-dir", dir, ...big].map((arg) => `'${arg}'`).join(" ");
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "" } });
+    children.add(child);
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    const exited = once(child, "exit");
+    while (!/[1-9]\d*\/1000000 messages/.test(output)) await once(child.stdout, "data");
+    child.stdin.write("\x03");
+    const [code] = await exited;
+    child.stdin.end();
+    expect(code, output).toBe(130);
+    const off = output.lastIndexOf("\x1b[?7l");
+    expect(off).toBeGreaterThanOrEqual(0);
+    expect(output.indexOf("\x1b[?7h", off), "line wrapping restored").toBeGreaterThan(off);
+    expect(output).toContain("inboxd: seed interrupted (SIGINT)");
+    expect((await inboxd("seed", "--data-dir", dir, "--chats", "20", "--messages", "200")).code).toBe(0);
+  }, 60_000);
+});
+
+describe("the data-dir lock (issue 17, item 20)", () => {
+  it("a daemon killed with SIGKILL never blocks the next start, whatever live PID its leftovers name", async () => {
+    const dir = tempDir();
+    const killed = await serve(dir);
+    expect(lockHolder(dir)).toMatchObject({ command: "serve", pid: killed.child.pid });
+    killed.child.kill("SIGKILL");
+    await killed.exited;
+    // As after a reboot that gave the dead daemon's PID to another process: its lock row and an inboxd.pid of an
+    // older version both name a live process (this one).
+    const lock = defaultBinding().open(join(dir, "inboxd.lock"));
+    lock.prepare("UPDATE holder SET pid = ?").run(process.pid);
+    lock.close();
+    writeFileSync(join(dir, "inboxd.pid"), `${process.pid}\n`);
+    expect(lockHolder(dir)).toBeUndefined();
+    const next = await serve(dir);
+    expect(existsSync(join(dir, "inboxd.pid"))).toBe(false);
+    expect(await next.stop()).toBe(0);
+    expect(lockHolder(dir)).toBeUndefined();
+  }, 30_000);
+
+  it("of two daemons started at once on one data dir, exactly one serves", async () => {
+    for (let round = 0; round < 3; round++) {
+      const dir = tempDir();
+      const both = [start(["serve", "--data-dir", dir, "--port", "0"]), start(["serve", "--data-dir", dir, "--port", "0"])];
+      const outcomes = await Promise.all(both.map((one) => Promise.race([one.printed(/inboxd listening/).then(() => "serving"), one.exited.then((code) => `exit ${code}`)])));
+      expect([...outcomes].sort(), JSON.stringify(both.map((one) => one.output()))).toEqual(["exit 1", "serving"]);
+      const [winner, loser] = outcomes[0] === "serving" ? both : [both[1], both[0]];
+      // Who holds the lock is told when the winner has recorded it; at the very same instant the message is generic.
+      const refusal = loser.output().stderr;
+      expect(refusal).toMatch(/another inboxd (serve \(pid \d+|is using)/);
+      if (/\(pid \d+/.test(refusal)) expect(refusal).toContain(`another inboxd serve (pid ${winner.child.pid}`);
+      winner.child.kill("SIGTERM");
+      expect(await winner.exited).toBe(0);
+    }
+  }, 60_000);
+
+  it("refuses seed beside a running daemon, while token, webhook and open keep working", async () => {
+    const dir = tempDir();
+    const daemon = await serve(dir);
+    const seeding = await inboxd("seed", "--data-dir", dir, "--chats", "5", "--messages", "50");
+    expect(seeding.code).toBe(1);
+    expect(seeding.stderr).toMatch(new RegExp(`^inboxd: another inboxd serve \\(pid ${daemon.child.pid}, since .*\\) is using .*; stop it before seeding`));
+    const token = await createToken(dir, "--name", "beside");
+    expect((await daemon.get("/v1/accounts", token)).status).toBe(200);
+    expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toContain("beside");
+    expect((await inboxd("webhook", "add", "http://127.0.0.1:9/", "--data-dir", dir)).code).toBe(0);
+    expect((await inboxd("webhook", "list", "--data-dir", dir)).stdout).toContain("http://127.0.0.1:9/");
+    expect((await inboxd("open", "--print", "--data-dir", dir)).stdout).toMatch(/oauth\/login\?code=/);
+    expect((await inboxd("token", "revoke", "beside", "--data-dir", dir)).code).toBe(0);
+    expect(await daemon.stop()).toBe(0);
   }, 30_000);
 });

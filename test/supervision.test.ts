@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { alive, descendants, killAll, ROOT, startServing } from "./harness/process.ts";
+import { lockHolder } from "../adapters/node/daemon-lock.ts";
 
 // How the daemon is started and stopped for real: `npm start` and `npm run inboxd -- serve` (npm forwards the signal
 // to its child, which must be the daemon itself), node directly, and the systemd unit's ExecStart. Whatever is
@@ -31,7 +32,7 @@ function userEnv(dataDir: string): NodeJS.ProcessEnv {
 async function expectCleanStop(started: Awaited<ReturnType<typeof startServing>>, dataDir: string, signal: NodeJS.Signals) {
   const tree = [started.child.pid!, ...descendants(started.child.pid!)];
   leftovers.push(...tree);
-  expect(existsSync(join(dataDir, "inboxd.pid"))).toBe(true);
+  expect(lockHolder(dataDir)).toMatchObject({ command: "serve" });
   const began = performance.now();
   const code = await started.stop(signal);
   const tookMs = performance.now() - began;
@@ -42,7 +43,7 @@ async function expectCleanStop(started: Awaited<ReturnType<typeof startServing>>
   const deadline = Date.now() + 2_000;
   while (tree.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   expect(tree.filter(alive), `still running after ${signal}`).toEqual([]);
-  expect(existsSync(join(dataDir, "inboxd.pid")), "lock released").toBe(false);
+  expect(lockHolder(dataDir), "lock released").toBeUndefined();
 }
 
 describe("stopping the daemon under a supervisor", () => {

@@ -1,6 +1,7 @@
-import { mkdirSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { databasePath, resolveDataDir } from "./data-dir.ts";
+import { createDataDir, databasePath, defaultDataDir, explainDatabaseError, resolveDataDir } from "./data-dir.ts";
+import { VERSION } from "../../src/app.ts";
+import { isLoopbackHost } from "../../src/http/guard.ts";
 import { startServer } from "./serve.ts";
 import { parseToolSelection, type ToolSelection } from "../../src/mcp/index.ts";
 import { BURST_SECONDS, DEFAULT_RATE_LIMIT, parseRateLimit, type RateLimitOptions } from "../../src/http/rate-limit.ts";
@@ -13,10 +14,15 @@ import { UsageError } from "./usage-error.ts";
 import { lockDataDir } from "./daemon-lock.ts";
 import { stopSignal } from "./stop-signal.ts";
 
+/** The options every command takes, last in each command's help. */
+const COMMON = `  --data-dir DIR     the data directory (env INBOXD_DATA_DIR; default ${defaultDataDir()})
+  -h, --help         print this help`;
+
 const HELP: Record<string, string> = {
-  main: `inboxd — the Desktop Messaging API as a daemon
+  main: `inboxd ${VERSION} — the Desktop Messaging API as a daemon
 
 Usage: inboxd <command> [options]
+       inboxd --version | -v
 
 Commands:
   serve            run the API server (default 127.0.0.1:23373)
@@ -25,15 +31,18 @@ Commands:
   seed             fill the data directory with a deterministic sandbox dataset
   webhook          add, list and remove webhooks (signed POSTs of every live event)
 
-Every command takes --data-dir DIR (or INBOXD_DATA_DIR) and --help.`,
+'inboxd <command> --help' (or 'inboxd help <command>') lists a command's options. Every command takes:
+${COMMON}`,
   serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--mcp-tools LIST]
                    [--rate-limit N|off] [--token-ttl SECONDS] [--verbose]
 
 Runs the API. On the first start with no token it creates one and prints it once. At every start it prints a
-one-time link that signs your browser in as the owner, to approve apps that ask for access (OAuth).
-  --port N           port to listen on (default 23373; 0 picks a free one)
+one-time link that signs your browser in as the owner, to approve apps that ask for access (OAuth). One daemon
+serves a data directory at a time: a second serve (or a seed) on it is refused while this one runs.
+  --port N           port to listen on (default 23373; 0 picks a free one; env INBOXD_PORT)
   --host ADDR        address to bind (default 127.0.0.1, loopback only)
-  --allow-host NAME  also answer requests whose Host is NAME (remote access; repeatable)
+  --allow-host NAME  also answer requests whose Host is NAME (remote access; repeatable); without it only loopback
+                     names (localhost, 127.0.0.1, [::1]) are answered, whatever --host binds
   --mcp-tools LIST   MCP tools offered at /v0/mcp and /v0/sse: all (default), read-only, or tool names separated
                      by commas (env INBOXD_MCP_TOOLS)
   --rate-limit N     requests per second each token may make on average, in bursts of up to ${BURST_SECONDS}×N
@@ -42,41 +51,65 @@ one-time link that signs your browser in as the owner, to approve apps that ask 
                      ${DEFAULT_RATE_LIMIT.failedAuthPerMinute} a minute per client address, loopback exempt). Env INBOXD_RATE_LIMIT; the flag wins
   --token-ttl S      lifetime of OAuth access tokens in seconds (default 3600; env INBOXD_TOKEN_TTL); apps renew
                      them with their refresh token
-  --verbose          log one line per request to stderr
-Environment: INBOXD_PORT (instead of --port), INBOXD_LOG=debug (as --verbose), INBOXD_SQLITE_SYNC=FULL (fsync
-every commit), INBOXD_EVENT_LOG_MAX_AGE=SECONDS and INBOXD_EVENT_LOG_MAX_EVENTS=N (how long and how many events the
-event log keeps for resuming clients and webhooks; default 7 days and 1000000), INBOXD_EVENT_LOG=off (no log: only
-for measuring its cost; resume, GET /v1/events and webhooks then have nothing to read). SQLite is node:sqlite on Node 22.13+ and 24, better-sqlite3 on Node 20; the startup line says which.
+  -v, --verbose      log one line per request to stderr (env INBOXD_LOG=debug)
+${COMMON}
+Environment: INBOXD_SQLITE_SYNC=FULL (fsync every commit), INBOXD_EVENT_LOG_MAX_AGE=SECONDS and
+INBOXD_EVENT_LOG_MAX_EVENTS=N (how long and how many events the event log keeps for resuming clients and webhooks;
+default 7 days and 1000000), INBOXD_EVENT_LOG=off (no log: only for measuring its cost; resume, GET /v1/events and
+webhooks then have nothing to read). SQLite is node:sqlite on Node 22.13+ and 24, better-sqlite3 on Node 20; the
+startup line says which.
 Stops cleanly on SIGINT or SIGTERM (exit 0); a shutdown that takes over 10 s gives up with exit 1.`,
   token: `Usage: inboxd token create [--scope read] [--scope write] [--name NAME]
        inboxd token list
        inboxd token revoke ID-PREFIX|NAME
 
-create prints the new token alone on the last line of stdout (scopes default to read and write).
+create prints the new token alone on the last line of stdout.
 list shows every token: made here, or issued to an app through OAuth (named after the app, with its expiry).
-revoke ends a token, or all tokens of that name (an app's name ends every token it was given).
+revoke ends a token (give at least 6 characters of its ID), or all tokens of that name (an app's name ends every
+token it was given).
 Only a hash of each token is stored; a lost token cannot be shown again, revoke it and create another.
-Works beside a running daemon (it sees a revocation within a second).`,
+Works beside a running daemon (it sees a revocation within a second). list and revoke never create a data
+directory: on one without inboxd data they say so.
+  --scope SCOPE      what the new token may do: read (look only) or write (change things); repeat it for both
+                     (default: read and write)
+  --name NAME        a name for the new token, shown by list and accepted by revoke (default "token")
+${COMMON}`,
   open: `Usage: inboxd open [--port 23373] [--host 127.0.0.1] [--print]
 
 Prints a one-time link that signs your browser in to the daemon serving this data directory as its owner, so you
 can approve apps that ask for access (OAuth); it lands on the web inbox, which asks you to approve it the same
-way. The link works once, for 10 minutes. Where a desktop is available
-it is also opened in your browser (--print only prints it). --port and --host name where the daemon listens
-(default 23373, or INBOXD_PORT).`,
+way. The link works once, for 10 minutes. Where a desktop is available it is also opened in your browser. Works
+beside the running daemon; on a data directory without inboxd data it says so.
+  --port N           the port the daemon listens on, for the link (default 23373, or env INBOXD_PORT)
+  --host ADDR        the address the daemon listens on, for the link (default 127.0.0.1)
+  --print            only print the link, never open a browser
+${COMMON}`,
   webhook: `Usage: inboxd webhook add URL [--chat CHAT-ID]...
        inboxd webhook list
        inboxd webhook remove WEBHOOK-ID
 
-add prints the signing secret alone on the last line of stdout (shown once). Without --chat the webhook gets the
-events of every chat. Each delivery is a POST of the event as JSON with the headers x-inboxd-event,
-x-inboxd-delivery (the idempotency ID), x-inboxd-timestamp and x-inboxd-signature: sha256=HMAC-SHA256(secret,
-"<timestamp>.<body>") in hex. Failed deliveries are retried with backoff (10 attempts), across restarts.
-A running daemon picks changes up within 2 seconds.`,
+add prints the signing secret alone on the last line of stdout (shown once). Each delivery is a POST of the event
+as JSON with the headers x-inboxd-event, x-inboxd-delivery (the idempotency ID), x-inboxd-timestamp and
+x-inboxd-signature: sha256=HMAC-SHA256(secret, "<timestamp>.<body>") in hex. Failed deliveries are retried with
+backoff (10 attempts), across restarts.
+list shows each webhook's delivered and failed counts, its cursor in the event log, the events after it (at most)
+and the last error, as last stored by the daemon.
+remove takes the ID, or its first 6 or more characters if no other webhook's ID starts with them.
+A running daemon picks changes up within 2 seconds. list and remove never create a data directory: on one
+without inboxd data they say so.
+  --chat CHAT-ID     (add) send only the events of this chat; repeatable (default: every chat)
+${COMMON}`,
   seed: `Usage: inboxd seed --chats N --messages M [--accounts K] [--seed S]
 
 Fills an empty data directory with a deterministic sandbox dataset (same options, same data). Refuses while a
-daemon serves the directory: stop it first.`,
+daemon serves the directory: stop it first. Interrupted (Ctrl-C), it leaves the directory as it was, so the next
+seed starts over.
+  --chats N          how many chats to create (at least 1): about 70 % direct chats, the rest groups
+  --messages M       how many messages in all, spread over the chats (a few busy chats, many quiet ones) and
+                     over the last two years
+  --accounts K       how many sandbox accounts the chats are shared among (default 1)
+  --seed S           the random seed: another S gives other data of the same size (default 1)
+${COMMON}`,
 };
 
 /** How long `serve` may take to stop after SIGINT/SIGTERM before it gives up (service managers wait ~10–90 s). */
@@ -86,6 +119,11 @@ const common = { "data-dir": { type: "string" }, help: { type: "boolean", short:
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === "--version" || command === "-v") {
+    console.log(VERSION);
+    return 0;
+  }
+  if (command === "help" && isCommand(rest[0])) return help(rest[0]);
   if (!command || command === "--help" || command === "-h" || command === "help") {
     console.log(HELP.main);
     return command ? 0 : 1;
@@ -128,27 +166,32 @@ export async function main(argv: string[]): Promise<number> {
           throw new UsageError((error as Error).message);
         }
         const dataDir = resolveDataDir(values["data-dir"] as string | undefined);
-        mkdirSync(dataDir, { recursive: true });
-        const unlock = lockDataDir(dataDir);
-        process.once("exit", unlock);
+        createDataDir(dataDir);
+        const unlock = lockDataDir(dataDir, "serve"); // the kernel releases it if the process dies
+        const host = values.host as string;
+        const allowHosts = (values["allow-host"] as string[] | undefined) ?? [];
         // Listen before starting: a supervisor may signal as soon as it sees the "listening" line (or earlier), and
         // a signal with no listener yet would kill the process outright. One that comes during start-up stops the
         // daemon cleanly once it is up.
         const stopping = stopSignal();
         const server = await startServer({
           port,
-          host: values.host as string,
+          host,
           dbPath: databasePath(dataDir),
-          allowHosts: (values["allow-host"] as string[] | undefined) ?? [],
+          allowHosts,
           mcp: { tools },
           rateLimit,
           accessTokenTtlMs: ttl === undefined ? undefined : ttl * 1000,
           eventLog,
           verbose: Boolean(values.verbose || process.env.INBOXD_LOG === "debug"),
           print: (line) => console.log(line),
+        }).catch((error) => {
+          throw explainDatabaseError(error, databasePath(dataDir));
         });
         console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
         console.log(`Web inbox: ${server.url}/ — sign your browser in once with this link (it works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`);
+        if (!isLoopbackHost(host.includes(":") ? `[${host}]` : host) && allowHosts.length === 0)
+          console.error(`inboxd: listening on ${host}, but answering only requests whose Host is a loopback name (localhost, 127.0.0.1, [::1]); add --allow-host NAME for each name clients use to reach it`);
         await stopping;
         console.log("inboxd stopping");
         setTimeout(() => {
@@ -197,21 +240,44 @@ export async function main(argv: string[]): Promise<number> {
           seed: num("seed", 0),
         });
       }
-      default:
-        throw new UsageError(`unknown command ${command}`);
+      default: {
+        const near = nearest(command, Object.keys(HELP).filter(isCommand));
+        throw new UsageError(`unknown command ${command}${near ? ` (did you mean ${near}?)` : ""}`);
+      }
     }
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      console.error(`inboxd: ${(error as Error).message}\nRun 'inboxd ${HELP[command] ? `${command} ` : ""}--help' for usage.`);
+      const hint = error instanceof UsageError && !error.pointToHelp ? "" : `\nRun 'inboxd ${isCommand(command) ? `${command} ` : ""}--help' for usage.`;
+      console.error(`inboxd: ${(error as Error).message}${hint}`);
       return 2;
     }
     throw error;
   }
 }
 
+const isCommand = (name: string | undefined): name is string => name !== undefined && name !== "main" && Object.hasOwn(HELP, name);
+
 function help(command: string): number {
   console.log(HELP[command]);
   return 0;
+}
+
+/** The candidate nearest to `word` by edit distance, if it is near enough to be what was meant (a typo or two). */
+function nearest(word: string, candidates: string[]): string | undefined {
+  const scored = candidates.map((candidate) => ({ candidate, distance: editDistance(word.toLowerCase(), candidate) }));
+  const best = scored.sort((a, b) => a.distance - b.distance)[0];
+  return best && best.distance <= Math.max(1, Math.floor(best.candidate.length / 3)) ? best.candidate : undefined;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions, one row at a time. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length];
 }
 
 main(process.argv.slice(2)).then(

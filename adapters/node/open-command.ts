@@ -1,10 +1,7 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import type { Storage } from "unstorage";
 import { OAuthStore, SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
-import { databasePath } from "./data-dir.ts";
-import { openSqliteStorage } from "./sqlite-storage.ts";
-import { UsageError } from "./usage-error.ts";
+import { openDataDir } from "./data-dir.ts";
 
 /** A one-time link that signs this browser in as the owner (to approve apps), valid for 10 minutes. */
 export async function signInLink(storage: Storage, baseURL: string): Promise<string> {
@@ -17,8 +14,7 @@ export async function signInLink(storage: Storage, baseURL: string): Promise<str
  * link is a record in the same store), and opens it in the desktop's browser where there is one.
  */
 export async function runOpen(dataDir: string, options: { port: number; host: string; print?: boolean }): Promise<number> {
-  if (!existsSync(databasePath(dataDir))) throw new UsageError(`${dataDir} holds no inboxd data yet: start the daemon once with inboxd serve`);
-  const { storage, close } = await openSqliteStorage(databasePath(dataDir));
+  const { storage, close } = await openDataDir(dataDir, { create: false });
   let link: string;
   try {
     link = await signInLink(storage, `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`);

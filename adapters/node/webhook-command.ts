@@ -1,9 +1,11 @@
-import { mkdirSync } from "node:fs";
 import { createWebhook, removeWebhook, storedWebhooks } from "../../src/services/webhooks.ts";
 import { ApiError } from "../../src/http/errors.ts";
-import { databasePath } from "./data-dir.ts";
-import { openSqliteStorage } from "./sqlite-storage.ts";
+import { openDataDir } from "./data-dir.ts";
+import { printTable } from "./cli-table.ts";
 import { UsageError } from "./usage-error.ts";
+
+/** The shortest ID prefix `webhook remove` accepts (as `token revoke`). */
+const MIN_PREFIX = 6;
 
 /**
  * `inboxd webhook add|list|remove`: edits the webhook config (a running daemon picks changes up within 2 s); list
@@ -11,33 +13,39 @@ import { UsageError } from "./usage-error.ts";
  */
 export async function runWebhook(dataDir: string, positionals: string[], values: { chat?: string[] }): Promise<number> {
   const [action, target] = positionals;
-  mkdirSync(dataDir, { recursive: true });
-  const { storage, close } = await openSqliteStorage(databasePath(dataDir));
+  if (action !== "add" && action !== "list" && action !== "remove")
+    throw new UsageError(action ? `unknown webhook action ${action}` : "webhook needs an action: add, list or remove");
+  if (action === "add" && !target) throw new UsageError("webhook add needs a URL");
+  if (action === "remove" && !target) throw new UsageError(`webhook remove needs an ID, or its first ${MIN_PREFIX}+ characters (from webhook list)`);
+  // Only add makes a data directory; list and remove on one without data say so.
+  const { storage, close } = await openDataDir(dataDir, { create: action === "add" });
   try {
     if (action === "add") {
-      if (!target) throw new UsageError("webhook add needs a URL");
       const hook = await createWebhook(storage, { url: target, chatIDs: values.chat });
       console.error(`Added webhook ${hook.id} for ${hook.chatIDs[0] === "*" ? "every chat" : hook.chatIDs.join(", ")}. Its signing secret is shown only once:`);
       console.log(hook.secret);
       return 0;
     }
+    const hooks = await storedWebhooks(storage);
     if (action === "list") {
-      const hooks = await storedWebhooks(storage);
       if (hooks.length === 0) console.log("no webhooks");
-      for (const h of hooks) {
-        // pending is at most this many: the CLI does not read the events to tell which are for the webhook's chats.
-        const counts = `delivered ${h.delivered}  failed ${h.failed}  pending ≤${h.pending}  cursor ${h.cursor}`;
-        console.log(`${h.id}  ${h.url}  ${h.chatIDs.join(",")}  ${h.createdAt}  ${counts}${h.lastError ? `  last error: ${h.lastError.message}` : ""}`);
-      }
+      // PENDING is at most this many: the CLI does not read the events to tell which are for the webhook's chats.
+      const header = ["ID", "URL", "CHATS", "CREATED", "DELIVERED", "FAILED", "PENDING", "CURSOR", "LAST ERROR"];
+      const row = (h: (typeof hooks)[number]) => [h.id, h.url, h.chatIDs.join(","), h.createdAt, `${h.delivered}`, `${h.failed}`, `≤${h.pending}`, `${h.cursor}`, h.lastError?.message ?? "-"];
+      if (hooks.length) printTable(header, hooks.map(row));
       return 0;
     }
-    if (action === "remove") {
-      if (!target) throw new UsageError("webhook remove needs an ID (from webhook list)");
-      await removeWebhook(storage, target);
-      console.log(`removed ${target}`);
-      return 0;
+    const matches = hooks.filter((h) => h.id === target || (target.length >= MIN_PREFIX && h.id.startsWith(target)));
+    if (matches.length !== 1) {
+      const why = matches.length
+        ? `${target} matches ${matches.length} webhooks (${matches.map((h) => h.id).join(", ")}); give more of the ID`
+        : `no webhook matches ${target} (give an ID, or its first ${MIN_PREFIX}+ characters, from inboxd webhook list)`;
+      console.error(`inboxd: ${why}`);
+      return 1;
     }
-    throw new UsageError(action ? `unknown webhook action ${action}` : "webhook needs an action: add, list or remove");
+    await removeWebhook(storage, matches[0].id);
+    console.log(`removed ${matches[0].id}`);
+    return 0;
   } catch (error) {
     if (error instanceof ApiError) {
       console.error(`inboxd: ${error.message}`);

@@ -16,6 +16,8 @@ export interface SeedOptions {
   /** Reference "now" (ms); timestamps span the two years before it. */
   now?: number;
   onProgress?: (done: number, total: number) => void;
+  /** Stops the seeding (it throws the signal's reason) before its next commit; what was committed stays. */
+  signal?: AbortSignal;
 }
 
 const DAY = 86_400_000;
@@ -144,6 +146,7 @@ export async function seedDataset(db: Db, options: SeedOptions): Promise<void> {
     db.saveChat(chat);
     done += n;
     if (c % 200 === 199 || c === options.chats - 1) {
+      await checkpoint(options.signal);
       await db.commit();
       // Fill previews from the committed chunks (cheap: the last chunk is cached).
       options.onProgress?.(done, options.messages);
@@ -166,9 +169,22 @@ export async function seedDataset(db: Db, options: SeedOptions): Promise<void> {
     order.forEach((from, i) => { sorted[i * 3] = flat[from]; sorted[i * 3 + 1] = flat[from + 1]; sorted[i * 3 + 2] = flat[from + 2]; });
     db.index.writeSorted(term, sorted, count);
     postings.delete(term);
-    if (++written % 2000 === 0) await db.commit();
+    if (++written % 2000 === 0) {
+      await checkpoint(options.signal);
+      await db.commit();
+    }
   }
   await db.commit();
+}
+
+/**
+ * With a signal: lets the event loop run (the commits alone never yield to it, so a signal handler would wait for
+ * the end), then stops if the seeding was aborted meanwhile.
+ */
+async function checkpoint(signal: AbortSignal | undefined) {
+  if (!signal) return;
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  signal.throwIfAborted();
 }
 
 function chunkLast(n: number, stamps: number[]) {
