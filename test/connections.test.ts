@@ -14,7 +14,7 @@ import { ensureToken } from "../src/services/tokens.ts";
 // refusal, a declared length over the limit is refused before any body, and a body that stalls or trickles is
 // timed out (with short timeouts here; the defaults are in request-body.ts).
 const TOKEN = "inbx_connections_test_token_0123456789";
-const TIMEOUTS = { idleMs: 800, graceMs: 600, minBytesPerSecond: 2048 };
+const TIMEOUTS = { idleMs: 800, graceMs: 600, minBytesPerSecond: 2048, headersMs: 1000 };
 let server: RunningServer;
 let dir: string;
 let port: number;
@@ -58,6 +58,44 @@ function request(path: string, options: { method?: string; headers?: Record<stri
 
 const multipart = (boundary: string, parts: string[]) => `${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join("")}--${boundary}--\r\n`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Writes `text` on a new connection and answers everything the server sent until it closed the connection. */
+async function exchange(text: string, options: { waitMs?: number } = {}): Promise<string> {
+  const socket = net.connect(port, "127.0.0.1");
+  await new Promise((resolve) => socket.once("connect", resolve));
+  let answer = "";
+  socket.setEncoding("utf8");
+  socket.on("data", (c) => (answer += c));
+  socket.on("error", () => undefined);
+  socket.write(text);
+  await new Promise((resolve) => {
+    socket.once("close", resolve);
+    // A kept-alive connection stays open after its answer: stop waiting once it has come.
+    if (options.waitMs) setTimeout(() => socket.destroy(), options.waitMs);
+  });
+  return answer;
+}
+
+/** A raw answer as its status line, headers (lower-cased names) and body (chunked bodies joined). */
+function parseAnswer(answer: string) {
+  const end = answer.indexOf("\r\n\r\n");
+  const [statusLine, ...lines] = answer.slice(0, end).split("\r\n");
+  const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(":")).toLowerCase(), line.slice(line.indexOf(":") + 1).trim()]));
+  let body = answer.slice(end + 4);
+  if (headers["transfer-encoding"] === "chunked") body = body.split("\r\n").filter((_, i) => i % 2 === 1).join("");
+  return { statusLine, headers, body };
+}
+
+/** What every error answer must be: the status line with its reason phrase, and the documented JSON error body. */
+function expectJsonError(answer: string, status: number, code: string) {
+  const { statusLine, headers, body } = parseAnswer(answer);
+  expect(statusLine).toBe(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}`);
+  expect(headers["content-type"]).toBe("application/json");
+  const json = JSON.parse(body);
+  expect(json).toMatchObject({ code, message: expect.any(String) });
+  expect(json.message.length).toBeGreaterThan(0);
+  return json as { code: string; message: string };
+}
 
 describe("connections", () => {
   it("a kept-alive connection answers the next request at once after an early 413 (10,000 small multipart fields)", async () => {
@@ -146,16 +184,40 @@ describe("connections", () => {
   });
 
   it("answers malformed HTTP with a JSON 400 instead of dropping the connection", async () => {
-    const socket = net.connect(port, "127.0.0.1");
-    await new Promise((resolve) => socket.once("connect", resolve));
-    let text = "";
-    socket.setEncoding("utf8");
-    socket.on("data", (c) => (text += c));
-    socket.write("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n");
-    await new Promise((resolve) => socket.once("end", resolve));
-    socket.destroy();
-    expect(text).toMatch(/^HTTP\/1\.1 400 /);
-    expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).toMatchObject({ code: "INVALID_REQUEST" });
-    await sleep(10);
+    expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n"), 400, "INVALID_REQUEST");
+  });
+
+  it("every error Node's HTTP layer makes carries the JSON error body: 431, 400 (no Host), 408 (slow headers), 417, 405 (CONNECT)", async () => {
+    expectJsonError(await exchange(`GET /v1/accounts?x=${"a".repeat(18 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`), 431, "HEADERS_TOO_LARGE");
+    const noHost = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\n\r\n", { waitMs: 500 }), 400, "INVALID_REQUEST");
+    expect(noHost.message).toMatch(/Host/);
+    const started = performance.now();
+    const slow = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\n"), 408, "REQUEST_TIMEOUT"); // the headers never end
+    expect(slow.message).toMatch(/headers did not arrive within 1 s/);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(TIMEOUTS.headersMs - 50);
+    const expectation = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: teapot\r\n\r\n"), 417, "EXPECTATION_FAILED");
+    expect(expectation.message).toMatch(/teapot/);
+    expectJsonError(await exchange("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"), 405, "METHOD_NOT_ALLOWED");
+    // The daemon still answers.
+    expect((await request("/v1/accounts", {})).status).toBe(200);
+  });
+
+  it("every status line carries its standard reason phrase, also the WebSocket refusal's", async () => {
+    const bearer = `Authorization: Bearer ${TOKEN}\r\n`;
+    const lines: [string, string][] = [
+      [`GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`, "200 OK"],
+      ["GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "401 Unauthorized"],
+      [`GET /v1/nosuch HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`, "404 Not Found"],
+      [`GET /v1/chats/search?unreadOnly=maybe HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`, "400 Bad Request"],
+      [`GET /v1/accounts HTTP/1.1\r\nHost: evil.example\r\n${bearer}\r\n`, "403 Forbidden"],
+      [`DELETE /v1/webhooks/wh_0 HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`, "404 Not Found"],
+      // Refused before its body is read (finishBody's response).
+      [`POST /v1/chats HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}Content-Type: application/json\r\nContent-Length: 3000000\r\n\r\n`, "413 Payload Too Large"],
+      ["GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", "401 Unauthorized"],
+    ];
+    for (const [text, status] of lines) expect(parseAnswer(await exchange(text, { waitMs: 300 })).statusLine, text.split("\r\n")[0]).toBe(`HTTP/1.1 ${status}`);
+    // A created webhook's DELETE: 204 No Content.
+    const created = JSON.parse((await request("/v1/webhooks", { method: "POST", headers: { "content-type": "application/json" }, write: (req) => req.end('{"url":"http://127.0.0.1:9/x"}') })).body);
+    expect(parseAnswer(await exchange(`DELETE /v1/webhooks/${created.id} HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`, { waitMs: 300 })).statusLine).toBe("HTTP/1.1 204 No Content");
   });
 });

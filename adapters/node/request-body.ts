@@ -1,6 +1,7 @@
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { ServerResponse, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders, type Server } from "node:http";
 import type { Socket } from "node:net";
-import { ApiError } from "../../src/http/errors.ts";
+import type { Duplex } from "node:stream";
+import { ApiError, clip, toErrorResponse } from "../../src/http/errors.ts";
 
 /**
  * How the daemon reads request bodies and ends connections, so that a client always sees the answer and a
@@ -14,8 +15,11 @@ import { ApiError } from "../../src/http/errors.ts";
  *   rest: a small remainder is read and dropped and the connection stays alive; a larger or unknown one gets
  *   `Connection: close`, and the daemon half-closes after the response, reading and dropping up to DRAIN_BYTES for
  *   up to DRAIN_MS (a lingering close) before it lets go of the socket.
- * - Malformed requests that never reach the app (headers or URL over 16 KB, bad syntax, header timeout) get a
- *   JSON error the same way (`answerClientErrors`).
+ * - Malformed requests that never reach the app (headers or URL over 16 KB, bad syntax, header timeout, an
+ *   unsupported `Expect`, CONNECT) get a JSON error the same way (`answerClientErrors`).
+ * - Every status line carries its standard reason phrase (`HTTP/1.1 200 OK`, not `HTTP/1.1 200 `):
+ *   `ReasonPhraseResponse` for what goes through Node's responses, `writeRawResponse` for what is written straight
+ *   to a socket.
  */
 /** A remainder up to this is read and dropped with the connection kept alive. */
 const KEEP_ALIVE_DRAIN_BYTES = 1024 * 1024;
@@ -41,6 +45,8 @@ export interface BodyTimeouts {
   /** From the start of a body until its average rate is judged. */
   graceMs: number;
   minBytesPerSecond: number;
+  /** Before the body: how long the request line and headers may take (default HEADERS_TIMEOUT_MS). */
+  headersMs?: number;
 }
 export const BODY_TIMEOUTS: BodyTimeouts = { idleMs: 15_000, graceMs: 10_000, minBytesPerSecond: 8 * 1024 };
 
@@ -146,11 +152,47 @@ function drain(req: IncomingMessage, socket: Socket, keepAlive: boolean) {
   req.resume();
 }
 
+/** The standard reason phrase of a status code (node:http's STATUS_CODES). */
+const reasonPhrase = (status: number) => STATUS_CODES[status] ?? "Unknown";
+
 /**
- * Requests Node refuses before the app sees them (headers or URL over MAX_HEADER_BYTES, malformed syntax, headers
- * too slow) get a JSON error like every other refusal, then a lingering close instead of Node's immediate reset.
+ * The daemon's responses: srvx hands Node the Response's statusText as the reason phrase, and a Response made
+ * without one has "", which Node would send as is (`HTTP/1.1 200 `); this puts the standard phrase there instead.
  */
-export function answerClientErrors(server: Server): void {
+export class ReasonPhraseResponse<Req extends IncomingMessage = IncomingMessage> extends ServerResponse<Req> {
+  override writeHead(statusCode: number, reason?: string | OutgoingHttpHeaders | OutgoingHttpHeader[], headers?: OutgoingHttpHeaders | OutgoingHttpHeader[]): this {
+    if (typeof reason !== "string") return super.writeHead(statusCode, reason);
+    return super.writeHead(statusCode, reason || reasonPhrase(statusCode), headers);
+  }
+}
+
+/**
+ * Writes a whole response straight to a socket that Node's HTTP layer does not (or no longer) answers on — a refused
+ * WebSocket upgrade, a request Node's parser refused — with its reason phrase, and closes the socket after it.
+ */
+export async function writeRawResponse(socket: Duplex, response: Response): Promise<void> {
+  const body = await response.text();
+  const lines = [`HTTP/1.1 ${response.status} ${reasonPhrase(response.status)}`];
+  response.headers.forEach((value, name) => lines.push(`${name}: ${value}`));
+  lines.push(`content-length: ${Buffer.byteLength(body)}`, "connection: close", "", body);
+  socket.end(lines.join("\r\n"));
+}
+
+/** What Node's parser refused, as the API's error (`{code, message}`, src/http/errors.ts). */
+function clientErrorOf(error: NodeJS.ErrnoException, headersTimeoutMs: number): ApiError {
+  if (error.code === "HPE_HEADER_OVERFLOW")
+    return new ApiError(431, "HEADERS_TOO_LARGE", `the request line and headers are limited to ${MAX_HEADER_BYTES} bytes (URLs included)`);
+  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") return new ApiError(408, "REQUEST_TIMEOUT", `the request headers did not arrive within ${headersTimeoutMs / 1000} s`);
+  return new ApiError(400, "INVALID_REQUEST", "malformed HTTP request");
+}
+
+/**
+ * Requests Node refuses or would answer itself before the app sees them get a JSON error like every other refusal:
+ * headers or URL over MAX_HEADER_BYTES, malformed syntax and headers too slow (then a lingering close instead of
+ * Node's immediate reset), an `Expect` other than 100-continue (417; Node's own answer has no body) and CONNECT
+ * (405; Node would close the connection without a word).
+ */
+export function answerClientErrors(server: Server, headersTimeoutMs = HEADERS_TIMEOUT_MS): void {
   const answered = new WeakSet<Socket>();
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
     if (answered.has(socket)) return; // the parser reports every later chunk of a broken connection again
@@ -159,17 +201,20 @@ export function answerClientErrors(server: Server): void {
       socket.destroy();
       return;
     }
-    const [status, reason, code, message] =
-      error.code === "HPE_HEADER_OVERFLOW"
-        ? [431, "Request Header Fields Too Large", "HEADERS_TOO_LARGE", `the request line and headers are limited to ${MAX_HEADER_BYTES} bytes (URLs included)`]
-        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-          ? [408, "Request Timeout", "REQUEST_TIMEOUT", `the request headers did not arrive within ${HEADERS_TIMEOUT_MS / 1000} s`]
-          : [400, "Bad Request", "INVALID_REQUEST", "malformed HTTP request"];
-    const body = JSON.stringify({ code, message });
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    void writeRawResponse(socket, toErrorResponse(clientErrorOf(error, headersTimeoutMs)));
     // Keep reading (Node's parser drops what it cannot parse) so the client's unsent bytes do not reset the
     // connection before it has read the answer.
     socket.resume();
     setTimeout(() => socket.destroy(), DRAIN_MS).unref();
   });
+  server.on("checkExpectation", async (req: IncomingMessage, res: ServerResponse) => {
+    const response = toErrorResponse(new ApiError(417, "EXPECTATION_FAILED", `Expect: ${clip(String(req.headers.expect))} is not supported (only 100-continue is)`));
+    res.shouldKeepAlive = false; // the request's body, if any, is not read
+    res.writeHead(response.status, Object.fromEntries(response.headers)).end(await response.text());
+  });
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    socket.on("error", () => socket.destroy());
+    void writeRawResponse(socket, toErrorResponse(new ApiError(405, "METHOD_NOT_ALLOWED", "CONNECT is not supported: this server is not a proxy")));
+  });
 }
+

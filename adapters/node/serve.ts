@@ -8,8 +8,10 @@ import { signInLink } from "./open-command.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 import { assetStorage } from "./asset-storage.ts";
-import { answerClientErrors, BODY_TIMEOUTS, bodyOf, finishBody, HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, type BodyTimeouts } from "./request-body.ts";
+import { answerClientErrors, BODY_TIMEOUTS, bodyOf, finishBody, HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, ReasonPhraseResponse, type BodyTimeouts } from "./request-body.ts";
 import { attachWebSockets } from "./websocket.ts";
+import { UsageError } from "./usage-error.ts";
+import { badRequest, toErrorResponse } from "../../src/http/errors.ts";
 
 export interface ServeOptions {
   port: number;
@@ -25,7 +27,7 @@ export interface ServeOptions {
   /** Overrides for tests (e.g. short login-session expiry). */
   /** Test tuning; `xmppFirstBackfill`: messages per archive a first XMPP connect reads. */
   tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number };
-  /** Overrides for tests: how long a request body may take (request-body.ts). */
+  /** Overrides for tests: how long a request's headers and body may take (request-body.ts). */
   bodyTimeouts?: BodyTimeouts;
   /** Per-token budgets and failed-authentication throttling (`--rate-limit`); false turns them off. Default: on, with src/http/rate-limit.ts's defaults. */
   rateLimit?: AppOptions["rateLimit"];
@@ -35,36 +37,68 @@ export interface ServeOptions {
   eventLog?: AppOptions["eventLog"];
 }
 
-/** One request: bodies go through request-body.ts (see there), so a refusal never costs the client its answer. */
-async function handle(app: App, request: Request, timeouts: BodyTimeouts): Promise<Response> {
-  const node = (request as NodeRequest).runtime?.node;
-  if (!node || request.method === "GET" || request.method === "HEAD") return app.fetch(request);
-  const body = bodyOf(node.req, timeouts);
-  const forwarded = tagPeer(new Request(request.url, { method: request.method, headers: request.headers, body: body.stream, duplex: "half" } as RequestInit), node.req.socket?.remoteAddress);
-  const response = await app.fetch(forwarded);
-  return body.complete() ? response : finishBody(node.req, node.res, body, response);
+/**
+ * One request: bodies go through request-body.ts (see there), so a refusal never costs the client its answer. A
+ * request that comes while the app is still starting waits for it (the daemon listens first, see startServer).
+ */
+async function handle(starting: App | Promise<App>, request: Request, timeouts: BodyTimeouts): Promise<Response> {
+  try {
+    const node = (request as NodeRequest).runtime?.node;
+    // Node's own refusal of an HTTP/1.1 request without Host has no body; this one has the API's error body.
+    if (node && node.req.httpVersion === "1.1" && node.req.headers.host === undefined)
+      return toErrorResponse(badRequest("an HTTP/1.1 request needs a Host header", [{ code: "required", message: "Host is required", path: ["headers", "host"] }]));
+    const app = await starting;
+    if (!node || request.method === "GET" || request.method === "HEAD") return await app.fetch(request);
+    const body = bodyOf(node.req, timeouts);
+    const forwarded = tagPeer(new Request(request.url, { method: request.method, headers: request.headers, body: body.stream, duplex: "half" } as RequestInit), node.req.socket?.remoteAddress);
+    const response = await app.fetch(forwarded);
+    return body.complete() ? response : finishBody(node.req, node.res, body, response);
+  } catch (error) {
+    return toErrorResponse(error); // srvx's own answer to a throw is a bare 500
+  }
+}
+
+/** Why the daemon cannot listen, in words that say what to change (the CLI prints it as `inboxd: …`). */
+function listenError(error: NodeJS.ErrnoException, port: number, host: string): Error {
+  const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const notHere = `cannot listen on ${where}: ${host} is not an address of this machine; pick another with --host`;
+  const because = {
+    EADDRINUSE: `port ${port} is already in use on ${host} (another inboxd, or another program): stop that, or pick another port with --port`,
+    EACCES: `not allowed to listen on ${where} (ports below 1024 need privileges): pick another port with --port`,
+    EADDRNOTAVAIL: notHere,
+    ENOTFOUND: notHere,
+  }[error.code ?? ""];
+  return because ? new UsageError(because, false) : error;
 }
 
 /**
- * The HTTP listener around an app: srvx, with bodies, limits and timeouts as request-body.ts handles them (tests
- * shorten the body timeouts).
+ * The HTTP listener around an app (or an app still starting): srvx, with bodies, limits and timeouts as
+ * request-body.ts handles them (tests shorten the timeouts). A port that is taken is a UsageError naming it.
  */
-export async function listenApp(app: App, port: number, host: string, bodyTimeouts: BodyTimeouts = BODY_TIMEOUTS) {
+export async function listenApp(app: App | Promise<App>, port: number, host: string, timeouts: BodyTimeouts = BODY_TIMEOUTS) {
+  const headersTimeout = timeouts.headersMs ?? HEADERS_TIMEOUT_MS;
   const server = listen({
     port,
     hostname: host,
-    fetch: (request) => handle(app, request, bodyTimeouts),
+    fetch: (request) => handle(app, request, timeouts),
     silent: true,
     gracefulShutdown: false,
     node: {
       maxHeaderSize: MAX_HEADER_BYTES,
-      headersTimeout: HEADERS_TIMEOUT_MS,
+      headersTimeout,
       requestTimeout: 0, // bodies have their own progress timeout (request-body.ts): an upload may take long
-      connectionsCheckingInterval: 2_000,
+      connectionsCheckingInterval: Math.min(2_000, headersTimeout / 2),
+      // Refused in handle() with a JSON body instead (Node's own 400 has none).
+      requireHostHeader: false,
+      ServerResponse: ReasonPhraseResponse,
     },
   });
-  await server.ready();
-  answerClientErrors(server.node!.server! as import("node:http").Server);
+  try {
+    await server.ready();
+  } catch (error) {
+    throw listenError(error as NodeJS.ErrnoException, port, host);
+  }
+  answerClientErrors(server.node!.server! as import("node:http").Server, headersTimeout);
   return server;
 }
 
@@ -78,13 +112,38 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Opens the store, creates a first token if there is none, and listens. */
+/**
+ * Listens first, so that a port in use is said before anything is written to the data directory; then opens the
+ * store and builds the app (requests that come meanwhile wait for it), and creates a first token if there is none.
+ */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
-  const { storage, binding, close: closeStorage } = await openSqliteStorage(options.dbPath);
-  if ((await listTokens(storage)).length === 0) {
-    const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });
-    options.print(`Created an access token (read, write). It is shown only once; store it now:\n${token}`);
+  let started!: (app: App) => void;
+  let failed!: (error: unknown) => void;
+  const starting = new Promise<App>((resolve, reject) => ((started = resolve), (failed = reject)));
+  starting.catch(() => undefined); // requests waiting on it answer the error; startServer throws it
+  const server = await listenApp(starting, options.port, options.host, options.bodyTimeouts);
+  const nodeServer = server.node!.server! as import("node:http").Server;
+  // WebSocket upgrades wait for the app too (attachWebSockets needs it), then are handed over in order.
+  const early: unknown[][] = [];
+  const hold = (...args: unknown[]) => early.push(args);
+  nodeServer.on("upgrade", hold);
+  try {
+    const running = await startApp(options, server);
+    started(running.app);
+    nodeServer.off("upgrade", hold);
+    for (const args of early) nodeServer.emit("upgrade", ...args);
+    return running;
+  } catch (error) {
+    failed(error);
+    nodeServer.off("upgrade", hold);
+    for (const [, socket] of early) (socket as import("node:stream").Duplex).destroy();
+    await server.close(true);
+    throw error;
   }
+}
+
+async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof listenApp>>): Promise<RunningServer> {
+  const { storage, binding, close: closeStorage } = await openSqliteStorage(options.dbPath);
   // Reminders (and later retries) wake the app at their time; a timer cannot wait longer than ~24.8 days.
   let timer: ReturnType<typeof setTimeout> | undefined;
   let app: App | undefined;
@@ -112,9 +171,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });
-  const server = await listenApp(app, options.port, options.host, options.bodyTimeouts);
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
   await app.wake(); // reminders that came due while the daemon was down
+  if ((await listTokens(storage)).length === 0) {
+    const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });
+    options.print(`Created an access token (read, write). It is shown only once; store it now:\n${token}`);
+  }
   // `inboxd webhook add` writes from another process: look for new webhooks every 2 s.
   const webhookRefresh = setInterval(() => void app!.context.webhooks.refresh(true).catch(() => undefined), 2000);
   webhookRefresh.unref();

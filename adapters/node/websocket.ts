@@ -2,6 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { tagPeer } from "./peer.ts";
+import { writeRawResponse } from "./request-body.ts";
 import { LIMITS } from "../../src/http/limits.ts";
 import { WS_PROTOCOL, type App } from "../../src/app.ts";
 import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
@@ -114,9 +115,5 @@ function toHeaders(req: IncomingMessage): Headers {
 
 /** Answers a refused upgrade with a plain HTTP response (status and JSON error body) and closes the socket. */
 async function refuse(socket: Duplex, response: Response) {
-  const body = await response.text();
-  const lines = [`HTTP/1.1 ${response.status} ${response.statusText || "Refused"}`];
-  response.headers.forEach((value, name) => lines.push(`${name}: ${value}`));
-  lines.push(`content-length: ${Buffer.byteLength(body)}`, "connection: close", "", body);
-  socket.end(lines.join("\r\n"));
+  await writeRawResponse(socket, response);
 }

@@ -22,9 +22,13 @@ export class ApiError extends Error {
 
 export const badRequest = (message: string, issues?: Issue[]) =>
   new ApiError(400, "INVALID_REQUEST", message, issues ? { issues } : undefined);
-/** RFC 6750: a 401 names the scheme to use (MCP clients read it to learn that a bearer token is expected). */
-export const unauthorized = () =>
-  new ApiError(401, "UNAUTHORIZED", "access token is missing or invalid", undefined, { "www-authenticate": 'Bearer realm="inboxd"' });
+/**
+ * RFC 6750: a 401 names the scheme to use (MCP clients read it to learn that a bearer token is expected). The message
+ * says where a token comes from: the daemon's `inboxd token create`, or the Worker's admin-token secret.
+ */
+const UNAUTHORIZED_MESSAGE =
+  "access token is missing or invalid: send the header Authorization: Bearer <token>, with a token from `inboxd token create` (on a Cloudflare Worker: its admin token, the INBOXD_ADMIN_TOKEN secret)";
+export const unauthorized = () => new ApiError(401, "UNAUTHORIZED", UNAUTHORIZED_MESSAGE, undefined, { "www-authenticate": 'Bearer realm="inboxd"' });
 export const forbidden = (message = "access token does not have the required scope") =>
   new ApiError(403, "FORBIDDEN", message);
 export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${clip(what, 120)} not found`);

@@ -55,8 +55,9 @@ describe("checkRequestOrigin", () => {
     expect(refusal(() => check({ origin: "null" }, { allowedHosts: "*" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
   });
 
-  it("refuses a foreign Host (DNS rebinding) with 403", () => {
+  it("refuses a foreign Host (DNS rebinding) with 403, naming the option that would allow it", () => {
     expect(refusal(() => check({ host: "evil.example:23373" }))).toEqual({ status: 403, code: "HOST_NOT_ALLOWED" });
+    expect(() => check({ host: "inbox.example:23373" })).toThrow(/^Host inbox\.example is not allowed: .*start it with --allow-host inbox\.example$/);
     expect(refusal(() => check({}, {}, "http://evil.example/v1/accounts"))).toEqual({ status: 403, code: "HOST_NOT_ALLOWED" });
   });
 

@@ -1,4 +1,4 @@
-import { ApiError, forbidden, unauthorized } from "./errors.ts";
+import { ApiError, clip, forbidden, unauthorized } from "./errors.ts";
 import type { Scope, TokenVerifier } from "../services/tokens.ts";
 
 export interface GuardOptions {
@@ -27,14 +27,24 @@ export function hostAllowed(host: string | null, options: GuardOptions): boolean
  * cannot set Authorization); this also stops a page from probing the API with a token it somehow holds.
  */
 export function checkRequestOrigin(request: Request, url: URL, options: GuardOptions) {
-  if (!hostAllowed(request.headers.get("host") ?? url.host, options))
-    throw new ApiError(403, "HOST_NOT_ALLOWED", "this server only answers to loopback host names; configure remote access to use another");
+  const host = request.headers.get("host") ?? url.host;
+  if (!hostAllowed(host, options)) throw hostNotAllowed(host);
   const site = request.headers.get("sec-fetch-site");
   const origin = request.headers.get("origin");
   // `Origin: null` comes from sandboxed iframes, file:// pages and some redirects: a page whose site cannot be
   // told, so it is refused like a foreign one.
   if (site === "cross-site" || origin === "null" || (origin && !hostAllowed(safeHost(origin), options)))
     throw new ApiError(403, "CROSS_SITE_REQUEST", "cross-site requests are not allowed");
+}
+
+/** The daemon's refusal of a foreign Host (the Worker answers any): it names the option that allows one. */
+function hostNotAllowed(host: string | null) {
+  const name = clip((host ?? "").replace(/:\d+$/, ""), 100) || "(none)";
+  return new ApiError(
+    403,
+    "HOST_NOT_ALLOWED",
+    `Host ${name} is not allowed: this server answers only to loopback host names (localhost, 127.0.0.1, [::1]); to reach it as ${name}, start it with --allow-host ${name}`,
+  );
 }
 
 export function safeHost(origin: string): string | null {

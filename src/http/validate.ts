@@ -99,7 +99,12 @@ export const queryArray = v.pipe(
   v.maxLength(LIMITS.arrayItems, `must have at most ${LIMITS.arrayItems} items`),
   v.check((items) => items.every((item) => utf8Length(item) <= LIMITS.idBytes), `each item must be at most ${LIMITS.idBytes} bytes`),
 );
-export const queryBoolean = v.pipe(v.picklist(["true", "false"], "expected true or false"), v.transform((x) => x === "true"));
+/** A query boolean: `true` or `false` and nothing else (no `1`, `yes`, `True`): any other value is a 400 naming it. */
+const trueOrFalse = v.picklist(["true", "false"], "expected true or false");
+const toBoolean = v.transform((x: "true" | "false") => x === "true");
+export const queryBoolean = v.pipe(trueOrFalse, toBoolean);
+/** queryBoolean with a description, which the OpenAPI document keeps only before the transformation. */
+export const describedQueryBoolean = (description: string) => v.pipe(trueOrFalse, v.description(description), toBoolean);
 // The metadata is what the OpenAPI document says of the field (src/spec): the value a client means, not its text.
 export const queryInt = (min: number, max: number) =>
   v.pipe(

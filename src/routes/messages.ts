@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { bounded, id, LIMITS } from "../http/limits.ts";
 import { noContent, type Api } from "../http/route-kit.ts";
 import { badRequest } from "../http/errors.ts";
-import { direction, isoDate, queryArray, queryBoolean, queryInt } from "../http/validate.ts";
+import { describedQueryBoolean, direction, isoDate, queryArray, queryBoolean, queryInt } from "../http/validate.ts";
 import { extension, Message, MessageSearchPage, pageOf } from "../schema/wire.ts";
 import { deleteMessage, editMessage, getMessage, listMessages, sendMessage } from "../services/messages.ts";
 import { searchMessages } from "../services/message-search.ts";
@@ -31,15 +31,7 @@ export const ReactionBody = v.object({
 });
 export const ReactionQuery = v.object({ reactionKey: id });
 export const DeleteQuery = v.object({
-  // queryBoolean's steps, with the description where the document keeps it (before the transformation).
-  forEveryone: v.optional(
-    v.pipe(
-      v.picklist(["true", "false"], "expected true or false"),
-      v.description("true (default): delete on the network too; false: delete only on this device, the network is not told."),
-      v.transform((x) => x === "true"),
-    ),
-    "true",
-  ),
+  forEveryone: v.optional(describedQueryBoolean("true (default): delete on the network too; false: delete only on this device, the network is not told."), "true"),
 });
 export const SearchQuery = v.object({
   query: v.optional(bounded(LIMITS.queryTextBytes)),

@@ -23,8 +23,8 @@ export function webhookRoutes(api: Api) {
   const tag = "Webhooks";
   api
     .add({ method: "POST", path: "/v1/webhooks", operationId: "createWebhook", extension: true, summary: "Register a webhook", tag, body: CreateBody, response: CreatedWebhook,
-      description: "Events of the given chats (all by default) logged from now on are POSTed to `url` in order, signed with HMAC-SHA256 over `<timestamp>.<body>` with `secret`." },
-      ({ rc, body }) => rc.app.webhooks.create(body))
+      description: "Events of the given chats (all by default) logged from now on are POSTed to `url` in order, signed with HMAC-SHA256 over `<timestamp>.<body>` with `secret`. A chat ID that names no chat of this device is a 422 (a localChatID is stored as its chat's ID)." },
+      ({ rc, body }) => rc.app.webhooks.create(body, (chatID) => rc.app.db.chats.find(chatID)))
     .add({ method: "GET", path: "/v1/webhooks", operationId: "listWebhooks", extension: true, summary: "List webhooks", tag, response: v.strictObject({ items: v.array(Webhook) }) },
       async ({ rc }) => ({ items: await rc.app.webhooks.list() }))
     .add({ method: "GET", path: "/v1/webhooks/:id", operationId: "getWebhook", extension: true, summary: "Retrieve a webhook", tag, response: Webhook },

@@ -11,7 +11,11 @@ import { domainEvent } from "../events/protocol.ts";
 import { ApiError } from "../http/errors.ts";
 import { LIMITS } from "../http/limits.ts";
 import { Kv } from "../store/kv.ts";
-import { createWebhook, deliveryID, MAX_ATTEMPTS, MAX_DEAD_LETTERS, storedWebhooks, WebhookDispatcher } from "./webhooks.ts";
+import { createWebhook, deliveryFailure, deliveryID, MAX_ATTEMPTS, MAX_DEAD_LETTERS, storedWebhooks, WebhookDispatcher } from "./webhooks.ts";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Db } from "../store/db.ts";
+import { seedDataset } from "../seed/dataset.ts";
 
 // Port 9 (discard) on loopback: nothing listens, so every delivery fails at once, as to a receiver that is down.
 const DOWN = "http://127.0.0.1:9/hook";
@@ -34,7 +38,7 @@ async function receiver() {
  * timer for the runtime's wake-up. `emit` commits events the way the hub does (logged in the commit, handed to the
  * sinks once durable). A second `device` over the same storage is the app after a restart.
  */
-async function device(storage: Storage = createStorage(), options: { backoffMs?: number; maxEvents?: number } = {}) {
+async function device(storage: Storage = createStorage(), options: { backoffMs?: number; maxEvents?: number; timeoutMs?: number } = {}) {
   const kv = new Kv(storage);
   const log = new EventLog(kv, { maxEvents: options.maxEvents });
   await log.load();
@@ -42,6 +46,7 @@ async function device(storage: Storage = createStorage(), options: { backoffMs?:
   let stopped = false;
   const dispatcher: WebhookDispatcher = new WebhookDispatcher(kv, {
     backoffMs: () => options.backoffMs ?? 20,
+    timeoutMs: options.timeoutMs,
     onIdleUntil: (at) => {
       clearTimeout(timer);
       if (at !== undefined && !stopped) timer = setTimeout(() => void dispatcher.run(), Math.max(0, at - Date.now()));
@@ -63,7 +68,8 @@ async function device(storage: Storage = createStorage(), options: { backoffMs?:
       dispatcher.deliver(events);
       return events.map((e) => e.id!);
     },
-    hook: async (url: string, chatIDs?: string[]) => (await dispatcher.create({ url, chatIDs })) as { id: string; secret: string; cursor: number },
+    // Every chat ID names a chat here: the events are made up, there is no chat table.
+    hook: async (url: string, chatIDs?: string[]) => (await dispatcher.create({ url, chatIDs }, (id) => ({ id }))) as { id: string; secret: string; cursor: number },
   };
 }
 
@@ -77,6 +83,64 @@ describe("webhook bounds", () => {
     const refused = await createWebhook(storage, { url: DOWN }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ApiError);
     expect((refused as ApiError).status).toBe(409);
+  });
+});
+
+describe("webhook chats", () => {
+  it("a chat ID that names no chat is refused with a 422 naming it, also without a running app (the CLI's way); a localChatID is stored as its chat's ID", async () => {
+    const storage = createStorage();
+    const db = await Db.open(storage);
+    await seedDataset(db, { chats: 3, messages: 0, seed: 3 });
+    const [chat] = db.chats.all();
+    const refused = await createWebhook(storage, { url: DOWN, chatIDs: [chat!.id, "!nosuch:sandbox.invalid"] }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({ status: 422, message: expect.stringContaining("unknown chat !nosuch:sandbox.invalid"), details: { issues: [{ path: ["body", "chatIDs", 1] }] } });
+    expect(await storedWebhooks(storage)).toEqual([]);
+    const hook = await createWebhook(storage, { url: DOWN, chatIDs: [String(chat!.no), chat!.id] });
+    expect(hook.chatIDs).toEqual([chat!.id]);
+  });
+});
+
+describe("why a delivery failed", () => {
+  const lastError = async (d: Awaited<ReturnType<typeof device>>, id: string) =>
+    (await waitFor("a failed attempt", async () => (await d.dispatcher.present(id)).lastError, 5000)).message;
+
+  it("a receiver that refuses connections: the refusal and the address, not fetch's bare 'fetch failed'", async () => {
+    const d = await device(createStorage(), { backoffMs: 60_000 });
+    const r = await receiver();
+    await r.stop(); // nothing listens on its port any more
+    const hook = await d.hook(r.url);
+    await d.emit("c", "refused");
+    expect(await lastError(d, hook.id)).toBe(`connect ECONNREFUSED 127.0.0.1:${r.port}`);
+  });
+
+  it("a receiver that does not answer in time: how long it was given", async () => {
+    const silent: Server = createServer(() => undefined); // takes the request, never answers
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    stops.push(() => {
+      silent.closeAllConnections();
+      silent.close();
+    });
+    const d = await device(createStorage(), { backoffMs: 60_000, timeoutMs: 300 });
+    const hook = await d.hook(`http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`);
+    await d.emit("c", "unanswered");
+    expect(await lastError(d, hook.id)).toBe("no answer within 0.3 s");
+  });
+
+  it("TLS failures, unknown names, several refused addresses and fetch's bad ports, each in words", async () => {
+    const failed = (cause: Error) => new TypeError("fetch failed", { cause });
+    const coded = (message: string, code: string) => Object.assign(new Error(message), { code });
+    const url = "https://hooks.example/in";
+    expect(deliveryFailure(failed(coded("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT")), url, 10_000)).toBe("TLS: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)");
+    const openssl = "809C8CB09E7F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/openssl/openssl/ssl/record/ssl3_record.c:350:\n";
+    expect(deliveryFailure(failed(coded(openssl, "ERR_SSL_WRONG_VERSION_NUMBER")), url, 10_000)).toBe("TLS: wrong version number (ERR_SSL_WRONG_VERSION_NUMBER)");
+    expect(deliveryFailure(failed(coded("getaddrinfo ENOTFOUND hooks.example", "ENOTFOUND")), url, 10_000)).toBe("getaddrinfo ENOTFOUND hooks.example");
+    const both = Object.assign(new AggregateError([new Error("connect ECONNREFUSED ::1:8080"), new Error("connect ECONNREFUSED 127.0.0.1:8080")], ""), { code: "ECONNREFUSED" });
+    expect(deliveryFailure(failed(both), url, 10_000)).toBe("connect ECONNREFUSED ::1:8080; connect ECONNREFUSED 127.0.0.1:8080");
+    expect(deliveryFailure(failed(coded("other side closed", "UND_ERR_SOCKET")), url, 10_000)).toBe("other side closed (UND_ERR_SOCKET)");
+    // A real fetch to a port the Fetch standard blocks (DOWN's port 9).
+    const blocked = await fetch(DOWN, { method: "POST" }).catch((error: unknown) => error);
+    expect(deliveryFailure(blocked, DOWN, 10_000)).toBe('fetch never connects to port 9 (a "bad port" of the Fetch standard): use another port');
   });
 });
 

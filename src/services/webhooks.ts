@@ -1,10 +1,11 @@
 import { hmacHex, randomHex } from "./encoding.ts";
-import { ApiError, badRequest, conflict, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, clip, conflict, notFound, unprocessable } from "../http/errors.ts";
 import { LIMITS } from "../http/limits.ts";
 import { EventLog } from "../events/log.ts";
 import type { DomainEvent } from "../events/protocol.ts";
 import type { Storage, StorageValue } from "unstorage";
 import { Kv } from "../store/kv.ts";
+import { Db } from "../store/db.ts";
 
 /**
  * Webhooks: the durable event log (src/events/log.ts) POSTed to registered URLs, signed with HMAC-SHA256, at least
@@ -63,6 +64,8 @@ interface LegacyEntry {
 }
 
 export const MAX_ATTEMPTS = 10;
+/** How long a receiver has to answer a delivery. */
+export const DELIVERY_TIMEOUT_MS = 10_000;
 /** Dead letters kept per webhook (the newest). */
 export const MAX_DEAD_LETTERS = 100;
 /** Events read from the log at a time, per webhook. */
@@ -85,11 +88,34 @@ async function storedHead(storage: Storage): Promise<number> {
   return log.durable;
 }
 
+/** Finds a chat by its ID or its localChatID (a chat table's `find`). */
+export type ChatLookup = (idOrLocal: string) => { id: string } | undefined;
+
+/** The chats as the store has them, for another process (the CLI), which has no running app. */
+async function storedChats(storage: Storage): Promise<ChatLookup> {
+  const db = await Db.open(storage);
+  return (id) => db.chats.find(id);
+}
+
 /**
- * Registers a webhook whose cursor starts at `head` (default: the newest event in the store): it gets the events
- * from now on, no history. Config and cursor are written in one batch.
+ * The chats a webhook names, as the chat IDs events carry (a localChatID becomes its chat's ID): one that names no
+ * chat of this device is refused (422 naming it), rather than accepted for a webhook that could never deliver.
  */
-export async function createWebhook(storage: Storage, input: { url: string; chatIDs?: string[] }, head?: number): Promise<WebhookRecord> {
+function chatsOf(ids: string[], find: ChatLookup): string[] {
+  const chatIDs = ids.map((id, i) => {
+    const chat = find(id);
+    if (!chat) throw unprocessable(`unknown chat ${clip(id)}: a webhook's chatIDs must be chats of this device (GET /v1/chats lists them)`, ["body", "chatIDs", i]);
+    return chat.id;
+  });
+  return [...new Set(chatIDs)];
+}
+
+/**
+ * Registers a webhook whose cursor starts at `head`: it gets the events from now on, no history. The running app
+ * passes the newest durable event and its chat table; without them (the CLI), both are read from the store. Config
+ * and cursor are written in one batch.
+ */
+export async function createWebhook(storage: Storage, input: { url: string; chatIDs?: string[] }, app?: { head: number; findChat: ChatLookup }): Promise<WebhookRecord> {
   let url: URL;
   try {
     url = new URL(input.url);
@@ -98,13 +124,14 @@ export async function createWebhook(storage: Storage, input: { url: string; chat
   }
   if (url.protocol !== "http:" && url.protocol !== "https:")
     throw badRequest("url must be http or https", [{ code: "invalid_url", message: "expected an http(s) URL", path: ["body", "url"] }]);
-  const chatIDs = input.chatIDs?.length ? [...new Set(input.chatIDs)] : ["*"];
-  if (chatIDs.includes("*") && chatIDs.length > 1)
+  const requested = input.chatIDs?.length ? [...new Set(input.chatIDs)] : ["*"];
+  if (requested.includes("*") && requested.length > 1)
     throw badRequest('"*" cannot be combined with chat IDs', [{ code: "invalid_value", message: '"*" alone', path: ["body", "chatIDs"] }]);
   if ((await storage.getKeys(PREFIX.config)).length >= LIMITS.webhooks)
     throw conflict(`a device takes at most ${LIMITS.webhooks} webhooks; remove one first`);
+  const chatIDs = requested[0] === "*" ? requested : chatsOf(requested, app?.findChat ?? (await storedChats(storage)));
   const record: WebhookRecord = { id: `wh_${randomHex(8)}`, url: url.toString(), chatIDs, secret: `whsec_${randomHex(24)}`, createdAt: new Date().toISOString() };
-  const cursor: Cursor = { after: head ?? (await storedHead(storage)) };
+  const cursor: Cursor = { after: app?.head ?? (await storedHead(storage)) };
   await storage.setItems<StorageValue>([
     { key: PREFIX.config + record.id, value: record },
     { key: PREFIX.cursor + record.id, value: cursor },
@@ -160,6 +187,26 @@ export async function storedWebhooks(storage: Storage) {
   );
 }
 
+/**
+ * Why a delivery failed, in words that say what to fix. fetch rejects with a bare "fetch failed" and puts the reason
+ * in `cause` (undici on Node): a refused connection (`connect ECONNREFUSED 127.0.0.1:8080`), a name that does not
+ * resolve, a TLS failure, a connection closed before the answer; a timeout is the signal's TimeoutError.
+ */
+export function deliveryFailure(error: unknown, url: string, timeoutMs: number): string {
+  if (!(error instanceof Error)) return String(error);
+  if (error.name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
+  const cause = error.cause instanceof Error ? error.cause : error;
+  const code = (cause as { code?: unknown }).code;
+  // A connection tried over several addresses fails with an AggregateError, whose own message may be empty.
+  let message = cause.message || ((cause as Partial<AggregateError>).errors ?? []).map((e: Error) => e.message).join("; ") || error.message;
+  if (message === "bad port") return `fetch never connects to port ${new URL(url).port} (a "bad port" of the Fetch standard): use another port`;
+  // OpenSSL's own text ("…:SSL routines:<function>:<reason>:<file>:<line>:") reduced to its reason.
+  message = /SSL routines:[^:]*:([^:]+)/.exec(message)?.[1] ?? message;
+  const tls = typeof code === "string" && /^ERR_(SSL|TLS)_|CERT|SIGNATURE|^UNABLE_TO_/.test(code);
+  const named = typeof code === "string" && !message.includes(code) ? `${message} (${code})` : message;
+  return tls ? `TLS: ${named}` : named;
+}
+
 /** One webhook as the running app holds it. */
 interface HookState {
   hook: WebhookRecord;
@@ -188,6 +235,8 @@ export interface DispatcherOptions {
   onIdleUntil?: (at: number | undefined) => void;
   /** The delay before retry `attempts` (1, 2, …), before jitter: default 1 s doubling, at most 1 h. */
   backoffMs?: (attempts: number) => number;
+  /** How long a receiver has to answer (default DELIVERY_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
 
 const defaultBackoff = (attempts: number) => Math.min(3_600_000, 1000 * 2 ** (attempts - 1));
@@ -257,9 +306,12 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Registers a webhook (API): its cursor starts at the newest durable event. Answers it with its secret, shown this once. */
-  async create(input: { url: string; chatIDs?: string[] }) {
-    const record = await createWebhook(this.kv.storage, input, this.log.durable);
+  /**
+   * Registers a webhook (API) for chats `findChat` knows: its cursor starts at the newest durable event. Answers it
+   * with its secret, shown this once.
+   */
+  async create(input: { url: string; chatIDs?: string[] }, findChat: ChatLookup) {
+    const record = await createWebhook(this.kv.storage, input, { head: this.log.durable, findChat });
     return { ...(await this.present(record.id)), secret: record.secret };
   }
 
@@ -431,6 +483,7 @@ export class WebhookDispatcher {
 
   /** POSTs one signed delivery; answers the failure, or undefined when the receiver took it (2xx). */
   private async post(hook: WebhookRecord, id: string, type: string, body: string): Promise<string | undefined> {
+    const timeoutMs = this.options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
     try {
       const timestamp = Math.floor(this.now() / 1000).toString();
       const response = await (this.options.fetch ?? fetch)(hook.url, {
@@ -444,12 +497,12 @@ export class WebhookDispatcher {
           "x-inboxd-signature": `sha256=${await hmacHex(hook.secret, `${timestamp}.${body}`)}`,
         },
         body,
-        signal: AbortSignal.timeout(10_000),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       await response.body?.cancel();
       return response.ok ? undefined : `HTTP ${response.status}`;
     } catch (error) {
-      return error instanceof Error ? error.message : String(error);
+      return deliveryFailure(error, hook.url, timeoutMs);
     }
   }
 

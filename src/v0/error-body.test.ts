@@ -11,7 +11,7 @@ describe("the v0 error body", () => {
     expect(res.status).toBe(401);
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect(await res.json()).toEqual({ error: "access token is missing or invalid", code: "UNAUTHORIZED" });
+    expect(await res.json()).toEqual({ error: unauthorized().message, code: "UNAUTHORIZED" });
     expect(v0ErrorResponse(conflict("busy")).headers.get("x-should-retry")).toBe("false");
     expect(await v0ErrorResponse(notFound("chat x")).json()).toEqual({ error: "chat x not found", code: "NOT_FOUND" });
   });

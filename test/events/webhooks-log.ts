@@ -124,6 +124,26 @@ export function webhookLogSuite(name: string, start: StartResume) {
       await waitFor("caught up again", async () => (await api.get(`/v1/webhooks/${enc(hook.id)}`)).delivered === 6);
     });
 
+    it("a receiver that refuses connections: lastError says why (the refusal and its address), not fetch's bare 'fetch failed'", async () => {
+      const r = await receiver();
+      await r.stop(); // nothing listens on its port any more
+      const hook = await addHook(r.url, [a.id]);
+      await describeChat(a, `refused ${Date.now()}`);
+      const failing = await waitFor("a failed attempt", async () => (await api.get(`/v1/webhooks/${enc(hook.id)}`)).lastError);
+      // Node's fetch keeps the reason in its error's cause; workerd's says only "Network connection lost.".
+      if (name === "node") expect(failing.message).toBe(`connect ECONNREFUSED 127.0.0.1:${r.port}`);
+      else expect(failing.message).toMatch(/\S/);
+    });
+
+    it("a webhook for a chat that does not exist is refused with a 422 naming it, and nothing is registered", async () => {
+      const before = (await api.get("/v1/webhooks")).items.length;
+      const refused = await api.raw("POST", "/v1/webhooks", { json: { url: "http://127.0.0.1:9/nochat", chatIDs: [a.id, "!nosuch:sandbox.invalid"] } });
+      expect(refused.status, refused.text).toBe(422);
+      expect(refused.body).toMatchObject({ code: "UNPROCESSABLE_ENTITY", details: { issues: [{ path: ["body", "chatIDs", 1] }] } });
+      expect(refused.body.message).toContain("unknown chat !nosuch:sandbox.invalid");
+      expect((await api.get("/v1/webhooks")).items).toHaveLength(before);
+    });
+
     it("replay refuses a since outside the log (400 after the newest, 410 before the oldest kept), bad input, a read-only token and unknown webhooks", async () => {
       const hook = await addHook("http://127.0.0.1:9/replay", [b.id]);
       const replay = (query: string, token?: string) => api.raw("POST", `/v1/webhooks/${enc(hook.id)}/replay${query}`, { token });

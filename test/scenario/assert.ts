@@ -1,6 +1,10 @@
 import { expect } from "vitest";
 import type { ErrorBody, RawResponse } from "./kit.ts";
 
+/** What a 401 says, on both runtimes: that a token is needed, and where one comes from (the daemon's CLI, the Worker's secret). */
+export const UNAUTHORIZED_MESSAGE =
+  "access token is missing or invalid: send the header Authorization: Bearer <token>, with a token from `inboxd token create` (on a Cloudflare Worker: its admin token, the INBOXD_ADMIN_TOKEN secret)";
+
 /** A /v1 error answer: status, JSON content type, version header, `{code, message}` and (optionally) the issue path. */
 export function expectError(res: RawResponse, status: number, issuePath?: (string | number)[]) {
   expect(res.status, `status of ${res.text}`).toBe(status);

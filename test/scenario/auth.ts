@@ -3,7 +3,7 @@
  */
 import BeeperDesktop from "@beeper/desktop-api";
 import { describe, expect, it } from "vitest";
-import { expectError, expectSdkError } from "./assert.ts";
+import { expectError, expectSdkError, UNAUTHORIZED_MESSAGE } from "./assert.ts";
 import {
   allChats,
   chatPath,
@@ -87,7 +87,7 @@ export function authScenarios(env: Env) {
       for (const call of calls) {
         const res = await raw(env, call.path, { method: call.method, json: call.json, token: null });
         expectError(res, 401);
-        expect(res.body.message, `${call.method} ${call.path}`).toBe("access token is missing or invalid");
+        expect(res.body.message, `${call.method} ${call.path}`).toBe(UNAUTHORIZED_MESSAGE);
       }
       await expectUntouched(chat, message);
     });
@@ -97,7 +97,7 @@ export function authScenarios(env: Env) {
       for (const call of calls) {
         const res = await raw(env, call.path, { method: call.method, json: call.json, token: `${env.rw}x` });
         expectError(res, 401);
-        expect(res.body.message).toBe("access token is missing or invalid");
+        expect(res.body.message).toBe(UNAUTHORIZED_MESSAGE);
       }
       for (const header of [`Basic ${env.rw}`, "Bearer", "Bearer ", `${env.rw}`, `Bearer ${env.rw} extra`, `Bearer ${env.rw.slice(0, -1)}`]) {
         const res = await raw(env, "/v1/accounts", { token: null, headers: { authorization: header } });
@@ -283,6 +283,8 @@ export function authScenarios(env: Env) {
           expect(typeof body.code).toBe("string");
           expect(typeof body.message).toBe("string");
         }
+        // The refusal names the option that allows the name.
+        expect(JSON.parse(evil.text).message).toMatch(/^Host evil\.example is not allowed: .*--allow-host evil\.example$/);
       } else {
         expect(evil.status, evil.text).toBe(200);
         expect(evilInfo.status, evilInfo.text).toBe(200);

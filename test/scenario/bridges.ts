@@ -9,7 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError } from "./assert.ts";
+import { expectError, UNAUTHORIZED_MESSAGE } from "./assert.ts";
 import {
   chatPath,
   ECHO_ID,
@@ -1003,7 +1003,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
         for (const [method, path, json] of [...reads, ...writes]) {
           const res = await call(path, { method, json, token: null });
           expectError(res, 401);
-          expect(res.body.message, `${method} ${path}`).toBe("access token is missing or invalid");
+          expect(res.body.message, `${method} ${path}`).toBe(UNAUTHORIZED_MESSAGE);
           expectError(await call(path, { method, json, token: `${env.rw}x` }), 401);
         }
         for (const [method, path] of reads) {

@@ -115,4 +115,44 @@ export function hardeningScenarios(env: Env) {
       expect((await raw(env, "/v1/accounts")).status).toBe(200);
     });
   });
+
+  describe("hardening: query booleans", () => {
+    /** A query parameter documented as a boolean: `enum: ["true", "false"]` (or that, nullable, on /v0). */
+    const isBoolean = (schema: { enum?: unknown[]; type?: string; anyOf?: unknown[] } = {}): boolean =>
+      schema.type === "boolean" || JSON.stringify(schema.enum) === '["true","false"]' || (schema.anyOf ?? []).some((s) => isBoolean(s as typeof schema));
+
+    it("every boolean query parameter of every operation takes true or false only: anything else is a 400 naming it, and nothing is done", async () => {
+      const chat = await newGroup(env);
+      const sent = await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: "not deleted" } });
+      const ids: Record<string, string> = { chatID: chat.id, messageID: sent.pendingMessageID };
+      const spec = await ok<{ paths: Record<string, Record<string, { parameters?: { in: string; name: string; schema?: object }[] }>> }>(env, "/v1/spec");
+      const swept: string[] = [];
+      for (const [path, operations] of Object.entries(spec.paths))
+        for (const [method, operation] of Object.entries(operations))
+          for (const { in: where, name, schema } of operation.parameters ?? []) {
+            if (where !== "query" || !isBoolean(schema)) continue;
+            const url = path.replace(/\{(\w+)\}/g, (_, param: string) => enc(ids[param] ?? "x"));
+            for (const value of ["maybe", "True", "1", "yes", "true,false"]) {
+              const res = await raw(env, `${url}?${name}=${enc(value)}`, { method: method.toUpperCase() });
+              if (path.startsWith("/v0/")) {
+                expect(res.status, `${method} ${path}?${name}=${value}: ${res.text}`).toBe(400);
+                expect(res.body.details, res.text).toHaveProperty([`query.${name}`]);
+              } else expectError(res, 400, ["query", name]);
+            }
+            swept.push(`${method.toUpperCase()} ${path} ${name}`);
+          }
+      expect(swept).toEqual(
+        expect.arrayContaining([
+          "DELETE /v1/chats/{chatID}/messages/{messageID} forEveryone",
+          "GET /v1/chats/search unreadOnly",
+          "GET /v1/chats/search includeMuted",
+          "GET /v1/messages/search excludeLowPriority",
+          "GET /v1/messages/search includeMuted",
+          "GET /v0/search-chats unreadOnly",
+        ]),
+      );
+      // The refused DELETEs deleted nothing.
+      expect((await ok<Message>(env, messagePath(chat.id, sent.pendingMessageID))).text).toBe("not deleted");
+    });
+  });
 }
