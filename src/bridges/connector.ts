@@ -44,12 +44,18 @@ export interface NetworkChat {
   participants: User[];
 }
 
+/** A file handed to the network: its description and its bytes, read on demand (a large file is never held in memory). */
+export interface OutgoingFile {
+  info: Attachment;
+  open(): ReadableStream<Uint8Array>;
+}
+
 export interface OutgoingMessage {
   text?: string;
   /** Network ID of the message replied to, when it has one. */
   replyTo?: string;
-  /** The file to send: its description and its bytes, read on demand (a large file is never held in memory). */
-  attachment?: { info: Attachment; open(): ReadableStream<Uint8Array> };
+  /** The file to send. */
+  attachment?: OutgoingFile;
 }
 
 /** Media a network hands over for an mxc:// URL it owns. */
@@ -140,6 +146,13 @@ export interface NetworkClient {
   fetchHistory?(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage>;
   /** Tells the chat's other participants that this account is typing, or stopped (bridgev2's TypingHandlingNetworkAPI). */
   setTyping?(networkChatID: string, state: TypingState): Promise<void>;
+  /**
+   * Sets the chat's picture on the network (an image file), or removes it (null). Resolves once the network has
+   * it; a chat whose picture this account may not change is a NetworkError "rejected" (or "unsupported").
+   */
+  setChatAvatar?(networkChatID: string, image: OutgoingFile | null): Promise<void>;
+  /** Sets the chat's disappearing-message timer: messages sent from now on vanish `seconds` after; 0 turns it off. */
+  setMessageExpiry?(networkChatID: string, seconds: number): Promise<void>;
   createChat?(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat>;
   /** Resolves a partial identity (ID, username, phone, email) to a user the network can message. */
   resolveIdentifier?(user: Partial<User>): Promise<User | null>;

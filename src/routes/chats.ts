@@ -3,6 +3,7 @@ import { bounded, boundedArray, id, LIMITS } from "../http/limits.ts";
 import { noContent, type Api } from "../http/route-kit.ts";
 import { direction, isoDate, queryArray, queryBoolean, queryInt } from "../http/validate.ts";
 import { Chat, extension, Message, pageOf } from "../schema/wire.ts";
+import { SendBody } from "./messages.ts";
 import {
   archiveChat,
   clearReminder,
@@ -63,6 +64,10 @@ export const StartBody = v.object({
 const dateTimeInput = v.pipe(v.string(), v.isoTimestamp("expected an ISO 8601 date-time"), v.check((x) => Date.parse(x) <= MAX_DATE_MS, "date is after year 9999"));
 /** Disappearing-message timers: any network's fits in a signed 32-bit number of seconds (68 years). */
 const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
+/** Attachments of one draft (the official clients take a handful). */
+const MAX_DRAFT_ATTACHMENTS = 100;
+/** 5.0.0 DraftAttachmentInput: a message attachment (the upload and its overrides), with an optional ID. */
+const DraftAttachmentInput = v.object({ ...SendBody.entries.attachment.wrapped.entries, id: v.optional(id) });
 
 export const PatchBody = v.object({
   title: v.optional(v.nullable(v.pipe(v.string(), v.minLength(1, "title must not be empty (send null to reset it)"), v.maxBytes(LIMITS.titleBytes, `must be at most ${LIMITS.titleBytes} bytes`)))),
@@ -78,17 +83,33 @@ export const PatchBody = v.object({
       v.transform((x) => (x === null ? null : Date.parse(x))),
     ),
   ),
-  draft: v.optional(v.nullable(v.object({ text: bounded(LIMITS.textBytes) }))),
+  draft: v.optional(
+    v.pipe(
+      v.nullable(
+        v.object({
+          text: bounded(LIMITS.textBytes),
+          attachments: v.optional(
+            v.pipe(
+              v.record(id, DraftAttachmentInput),
+              v.check((x) => Object.keys(x).length <= MAX_DRAFT_ATTACHMENTS, `must have at most ${MAX_DRAFT_ATTACHMENTS} attachments`),
+              v.description("Draft attachments keyed by attachment ID, each an upload (`uploadID` from POST /v1/assets/upload; unknown: 422). The draft keeps them until it is cleared."),
+            ),
+          ),
+        }),
+      ),
+      v.description("The draft (this device only): set only when the current one is empty; null clears text and attachments."),
+    ),
+  ),
   imgURL: v.optional(
     v.pipe(
       v.nullable(v.pipe(v.string(), v.minLength(1, "imgURL must not be empty (send null to remove the picture)"), v.maxBytes(LIMITS.urlBytes, `must be at most ${LIMITS.urlBytes} bytes`))),
-      v.description("The chat's picture on this device: an uploaded image's `uploadID` or `srcURL` (or its path in this daemon's asset directory); null removes it."),
+      v.description("The chat's picture, set on the network: an uploaded image's `uploadID` or `srcURL` (or its path in this daemon's asset directory); null removes it. 422 NOT_SUPPORTED where the network cannot."),
     ),
   ),
   messageExpirySeconds: v.optional(
     v.pipe(
-      v.nullable(v.pipe(v.number(), v.integer("expected a whole number of seconds"), v.minValue(0), v.maxValue(MAX_EXPIRY_SECONDS))),
-      v.description("Disappearing-message timer in seconds (0: off), recorded on this device; null clears it."),
+      v.nullable(v.pipe(v.number(), v.integer("expected a whole number of seconds"), v.minValue(0, "must be 0 (off) or more"), v.maxValue(MAX_EXPIRY_SECONDS))),
+      v.description("Disappearing-message timer in seconds, set on the network (0: off); null clears it. 422 NOT_SUPPORTED where the network has none."),
     ),
   ),
   labelIDs: v.optional(v.pipe(boundedArray(id), v.metadata(extension("replaces the chat's labels (IDs from GET /v1/labels; [] removes all); an unknown ID is a 422.")))),
@@ -136,7 +157,7 @@ export function chatRoutes(api: Api) {
     .add({ method: "GET", path: "/v1/chats/:chatID", operationId: "getChat", summary: "Retrieve chat details", tag, query: GetQuery, response: Chat },
       ({ rc, params, query }) => getChat(rc.app, params.chatID, query.maxParticipantCount))
     .add({ method: "PATCH", path: "/v1/chats/:chatID", operationId: "patchChat", summary: "Update chat", tag, body: PatchBody, response: Chat,
-      description: "Title, description, archive/low-priority/pin/mute state (with an optional end), draft, picture, disappearing-message timer and labels; only the fields sent change." },
+      description: "Title, description, archive/low-priority/pin/mute state (with an optional end), draft (text and attachments), picture, disappearing-message timer and labels; only the fields sent change. The picture and the timer go to the network: 422 NOT_SUPPORTED where it has no such setting, and nothing of the request is applied." },
       ({ rc, params, body }) => updateChat(rc.app, params.chatID, body))
     .add({ method: "POST", path: "/v1/chats/:chatID/archive", operationId: "archiveChat", summary: "Archive or unarchive a chat", tag, body: ArchiveBody, responses: done },
       async ({ rc, params, body }) => {

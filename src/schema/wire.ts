@@ -132,6 +132,27 @@ export const Reminder = v.strictObject({
   firedAt: v.optional(dateTime),
 });
 
+/** An attachment of a chat's draft (5.0.0 DraftAttachment): an upload, kept with the draft until it is cleared. */
+export const DraftAttachment = v.strictObject({
+  id: v.pipe(v.string(), v.description("The attachment's ID: its key in `attachments`.")),
+  type: v.pipe(v.picklist(["file", "gif", "recorded_audio"]), v.description("`gif` for a GIF, `recorded_audio` for a voice note, `file` for anything else.")),
+  mimeType: v.optional(v.string()),
+  fileName: v.optional(v.string()),
+  filePath: v.optional(v.pipe(v.string(), v.description("The file's path in the daemon's asset directory (the Worker has none: see srcURL)."))),
+  fileSize: v.optional(v.number()),
+  audioDurationSeconds: v.optional(v.number()),
+  size: v.optional(v.strictObject({ width: v.number(), height: v.number() })),
+  uploadID: v.pipe(v.string(), v.metadata(extension("the upload the attachment is; send it with POST /v1/chats/{chatID}/messages `attachment.uploadID`."))),
+  srcURL: v.pipe(v.string(), v.metadata(extension("the file as a local asset URL that /v1/assets/serve serves."))),
+});
+export type DraftAttachment = v.InferOutput<typeof DraftAttachment>;
+
+export const ChatDraft = v.strictObject({
+  text: v.string(),
+  attachments: v.optional(v.pipe(v.record(v.string(), DraftAttachment), v.description("Draft attachments keyed by attachment ID."))),
+});
+export type ChatDraft = v.InferOutput<typeof ChatDraft>;
+
 export const Chat = v.strictObject({
   id: v.string(),
   localChatID: v.pipe(v.string(), v.description("This device's short number for the chat.")),
@@ -150,9 +171,9 @@ export const Chat = v.strictObject({
   isPinned: v.boolean(),
   isLowPriority: v.boolean(),
   isMarkedUnread: v.boolean(),
-  draft: v.nullable(v.strictObject({ text: v.string() })),
-  imgURL: v.optional(v.pipe(v.string(), v.description("The chat's picture set on this device: a local asset URL (file:// on the daemon, localmxc:// in the Worker) that /v1/assets/serve serves."))),
-  messageExpirySeconds: v.optional(v.pipe(v.number(), v.integer(), v.description("Disappearing-message timer in seconds, when one is set (0: off)."))),
+  draft: v.nullable(ChatDraft),
+  imgURL: v.optional(v.pipe(v.string(), v.description("The chat's picture as set through this API (and given to the network): a local asset URL (file:// on the daemon, localmxc:// in the Worker) that /v1/assets/serve serves."))),
+  messageExpirySeconds: v.optional(v.pipe(v.number(), v.integer(), v.description("Disappearing-message timer in seconds as set through this API (and given to the network), when one is set (0: off)."))),
   mutedUntil: v.optional(v.pipe(dateTime, v.metadata(extension("when a timed mute ends; `isMuted` turns false then and this field goes away.")))),
   labelIDs: v.pipe(v.array(v.string()), v.metadata(extension("the device-local labels of the chat (GET /v1/labels), in the order they were set."))),
   reminder: v.optional(v.pipe(Reminder, v.metadata(extension("the chat's reminder, when one is set.")))),

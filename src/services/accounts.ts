@@ -26,6 +26,9 @@ export function accountCapabilities(client: NetworkClient | undefined): Record<s
     listContacts: client.listContacts !== undefined,
     downloadMedia: client.downloadMedia !== undefined,
     typing: client.setTyping !== undefined,
+    // PATCH /v1/chats/{id} `imgURL` and `messageExpirySeconds` (422 NOT_SUPPORTED where false).
+    chatPictures: client.setChatAvatar !== undefined,
+    messageExpiry: client.setMessageExpiry !== undefined,
   };
 }
 

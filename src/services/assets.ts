@@ -106,14 +106,16 @@ export async function storeAsset(
   }
   if (meta.sourceURL) ctx.db.kv.put(sourceKey(meta.sourceURL), id);
   await ctx.db.commit();
-  if (meta.kind === "upload") {
-    const expires = asset.createdAt + config.uploadTtlMs;
-    if (ctx.nextUploadExpiry === undefined || expires < ctx.nextUploadExpiry) {
-      ctx.nextUploadExpiry = expires;
-      ctx.rearm();
-    }
-  }
+  if (meta.kind === "upload") expireUploadAt(ctx, asset.createdAt + config.uploadTtlMs);
   return asset;
+}
+
+/** Makes sure the runtime wakes the app by `expires`, when an unsent upload is to be deleted. */
+function expireUploadAt(ctx: Context, expires: number) {
+  if (ctx.nextUploadExpiry === undefined || expires < ctx.nextUploadExpiry) {
+    ctx.nextUploadExpiry = expires;
+    ctx.rearm();
+  }
 }
 
 /**
@@ -146,6 +148,34 @@ export async function takeUpload(ctx: Context, uploadID: string): Promise<AssetR
   delete pending[uploadID];
   ctx.db.kv.put(PENDING, pending);
   return asset;
+}
+
+/**
+ * Keeps uploads past the time unsent uploads are deleted, without using them up (a chat's draft holds them): they
+ * can still be sent once. Written with the caller's next commit.
+ */
+export async function keepUploads(ctx: Context, uploadIDs: string[]): Promise<void> {
+  const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};
+  if (!uploadIDs.some((id) => id in pending)) return;
+  for (const id of uploadIDs) delete pending[id];
+  ctx.db.kv.put(PENDING, pending);
+}
+
+/** Lets kept uploads that were never sent be deleted again, a day (the upload TTL) from now. */
+export async function releaseUploads(ctx: Context, config: AssetConfig, uploadIDs: string[]): Promise<void> {
+  const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};
+  const now = ctx.now();
+  let released = false;
+  for (const id of uploadIDs) {
+    const asset = await ctx.db.kv.get<AssetRecord>(assetKey(id));
+    if (asset?.kind !== "upload" || asset.usedAt !== undefined || id in pending) continue;
+    pending[id] = now;
+    released = true;
+  }
+  if (!released) return;
+  ctx.db.kv.put(PENDING, pending);
+  await ctx.db.commit();
+  expireUploadAt(ctx, now + config.uploadTtlMs);
 }
 
 /**

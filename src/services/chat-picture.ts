@@ -9,9 +9,9 @@ import type { Context } from "./context.ts";
  * else (a path elsewhere, http(s), data: or another network's mxc:// URL) is refused: the server never reads a
  * file it did not store, and never fetches a URL for a picture.
  *
- * Returns the asset's srcURL, which the chat then shows as its `imgURL`.
+ * Returns the asset; the chat shows its srcURL as `imgURL` once the network took it (then `keepChatPicture`).
  */
-export async function resolveChatPicture(ctx: Context, value: string): Promise<string> {
+export async function findChatPicture(ctx: Context, value: string): Promise<AssetRecord> {
   const refuse = (why: string) =>
     unprocessable(`imgURL ${why}: send an image's uploadID or srcURL from POST /v1/assets/upload`, ["body", "imgURL"]);
   // A bare uploadID is the asset's own mxc:// URL; a path is a file:// URL. Only URLs of this server resolve.
@@ -26,6 +26,11 @@ export async function resolveChatPicture(ctx: Context, value: string): Promise<s
   }
   if (!asset) throw refuse(/^(file:\/\/|(local)?mxc:\/\/inboxd\/)/i.test(url) ? "does not name an asset of this server" : "must be a local asset");
   if (!asset.mimeType.startsWith("image/")) throw refuse(`must be an image (this asset is ${asset.mimeType})`);
+  return asset;
+}
+
+/** Keeps a chat's picture for good, and answers the srcURL the chat shows as its `imgURL`. */
+export async function keepChatPicture(ctx: Context, asset: AssetRecord): Promise<string> {
   if (asset.kind === "upload" && asset.usedAt === undefined) {
     // Taking the upload keeps it: unsent uploads are deleted after a day, a chat's picture must stay.
     await takeUpload(ctx, asset.id).catch((error) => {

@@ -1,4 +1,5 @@
 import { badRequest, unprocessable } from "../http/errors.ts";
+import type { NetworkClient } from "../bridges/connector.ts";
 import type { Chat, User } from "../schema/wire.ts";
 import { firstSeqOf, type ChatRecord } from "../store/records.ts";
 import { callNetwork, requireAccount, requireChat, unsupported, type Context } from "./context.ts";
@@ -6,7 +7,9 @@ import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
 import { upsertChat } from "./ingest.ts";
 import { countUnread, findMessage, sendMessage } from "./messages.ts";
 import { chatListJSON, JsonText, presentChat } from "./present.ts";
-import { resolveChatPicture } from "./chat-picture.ts";
+import { findChatPicture, keepChatPicture } from "./chat-picture.ts";
+import { checkDraftReplaces, draftUploads, isEmptyDraft, releaseDraftUploads, resolveDraft, type DraftInput } from "./chat-draft.ts";
+import { attachmentFor, keepUploads, openAsset } from "./assets.ts";
 import { checkLabels, requireLabel } from "./labels.ts";
 
 export const CHAT_PAGE = 25;
@@ -180,9 +183,10 @@ export interface ChatPatch {
   isLowPriority?: boolean;
   isPinned?: boolean;
   isMuted?: boolean;
-  draft?: { text: string } | null;
-  /** A local image asset (see chat-picture.ts); null removes the picture. */
+  draft?: DraftInput | null;
+  /** A local image asset (see chat-picture.ts), given to the network; null removes the picture. */
   imgURL?: string | null;
+  /** Given to the network; 0 turns the timer off, null too (and the field goes away). */
   messageExpirySeconds?: number | null;
   /** ms since epoch: muted until then (isMuted true or left out); null drops the end time of a mute. */
   mutedUntil?: number | null;
@@ -190,18 +194,33 @@ export interface ChatPatch {
 }
 
 /**
- * Applies the fields sent, and only those. Everything that can fail is checked first (the picture is looked up,
- * the only wait), then every change is made at once with no await before the save, so a concurrent PATCH or label
- * deletion is never half-applied or undone.
+ * Applies the fields sent, and only those. Everything that can fail is checked first; then the network is told
+ * what it keeps (the picture, the disappearing-message timer); then every change is made at once with no await
+ * before the save, so a concurrent PATCH or label deletion is never half-applied or undone. A field the account's
+ * network cannot take is a 422 NOT_SUPPORTED and nothing of the PATCH is applied.
  */
 export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch): Promise<Chat> {
   const chat = requireChat(ctx, chatID);
-  if (patch.draft && chat.draft?.text) throw unprocessable("a draft is already set: send draft=null first", ["body", "draft"]);
+  checkDraftReplaces(chat, patch.draft);
   const mute = muteChange(ctx, patch);
   if (patch.labelIDs !== undefined) checkLabels(ctx, patch.labelIDs);
-  const imgURL = patch.imgURL ? await resolveChatPicture(ctx, patch.imgURL) : patch.imgURL;
-  // Checked again, now with no await before the save: a label deleted during the wait is refused, not stored.
+  const network = networkChanges(ctx, chat, patch);
+  const picture = network.imgURL == null ? network.imgURL : await findChatPicture(ctx, network.imgURL);
+  // An empty draft is no draft: null, as 5.0.0 shows a chat without one.
+  const draft = patch.draft === undefined ? undefined : isEmptyDraft(patch.draft) ? null : await resolveDraft(ctx, patch.draft!);
+  if (network.client && picture !== undefined) {
+    const image = picture && { info: attachmentFor(ctx.assets, picture, {}).attachment, open: () => openAsset(ctx.assets, picture) };
+    await callNetwork(() => network.client!.setChatAvatar!(chat.networkChatID, image));
+  }
+  if (network.client && network.messageExpirySeconds !== undefined)
+    await callNetwork(() => network.client!.setMessageExpiry!(chat.networkChatID, network.messageExpirySeconds ?? 0));
+  const imgURL = picture ? await keepChatPicture(ctx, picture) : picture;
+  if (draft) await keepUploads(ctx, draftUploads(draft));
+  // Checked again, now with no await before the save: a label deleted or a draft set during the waits is refused.
   if (patch.labelIDs !== undefined) chat.labelIDs = checkLabels(ctx, patch.labelIDs);
+  checkDraftReplaces(chat, draft);
+  // The old draft's uploads, let go once the new draft is saved (those a draft still holds are kept).
+  const dropped = draft === undefined ? [] : draftUploads(chat.draft);
   if (patch.title !== undefined) chat.title = patch.title ?? defaultTitle(chat);
   if (patch.description !== undefined) chat.description = patch.description;
   if (patch.isArchived !== undefined) chat.isArchived = patch.isArchived;
@@ -209,13 +228,30 @@ export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch)
   if (patch.isPinned !== undefined) chat.isPinned = patch.isPinned;
   if (mute?.isMuted !== undefined) chat.isMuted = mute.isMuted;
   if (mute) chat.mutedUntil = mute.mutedUntil;
-  if (patch.draft !== undefined) chat.draft = patch.draft;
+  if (draft !== undefined) chat.draft = draft;
   if (imgURL !== undefined) chat.imgURL = imgURL ?? undefined;
   if (patch.messageExpirySeconds !== undefined) chat.messageExpirySeconds = patch.messageExpirySeconds ?? undefined;
   ctx.db.saveChat(chat);
   await ctx.db.commit();
   if (mute) ctx.rearm();
+  await releaseDraftUploads(ctx, dropped);
   return presentChat(ctx.db, chat, { preview: true });
+}
+
+/**
+ * The fields of a PATCH the network must take (a value that changes nothing is left out), with the account's
+ * client when there are any: 503 while it is not connected, 422 NOT_SUPPORTED when its network lacks the call.
+ */
+function networkChanges(ctx: Context, chat: ChatRecord, patch: ChatPatch): { client?: NetworkClient; imgURL?: string | null; messageExpirySeconds?: number | null } {
+  const imgURL = patch.imgURL === null && chat.imgURL === undefined ? undefined : patch.imgURL;
+  const expiry = patch.messageExpirySeconds;
+  const messageExpirySeconds = expiry === undefined || (expiry ?? undefined) === chat.messageExpirySeconds ? undefined : expiry;
+  if (imgURL === undefined && messageExpirySeconds === undefined) return {};
+  const client = ctx.bridges.client(chat.accountID);
+  if (imgURL !== undefined && !client.setChatAvatar) throw unsupported("changing a chat's picture (imgURL)", ["body", "imgURL"]);
+  if (messageExpirySeconds !== undefined && !client.setMessageExpiry)
+    throw unsupported("a disappearing-message timer (messageExpirySeconds)", ["body", "messageExpirySeconds"]);
+  return { client, imgURL, messageExpirySeconds };
 }
 
 /**

@@ -49,6 +49,8 @@ export async function callNetwork<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-export function unsupported(feature: string): ApiError {
-  return new ApiError(422, "NOT_SUPPORTED", `${feature} is not supported by this network`);
+/** 422 NOT_SUPPORTED: the account's network lacks a feature; `path` names the request field that asked for it. */
+export function unsupported(feature: string, path?: (string | number)[]): ApiError {
+  const message = `${feature} is not supported by this network`;
+  return new ApiError(422, "NOT_SUPPORTED", message, path ? { issues: [{ code: "not_supported", message, path }] } : undefined);
 }

@@ -1,4 +1,4 @@
-import type { Attachment, Reaction, User } from "../schema/wire.ts";
+import type { Attachment, ChatDraft, Reaction, User } from "../schema/wire.ts";
 
 /** Persisted shapes. Wire objects are derived from these in `services/present.ts`. */
 
@@ -60,12 +60,13 @@ export interface ChatRecord {
   preview?: MessageRecord;
   /** `firedAt` is set when the reminder has gone off; it stays on the chat until cleared. */
   reminder?: { at: number; dismissOnIncomingMessage: boolean; firedAt?: number };
-  draft?: { text: string } | null;
+  /** Attachments are uploads kept while the draft holds them (chat-draft.ts). */
+  draft?: ChatDraft | null;
   /** Device-local labels (LabelRecord IDs), in the order they were set. */
   labelIDs?: string[];
-  /** The chat's picture on this device: the srcURL of a local image asset. */
+  /** The chat's picture as set through the API (and given to the network): the srcURL of a local image asset. */
   imgURL?: string;
-  /** Disappearing-message timer in seconds, as a client set it (0: off). */
+  /** Disappearing-message timer in seconds, as a client set it and the network took it (0: off). */
   messageExpirySeconds?: number;
   /** ms since epoch when a timed mute ends (isMuted is then cleared); absent for a mute without end. */
   mutedUntil?: number;

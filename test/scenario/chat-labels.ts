@@ -1,11 +1,13 @@
 /**
  * Labels, and the newer chat/message/account fields (issue 10): /v1/labels and chats' `labelIDs` (raw HTTP: the
- * pinned SDKs have no labels), PATCH /v1/chats/{id} `imgURL`, `messageExpirySeconds`, `isMuted` + `mutedUntil`,
- * DELETE …/messages/{id}?forEveryone=, and the account and user fields newer clients read.
+ * pinned SDKs have no labels), PATCH /v1/chats/{id} `imgURL`, `messageExpirySeconds` (both given to the network,
+ * issue 17), `draft.attachments`, `isMuted` + `mutedUntil`, DELETE …/messages/{id}?forEveryone=, and the account and
+ * user fields newer clients read. (A network without a picture or timer: src/services/chats.test.ts.)
  */
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { png, text } from "../assets/fixtures.ts";
+import type { Upload } from "../assets/kit.ts";
 import { expectError } from "./assert.ts";
 import {
   allChats,
@@ -31,7 +33,24 @@ interface Label {
   id: string;
   name: string;
 }
-type LabelledChat = Chat & { labelIDs: string[]; imgURL?: string; messageExpirySeconds?: number; mutedUntil?: string };
+interface DraftAttachment {
+  id: string;
+  type: "file" | "gif" | "recorded_audio";
+  uploadID: string;
+  srcURL: string;
+  mimeType?: string;
+  fileName?: string;
+  filePath?: string;
+  fileSize?: number;
+  size?: { width: number; height: number };
+}
+type LabelledChat = Omit<Chat, "draft"> & {
+  labelIDs: string[];
+  imgURL?: string;
+  messageExpirySeconds?: number;
+  mutedUntil?: string;
+  draft?: { text: string; attachments?: Record<string, DraftAttachment> } | null;
+};
 
 const unique = () => randomBytes(4).toString("hex");
 const collator = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
@@ -49,6 +68,25 @@ export function chatLabelScenarios(env: Env) {
     expect((await chat(id))[field]).toBeUndefined();
   };
   const labelled = async (labelID: string) => (await walk<LabelledChat>(env, "/v1/chats/search", { labelID, limit: 200 })).items;
+  const upload = (bytes: Uint8Array, fileName: string, mimeType: string) =>
+    ok<Upload>(env, "/v1/assets/upload/base64", { method: "POST", json: { content: Buffer.from(bytes).toString("base64"), fileName, mimeType } });
+  /** The newest eventID (GET /v1/events without `after` reads from now): read a change's events after it. */
+  const latestEvent = async () => (await ok<{ latestEventID: number }>(env, "/v1/events")).latestEventID;
+  /** The chat as the last chat.upserted event after `after` carries it. */
+  const upserted = async (chatID: string, after: number) => {
+    const page = await ok<{ items: { type: string; entries?: LabelledChat[] }[] }>(env, `/v1/events${qs({ after, chatIDs: chatID, limit: 1000 })}`);
+    return page.items.filter((e) => e.type === "chat.upserted").at(-1)?.entries?.[0];
+  };
+  /** What Echo answers a command (`!history`, `!settings`) with in its chat: the JSON after the command's name. */
+  async function echoReport<T>(chatID: string, command: "history" | "settings"): Promise<T> {
+    const probe = await sendSettled(env, chatID, `!${command}`);
+    const reply = await echoReply(env, chatID, probe.id);
+    const report = new RegExp(`^Echo: ${command} ([\\[{].*)$`, "s").exec(reply.text ?? "");
+    expect(report, reply.text).toBeTruthy();
+    return JSON.parse(report![1]) as T;
+  }
+  /** What the sandbox network has of a chat's settings, as Echo reports them for its own chat. */
+  const networkSettings = (chatID: string) => echoReport<{ picture?: { fileName?: string; mimeType?: string; bytes: number }; messageExpirySeconds?: number }>(chatID, "settings");
 
   describe("labels", () => {
     it("creates labels (names trimmed) and lists them sorted by name, numbers in numeric order", async () => {
@@ -180,13 +218,23 @@ export function chatLabelScenarios(env: Env) {
   });
 
   describe("chats: messageExpirySeconds", () => {
-    it("sets (SDK 5 chats.update), shows, zeroes and clears the timer", async () => {
+    it("sets (SDK 5 chats.update), shows (GET and chat.upserted), zeroes and clears the timer", async () => {
       const group = await newGroup(env);
+      const after = await latestEvent();
       const set = (await env.sdk.chats.update(group.id, { messageExpirySeconds: 86_400 })) as unknown as LabelledChat;
       expect(set.messageExpirySeconds).toBe(86_400);
       expect((await chat(group.id)).messageExpirySeconds).toBe(86_400);
+      expect((await upserted(group.id, after))?.messageExpirySeconds).toBe(86_400);
       expect((await patch(group.id, { messageExpirySeconds: 0 })).body.messageExpirySeconds).toBe(0);
       await expectCleared(group.id, "messageExpirySeconds");
+    });
+
+    it("gives the timer to the network (0 when cleared): Echo's chat reports what the sandbox has", async () => {
+      const echo = await echoChat(env, env.accounts[0].accountID);
+      expect((await patch(echo.id, { messageExpirySeconds: 3600 })).status).toBe(200);
+      expect((await networkSettings(echo.id)).messageExpirySeconds).toBe(3600);
+      await expectCleared(echo.id, "messageExpirySeconds");
+      expect((await networkSettings(echo.id)).messageExpirySeconds).toBe(0);
     });
 
     it("refuses negative, fractional, non-numeric and over-large timers with 400", async () => {
@@ -198,16 +246,15 @@ export function chatLabelScenarios(env: Env) {
   });
 
   describe("chats: imgURL", () => {
-    const upload = (bytes: Uint8Array, fileName: string, mimeType: string) =>
-      ok<{ uploadID: string; srcURL: string }>(env, "/v1/assets/upload/base64", { method: "POST", json: { content: Buffer.from(bytes).toString("base64"), fileName, mimeType } });
-
-    it("takes an uploaded image by srcURL or uploadID, shows it as imgURL that /v1/assets/serve serves, and removes it with null", async () => {
+    it("takes an uploaded image by srcURL or uploadID, shows it as imgURL (GET, chat.upserted) that /v1/assets/serve serves, and removes it with null", async () => {
       const group = await newGroup(env);
       const picture = png(3, 2);
       const first = await upload(picture, "avatar.png", "image/png");
+      const after = await latestEvent();
       const set = (await env.sdk.chats.update(group.id, { imgURL: first.srcURL })) as unknown as LabelledChat;
       expect(set.imgURL).toBe(first.srcURL);
       expect((await chat(group.id)).imgURL).toBe(first.srcURL);
+      expect((await upserted(group.id, after))?.imgURL).toBe(first.srcURL);
       const served = await fetch(`${env.url}/v1/assets/serve${qs({ url: set.imgURL! })}`, { headers: { authorization: `Bearer ${env.rw}` } });
       expect(served.status).toBe(200);
       expect(served.headers.get("content-type")).toMatch(/^image\/png/);
@@ -223,6 +270,15 @@ export function chatLabelScenarios(env: Env) {
       await expectCleared(group.id, "imgURL");
     });
 
+    it("gives the picture's bytes to the network, and its removal: Echo's chat reports what the sandbox has", async () => {
+      const echo = await echoChat(env, env.accounts[0].accountID);
+      const picture = await upload(png(6, 4), "echo.png", "image/png");
+      expect((await patch(echo.id, { imgURL: picture.uploadID })).body.imgURL).toBe(picture.srcURL);
+      expect((await networkSettings(echo.id)).picture).toEqual({ fileName: "echo.png", mimeType: "image/png", bytes: picture.fileSize });
+      await expectCleared(echo.id, "imgURL");
+      expect((await networkSettings(echo.id)).picture).toBeUndefined();
+    });
+
     it("refuses what is not a local image: 422 naming body.imgURL (400 when empty or not a string)", async () => {
       const group = await newGroup(env);
       const notImage = await upload(text("just words"), "notes.txt", "text/plain");
@@ -230,6 +286,65 @@ export function chatLabelScenarios(env: Env) {
         expectError(await patch(group.id, { imgURL }), 422, ["body", "imgURL"]);
       for (const imgURL of ["", 42, { url: "x" }]) expectError(await patch(group.id, { imgURL }), 400, ["body", "imgURL"]);
       expect((await chat(group.id)).imgURL).toBeUndefined();
+    });
+  });
+
+  describe("chats: draft attachments", () => {
+    const draftOf = async (id: string) => (await chat(id)).draft;
+
+    it("sets a draft with attachments (SDK 5), shows them (GET, chat.upserted), keeps them sendable, and clears them with null", async () => {
+      const group = await newGroup(env);
+      const image = await upload(png(3, 2), "sketch.png", "image/png");
+      const notes = await upload(text("draft notes"), "notes.txt", "text/plain");
+      const after = await latestEvent();
+      const set = await env.sdk.chats.update(group.id, {
+        draft: { text: "see attached", attachments: { first: { uploadID: image.uploadID }, second: { uploadID: notes.uploadID, id: "notes", fileName: "renamed.txt", type: "voice-note" } } },
+      });
+      const shown = (set as unknown as LabelledChat).draft!;
+      const filePath = (u: Upload) => (u.srcURL.startsWith("file://") ? { filePath: decodeURIComponent(new URL(u.srcURL).pathname) } : {});
+      expect(shown).toEqual({
+        text: "see attached",
+        attachments: {
+          first: { id: "first", type: "file", uploadID: image.uploadID, srcURL: image.srcURL, mimeType: "image/png", fileName: "sketch.png", fileSize: image.fileSize, size: { width: 3, height: 2 }, ...filePath(image) },
+          notes: { id: "notes", type: "recorded_audio", uploadID: notes.uploadID, srcURL: notes.srcURL, mimeType: "text/plain", fileName: "renamed.txt", fileSize: notes.fileSize, ...filePath(notes) },
+        },
+      });
+      expect(await draftOf(group.id)).toEqual(shown);
+      expect((await env.sdk.chats.retrieve(group.id)).draft?.attachments?.notes?.type).toBe("recorded_audio");
+      expect((await upserted(group.id, after))?.draft).toEqual(shown);
+
+      // The draft keeps its uploads without using them up: one can still be sent.
+      const sent = await raw(env, `${chatPath(group.id)}/messages`, { method: "POST", json: { attachment: { uploadID: image.uploadID } } });
+      expect(sent.status).toBe(200);
+      expect(await draftOf(group.id)).toEqual(shown);
+
+      const cleared = await env.sdk.chats.update(group.id, { draft: null });
+      expect(cleared.draft ?? null).toBeNull();
+      expect(await draftOf(group.id)).toBeNull();
+    });
+
+    it("a draft of attachments alone is a draft: another needs draft=null (or an empty draft) first", async () => {
+      const group = await newGroup(env);
+      const image = await upload(png(2, 2), "only.png", "image/png");
+      expect((await patch(group.id, { draft: { text: "", attachments: { a: { uploadID: image.uploadID } } } })).status).toBe(200);
+      expectError(await patch(group.id, { draft: { text: "more" } }), 422, ["body", "draft"]);
+      expect((await draftOf(group.id))?.attachments?.a?.uploadID).toBe(image.uploadID);
+      // An empty draft is always taken, and is no draft.
+      expect((await patch(group.id, { draft: { text: "", attachments: {} } })).body.draft).toBeNull();
+      expect(await draftOf(group.id)).toBeNull();
+    });
+
+    it("refuses unknown uploads with 422 naming the attachment, ill-formed attachments with 400, and applies nothing", async () => {
+      const group = await newGroup(env);
+      const image = await upload(png(2, 2), "fine.png", "image/png");
+      const unknown = await patch(group.id, { title: "Not applied", draft: { text: "x", attachments: { ok: { uploadID: image.uploadID }, bad: { uploadID: "nosuchupload" } } } });
+      expectError(unknown, 422, ["body", "draft", "attachments", "bad", "uploadID"]);
+      for (const attachments of [{ a: {} }, { a: { uploadID: 5 } }, { a: { uploadID: "" } }, { a: { uploadID: image.uploadID, type: "hologram" } }, { "": { uploadID: image.uploadID } }, "x"])
+        expectError(await patch(group.id, { draft: { text: "x", attachments } }), 400, ["body", "draft", "attachments"]);
+      expectError(await patch(group.id, { draft: { text: "x", attachments: { a: { uploadID: image.uploadID, id: "b" }, b: { uploadID: image.uploadID } } } }), 400, ["body", "draft", "attachments"]);
+      const after = await chat(group.id);
+      expect(after.draft).toBeNull();
+      expect(after.title).toBe(group.title);
     });
   });
 
@@ -289,13 +404,7 @@ export function chatLabelScenarios(env: Env) {
 
   describe("messages: delete forEveryone", () => {
     /** What Echo's side of the chat still has, as Echo reports it when sent `!history`. */
-    async function echoHas(chatID: string): Promise<string[]> {
-      const probe = await sendSettled(env, chatID, "!history");
-      const reply = await echoReply(env, chatID, probe.id);
-      const listed = /^Echo: history (\[.*\])$/s.exec(reply.text ?? "");
-      expect(listed, reply.text).toBeTruthy();
-      return JSON.parse(listed![1]) as string[];
-    }
+    const echoHas = (chatID: string) => echoReport<string[]>(chatID, "history");
 
     it("forEveryone=false deletes only here: the other party keeps it; the default deletes it there too", async () => {
       const echo = await echoChat(env, env.accounts[0].accountID);
@@ -351,7 +460,7 @@ export function chatLabelScenarios(env: Env) {
         expect(a.bridge).toMatchObject({ provider: "local", type: "sandbox" });
         expect(a.status).toBe("connected");
         expect(typeof a.loginID).toBe("string");
-        expect(a.capabilities).toMatchObject({ sendMessages: true, editMessages: true, deleteMessages: true, deleteMessagesForMe: true, reactions: true, createChats: true });
+        expect(a.capabilities).toMatchObject({ sendMessages: true, editMessages: true, deleteMessages: true, deleteMessagesForMe: true, reactions: true, createChats: true, chatPictures: true, messageExpiry: true });
       }
       for (const a of accounts) {
         if (a.statusText !== undefined) expect(typeof a.statusText).toBe("string");

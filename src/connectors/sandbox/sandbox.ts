@@ -6,6 +6,7 @@ import {
   type NetworkClient,
   type NetworkConnector,
   type NetworkMedia,
+  type OutgoingFile,
   type OutgoingMessage,
   type SendReceipt,
   type TypingState,
@@ -24,7 +25,9 @@ const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfil
  * The built-in simulated network. Each account has a deterministic address book (derived from its seed) and an
  * "Echo" contact that answers every message in its direct chat 20–60 ms later, so inbound traffic can be tested
  * without a real server. Echo is seen typing before it answers and stops once it has, and mirrors the typing
- * notifications sent to its chat, so both directions of typing can be tested too. Nothing leaves the process.
+ * notifications sent to its chat, so both directions of typing can be tested too. Chats take a picture and a
+ * disappearing-message timer; `!settings` to Echo answers what the network has of Echo's chat. Nothing leaves the
+ * process.
  */
 export const SANDBOX_DOMAIN = "sandbox.invalid";
 export const ECHO_ID = `@echo:${SANDBOX_DOMAIN}`;
@@ -75,6 +78,12 @@ export interface SandboxOptions {
 
 /** How long Echo's `typing` holds without a new notice (networks repeat it every few seconds while typing goes on). */
 export const ECHO_TYPING_TIMEOUT_MS = 6000;
+
+/** A chat's settings on the sandbox network: its picture (what arrived of it) and its disappearing-message timer. */
+export interface SandboxChatSettings {
+  picture?: { fileName?: string; mimeType?: string; bytes: number };
+  messageExpirySeconds?: number;
+}
 
 export class SandboxConnector implements NetworkConnector, LoginCapable {
   readonly network: string;
@@ -129,6 +138,8 @@ class SandboxClient implements NetworkClient {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   /** What the other parties have of this account's messages (see history.ts). */
   private readonly history = new SandboxHistory();
+  /** The settings each chat has on the network (its picture, its timer), as `!settings` reports them. */
+  private readonly settings = new Map<string, SandboxChatSettings>();
 
   /** Present only where the network has typing notifications: the core offers the feature by this method's presence. */
   readonly setTyping?: (networkChatID: string, state: TypingState) => Promise<void>;
@@ -140,7 +151,7 @@ class SandboxClient implements NetworkClient {
   ) {
     if (typing)
       this.setTyping = async (networkChatID, state) => {
-        if (!this.connected) throw new NetworkError("unavailable", "sandbox account is not connected");
+        this.requireConnected();
         // Echo mirrors typing in its chat: the only way to see that a notice reached this network.
         if (networkChatID === directChatID(ECHO_ID)) await this.echoTyping(networkChatID, state);
       };
@@ -202,18 +213,24 @@ class SandboxClient implements NetworkClient {
     return everything;
   }
 
-  async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
+  private requireConnected() {
     if (!this.connected) throw new NetworkError("unavailable", "sandbox account is not connected");
-    if (message.attachment) {
-      // "Upload" to the network: read every byte, as a real connector would stream them out.
-      let received = 0;
-      for await (const chunk of message.attachment.open() as unknown as AsyncIterable<Uint8Array>) received += chunk.length;
-      if (message.attachment.info.fileSize !== undefined && received !== message.attachment.info.fileSize)
-        throw new NetworkError("rejected", `attachment arrived incomplete (${received} of ${message.attachment.info.fileSize} bytes)`);
-    }
+  }
+
+  /** "Uploads" a file to the network: reads every byte, as a real connector would stream them out. */
+  private async receive(file: OutgoingFile): Promise<number> {
+    let received = 0;
+    for await (const chunk of file.open() as unknown as AsyncIterable<Uint8Array>) received += chunk.length;
+    if (file.info.fileSize !== undefined && received !== file.info.fileSize)
+      throw new NetworkError("rejected", `${file.info.fileName ?? "file"} arrived incomplete (${received} of ${file.info.fileSize} bytes)`);
+    return received;
+  }
+
+  async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
+    this.requireConnected();
+    if (message.attachment) await this.receive(message.attachment);
     const receipt = { networkMessageID: `sbx-${Date.now().toString(36)}-${(this.counter++).toString(36)}`, timestamp: Date.now() };
-    // "!history" to Echo: Echo answers with what it still has of the chat before it (history.ts).
-    const had = message.text?.trim() === "!history" ? this.history.texts(networkChatID) : undefined;
+    const report = this.report(networkChatID, message.text?.trim());
     this.history.record(networkChatID, receipt.networkMessageID, message.text ?? message.attachment?.info.fileName ?? "");
     if (networkChatID !== directChatID(ECHO_ID)) return receipt;
     // "!status <state> [text]" to Echo makes the network report that account state (for trying reconnects).
@@ -221,8 +238,18 @@ class SandboxClient implements NetworkClient {
     if (command && STATUSES.includes(command[1] as AccountRecord["status"])) {
       const status = command[1] as AccountRecord["status"];
       queueMicrotask(() => void this.host.emit({ type: "status", status, statusText: command[2] || undefined }).catch(() => undefined));
-    } else this.echo(networkChatID, receipt.networkMessageID, had ? { text: `history ${JSON.stringify(had)}` } : message);
+    } else this.echo(networkChatID, receipt.networkMessageID, report ? { text: report } : message);
     return receipt;
+  }
+
+  /**
+   * What Echo answers a command with: `!history`, what it still has of the chat before it (history.ts);
+   * `!settings`, the chat's settings on the network.
+   */
+  private report(networkChatID: string, command: string | undefined): string | undefined {
+    if (command === "!history") return `history ${JSON.stringify(this.history.texts(networkChatID))}`;
+    if (command === "!settings") return `settings ${JSON.stringify(this.settings.get(networkChatID) ?? {})}`;
+    return undefined;
   }
 
   private echo(networkChatID: string, replyTo: string, message: OutgoingMessage) {
@@ -258,6 +285,17 @@ class SandboxClient implements NetworkClient {
       void work().catch(() => undefined);
     }, ms);
     this.timers.add(timer);
+  }
+
+  async setChatAvatar(networkChatID: string, image: OutgoingFile | null) {
+    this.requireConnected();
+    const picture = image ? { fileName: image.info.fileName, mimeType: image.info.mimeType, bytes: await this.receive(image) } : undefined;
+    this.settings.set(networkChatID, { ...this.settings.get(networkChatID), picture });
+  }
+
+  async setMessageExpiry(networkChatID: string, seconds: number) {
+    this.requireConnected();
+    this.settings.set(networkChatID, { ...this.settings.get(networkChatID), messageExpirySeconds: seconds });
   }
 
   async edit() {}
