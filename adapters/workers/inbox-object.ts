@@ -222,6 +222,9 @@ export class InboxObject {
   }
 
   private async boot(): Promise<App> {
+    // Said once per boot, in the Worker's logs (wrangler tail, the dashboard, wrangler dev's terminal): otherwise a
+    // fresh deployment answers every request 401 and nothing says why.
+    if (!this.env.INBOXD_ADMIN_TOKEN && !this.env.INBOXD_READ_TOKEN) console.warn(MISSING_SECRET_WARNING);
     const storage: Storage = createStorage({ driver: durableObjectDriver(this.state.storage) });
     // The secrets are the Worker's tokens: a changed or removed secret ends the token it replaced.
     await syncSecretTokens(storage, [
@@ -261,6 +264,10 @@ export class InboxObject {
     return app;
   }
 }
+
+const MISSING_SECRET_WARNING =
+  "inboxd: no INBOXD_ADMIN_TOKEN secret: every request without another valid token is answered 401; " +
+  "set it with wrangler secret put INBOXD_ADMIN_TOKEN (or .dev.vars for wrangler dev)";
 
 function parseSeed(text: string): SeedOptions {
   const options = JSON.parse(text) as Partial<SeedOptions>;

@@ -59,3 +59,29 @@ describe("Worker in workerd", () => {
     expect(((await (await api("/v1/accounts")).json()) as unknown[]).length).toBe(2);
   }, 30_000);
 });
+
+describe("Worker without INBOXD_ADMIN_TOKEN", () => {
+  it("answers 401 and says why in its log, once per boot", async () => {
+    const logs: { level: string; message: string }[] = [];
+    const bare = await startWorkerd({ onLog: (log) => logs.push(log) });
+    try {
+      const warnings = () => logs.filter((log) => log.message.includes("no INBOXD_ADMIN_TOKEN secret"));
+      for (let i = 0; i < 2; i++) expect((await fetch(`${bare.url}/v1/accounts`, { headers: { authorization: "Bearer anything" } })).status).toBe(401);
+      await expect.poll(() => warnings().length).toBe(1);
+      expect(warnings()[0]).toMatchObject({
+        level: "warn",
+        message:
+          "inboxd: no INBOXD_ADMIN_TOKEN secret: every request without another valid token is answered 401; " +
+          "set it with wrangler secret put INBOXD_ADMIN_TOKEN (or .dev.vars for wrangler dev)",
+      });
+
+      // Once the secret is set (a redeploy), the object boots without the warning and the token works.
+      await bare.restart({ INBOXD_ADMIN_TOKEN: token });
+      expect((await fetch(`${bare.url}/v1/accounts`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(warnings()).toHaveLength(1);
+    } finally {
+      await bare.stop();
+    }
+  }, 60_000);
+});

@@ -41,6 +41,8 @@ export async function startWorkerd(options: {
   rateLimit?: string;
   /** Other vars, as wrangler.toml's [vars] would set them (INBOXD_EVENT_LOG_MAX_EVENTS, …). */
   vars?: Record<string, string>;
+  /** Receives what the Worker logs (console.warn…, as workerd's structured logs), which is then not printed. */
+  onLog?: (log: { level: string; message: string }) => void;
 }): Promise<WorkerdServer> {
   const admin = options.token ?? options.tokens?.find((t) => t.scopes.includes("write"))?.token;
   const reader = options.tokens?.find((t) => !t.scopes.includes("write"))?.token;
@@ -82,6 +84,8 @@ export async function startWorkerd(options: {
       durableObjectsPersist: false,
       host: "127.0.0.1",
       port: 0,
+      // Miniflare checks that the handler returns nothing.
+      ...(options.onLog ? { handleStructuredLogs: (log: { level: string; message: string }) => void options.onLog!(log) } : {}),
     };
     const mf = new Miniflare(config);
     const url = await mf.ready.then(
