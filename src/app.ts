@@ -232,15 +232,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   context.announce = (event) => events.publish([event]);
-  // Retention runs beside the commits: once the log is 1 % (at most 1,000 events) over its count, and hourly for age.
+  // Retention runs beside the commits and wake-ups: once the log is 1 % (at most 1,000 events) over its count, and
+  // hourly for age; not on every wake-up (webhook retries and reminders wake the app often).
   let compactedAt = context.now();
-  events.add({
-    deliver: () => {
-      if (!log.compactionDue && context.now() - compactedAt < 3_600_000) return;
-      compactedAt = context.now();
-      void log.compact().catch((error) => options.log?.(`error: event log compaction: ${error instanceof Error ? error.message : String(error)}`));
-    },
-  });
+  const maybeCompact = async () => {
+    if (!log.compactionDue && context.now() - compactedAt < 3_600_000) return;
+    compactedAt = context.now();
+    await log.compact().catch((error) => options.log?.(`error: event log compaction: ${error instanceof Error ? error.message : String(error)}`));
+  };
+  events.add({ deliver: () => void maybeCompact() });
   await webhooks.load(log);
   events.add(webhooks);
   context.rearm();
@@ -249,7 +249,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     events,
     operations: api.operations,
     async wake() {
-      await log.compact();
+      await maybeCompact();
       await fireDueReminders(context);
       await endDueMutes(context);
       // The next reminder is armed before webhooks run: a long backlog to a slow receiver must not delay it.

@@ -127,22 +127,29 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const early: unknown[][] = [];
   const hold = (...args: unknown[]) => early.push(args);
   nodeServer.on("upgrade", hold);
-  try {
-    const running = await startApp(options, server);
-    started(running.app);
+  let handedOver = false;
+  // As soon as the app and its WebSocket layer exist, requests and held upgrades go to them: what start-up does
+  // after that (due reminders, a webhook backlog, the first token) must not keep the daemon from answering.
+  const handOver = (app: App) => {
+    handedOver = true;
+    started(app);
     nodeServer.off("upgrade", hold);
     for (const args of early) nodeServer.emit("upgrade", ...args);
-    return running;
+  };
+  try {
+    return await startApp(options, server, handOver);
   } catch (error) {
     failed(error);
-    nodeServer.off("upgrade", hold);
-    for (const [, socket] of early) (socket as import("node:stream").Duplex).destroy();
+    if (!handedOver) {
+      nodeServer.off("upgrade", hold);
+      for (const [, socket] of early) (socket as import("node:stream").Duplex).destroy();
+    }
     await server.close(true);
     throw error;
   }
 }
 
-async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof listenApp>>): Promise<RunningServer> {
+async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof listenApp>>, handOver: (app: App) => void): Promise<RunningServer> {
   const { storage, binding, close: closeStorage } = await openSqliteStorage(options.dbPath);
   // Reminders (and later retries) wake the app at their time; a timer cannot wait longer than ~24.8 days.
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -172,6 +179,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
+  handOver(app);
   await app.wake(); // reminders that came due while the daemon was down
   if ((await listTokens(storage)).length === 0) {
     const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });

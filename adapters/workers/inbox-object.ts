@@ -153,7 +153,8 @@ export class InboxObject {
       // Resume: what the log holds after `since`, then live (the object stays awake while it replays).
       await replayLog(app.events.log, state, () => this.states.get(attachment.id), (frame) => ws.send(frame));
     }
-    this.remember(ws, attachment.id, state);
+    // A newer subscriptions.set (during the replay) has its own state to keep.
+    if (this.states.get(attachment.id) === state) this.remember(ws, attachment.id, state);
   }
 
   /**

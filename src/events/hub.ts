@@ -82,10 +82,7 @@ export class EventHub {
     return events;
   }
 
-  /**
-   * Live-only events (typing): straight to the connected sinks, not to commit sinks, so webhooks and the log never
-   * see them.
-   */
+  /** Live-only events (typing): straight to the connected sinks, never logged (so never replayed or sent to webhooks). */
   publish(events: DomainEvent[]): void {
     if (events.length) this.deliver(events);
   }

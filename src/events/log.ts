@@ -92,6 +92,11 @@ export class EventLog {
     this.durableID = this.meta.next - 1;
   }
 
+  /** The newest eventID a store holds, read without loading a log (a process beside the daemon: the CLI). */
+  static async head(storage: Storage): Promise<number> {
+    return ((await storage.getItem<LogMeta>(META_KEY))?.next ?? 1) - 1;
+  }
+
   /** The oldest event ID kept. */
   get oldest(): number {
     return this.meta.first;
@@ -138,7 +143,7 @@ export class EventLog {
 
   /** Up to `limit` durable events after `after`, oldest first. */
   async read(after: number, limit = 500): Promise<LogPage> {
-    if (after + 1 < this.meta.first && this.meta.first > 1) return { gone: true, oldest: this.meta.first };
+    if (after + 1 < this.meta.first) return { gone: true, oldest: this.meta.first };
     // A cursor ahead of the log: the data was restored from an older copy or lost its tail (a power loss without
     // synchronous commits). Its IDs will be given again to other events, so the reader must start over.
     if (after > this.durableID) return { gone: true, oldest: this.meta.first };

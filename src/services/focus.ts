@@ -2,6 +2,7 @@ import { badRequest } from "../http/errors.ts";
 import type { Context } from "./context.ts";
 import { requireChat } from "./context.ts";
 import { findMessage } from "./messages.ts";
+import { domainEvent } from "../events/protocol.ts";
 
 export interface FocusInput {
   chatID?: string;
@@ -21,8 +22,7 @@ export async function focus(ctx: Context, input: FocusInput): Promise<{ success:
   const chat = input.chatID === undefined ? undefined : requireChat(ctx, input.chatID);
   if (chat && input.messageID !== undefined) await findMessage(ctx, chat, input.messageID);
   const focusing = { ...input, chatID: chat?.id };
-  const body = { type: "focus", ts: new Date(ctx.now()).toISOString(), chatID: chat?.id ?? "", ids: chat ? [chat.id] : [], focus: focusing };
-  ctx.db.noteEvent({ chatID: chat?.id ?? "", body: JSON.stringify(body).slice(1) });
+  ctx.db.noteEvent(domainEvent("focus", new Date(ctx.now()).toISOString(), chat?.id ?? "", chat ? [chat.id] : [], { focus: focusing }));
   await ctx.db.commit();
   return { success: true };
 }

@@ -26,6 +26,8 @@ let attempts = 0;
 /** The newest logged event handled: where a reconnect resumes. */
 let lastEventID: number | undefined;
 let stopped = false;
+/** The pending reconnection, if any (stopLive cancels it). */
+let reconnect: ReturnType<typeof setTimeout> | undefined;
 export let connected = false;
 const statusListeners = new Set<(connected: boolean) => void>();
 
@@ -71,18 +73,25 @@ export function startLive() {
     } else if (data.type !== "ready" && data.type !== "error") emit(data as LiveEvent);
   };
   ws.onclose = async () => {
+    // A socket already replaced (stopLive, then startLive) must not touch its successor.
+    if (socket !== ws) return;
     socket = undefined;
     setConnected(false);
     if (stopped) return;
     // Refused before opening: most likely the token expired; renew it before trying again.
     if (!opened) await refreshCredentials(token);
     attempts++;
-    setTimeout(startLive, Math.min(30_000, 500 * 2 ** Math.min(attempts, 6)));
+    reconnect = setTimeout(() => {
+      reconnect = undefined;
+      if (!stopped) startLive();
+    }, Math.min(30_000, 500 * 2 ** Math.min(attempts, 6)));
   };
 }
 
 export function stopLive() {
   stopped = true;
+  clearTimeout(reconnect);
+  reconnect = undefined;
   socket?.close();
   socket = undefined;
 }
