@@ -1,8 +1,8 @@
 // A webhook receiver for inboxd: verifies each POST's signature, refuses stale timestamps (replays of an old
 // delivery), and handles each delivery once (inboxd delivers at least once, so a retry or a replay can repeat one).
 //
-//   INBOXD_WEBHOOK_SECRET=whsec_… PORT=8787 node examples/webhook-receiver.mjs
-//   npm run -s inboxd -- webhook add http://127.0.0.1:8787/     # prints the secret on its last line
+//   INBOXD_WEBHOOK_SECRET=whsec_… PORT=8788 node examples/webhook-receiver.mjs
+//   npm run -s inboxd -- webhook add http://127.0.0.1:8788/     # prints the secret on its last line
 //
 // (Register first to get the secret, then start the receiver; inboxd retries until it answers.) Every POST carries
 //   x-inboxd-timestamp: <unix seconds>
@@ -17,7 +17,7 @@ if (!secret) {
   console.error("Set INBOXD_WEBHOOK_SECRET to the webhook's secret (POST /v1/webhooks or `inboxd webhook add` shows it once).");
   process.exit(2);
 }
-const port = Number(process.env.PORT ?? 8787);
+const port = Number(process.env.PORT ?? 8788);
 const MAX_AGE_SECONDS = 5 * 60;
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 

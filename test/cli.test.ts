@@ -304,6 +304,9 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
       const daemon = await serve(tempDir(), ...args);
       expect(await daemon.stop()).toBe(0);
       expect(note.test(daemon.output().stderr), args.join(" ")).toBe(noted);
+      // A wildcard bind is reached here through loopback: the links it prints must be ones the daemon answers.
+      if (args[1] === "0.0.0.0") expect(daemon.output().stdout).toMatch(/http:\/\/127\.0\.0\.1:\d+\/oauth\/login\?code=/);
+      expect(daemon.output().stdout).not.toContain("http://0.0.0.0");
     }
   }, 30_000);
 });

@@ -4,9 +4,9 @@ import { OAuthStore, SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
 import { openDataDir } from "./data-dir.ts";
 
 /** A one-time link that signs this browser in as the owner (to approve apps), valid for 10 minutes. */
-export async function signInLink(storage: Storage, baseURL: string): Promise<string> {
+export async function signInLink(storage: Storage, base: string): Promise<string> {
   const code = await new OAuthStore(storage, Date.now).createSignIn(SIGN_IN_TTL_MS);
-  return `${baseURL}/oauth/login?code=${code}`;
+  return `${base}/oauth/login?code=${code}`;
 }
 
 /**
@@ -17,7 +17,7 @@ export async function runOpen(dataDir: string, options: { port: number; host: st
   const { storage, close } = await openDataDir(dataDir, { create: false });
   let link: string;
   try {
-    link = await signInLink(storage, `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`);
+    link = await signInLink(storage, baseURL(options.host, options.port));
   } finally {
     await close();
   }
@@ -30,4 +30,13 @@ export async function runOpen(dataDir: string, options: { port: number; host: st
     spawn(opener, [link], { stdio: "ignore", detached: true }).on("error", () => undefined).unref();
   }
   return 0;
+}
+
+/**
+ * The address to print for the daemon: its host, except that a wildcard bind (0.0.0.0, ::) is reached here as
+ * loopback — a browser given http://0.0.0.0/ would send that as its Host, which the daemon refuses.
+ */
+export function baseURL(host: string, port: number): string {
+  const shown = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
 }

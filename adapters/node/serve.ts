@@ -4,7 +4,7 @@ import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { xmppOverTCP } from "./xmpp-tcp.ts";
 import { peerAddress, tagPeer, type NodeRequest } from "./peer.ts";
-import { signInLink } from "./open-command.ts";
+import { baseURL, signInLink } from "./open-command.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 import { assetStorage } from "./asset-storage.ts";
@@ -190,7 +190,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
   webhookRefresh.unref();
   const address = server.node?.server?.address();
   const port = typeof address === "object" && address ? address.port : options.port;
-  const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
+  const url = baseURL(options.host, port);
   return {
     url,
     signInLink: await signInLink(storage, url),
@@ -206,3 +206,4 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     },
   };
 }
+

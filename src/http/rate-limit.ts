@@ -187,7 +187,7 @@ export class RateLimiter {
     if (!(maxKeys >= 1 && Number.isInteger(maxKeys))) throw new RangeError(`rate limit: maxKeys must be a positive integer, got ${maxKeys}`);
     this.tokens = new Buckets(perSecond, burst, maxKeys);
     this.addresses = new Buckets(failed / 60, failed, maxKeys);
-    this.budget = `${perSecond} requests per second with bursts of up to ${burst}`;
+    this.budget = `${perSecond} ${perSecond === 1 ? "request" : "requests"} per second with bursts of up to ${burst}`;
   }
 
   /** Buckets held (tokens, addresses), for tests of the memory bound. */
