@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -35,14 +35,7 @@ export function createDataDir(dataDir: string): void {
  * directory or a database, so a mistyped --data-dir is reported instead of silently becoming a new, empty one.
  */
 export function requireData(dataDir: string): void {
-  let directory: boolean | undefined;
-  try {
-    directory = statSync(dataDir, { throwIfNoEntry: false })?.isDirectory();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOTDIR") throw error;
-    directory = false; // a file on its path
-  }
-  if (directory === false) throw notADirectory(dataDir);
+  if (fileOnPath(dataDir)) throw notADirectory(dataDir);
   if (!existsSync(databasePath(dataDir)))
     throw new UsageError(`${dataDir} holds no inboxd data yet: check --data-dir (or INBOXD_DATA_DIR), or start inboxd there once with inboxd serve`, false);
 }
@@ -72,4 +65,21 @@ export function explainDatabaseError(error: unknown, path: string): unknown {
   const corrupt = code === "SQLITE_CORRUPT" || errcode === 11 || /disk image is malformed/.test(message ?? "");
   if (!notADatabase && !corrupt) return error;
   return new UsageError(`${path} is ${notADatabase ? "not an SQLite database" : "a damaged SQLite database"}: move it away, or pass another directory with --data-dir DIR`, false);
+}
+
+/**
+ * Whether the path, or the nearest part of it that exists, is a file rather than a directory. Walked by hand:
+ * `statSync(…, { throwIfNoEntry: false })` answers "missing" for a path below a file on Node 22+ but throws
+ * ENOTDIR on Node 20.
+ */
+function fileOnPath(path: string): boolean {
+  for (let at = resolve(path); ; at = dirname(at)) {
+    try {
+      return !statSync(at).isDirectory();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+    }
+    if (dirname(at) === at) return false;
+  }
 }
