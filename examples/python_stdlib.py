@@ -14,8 +14,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-BASE = os.environ.get("INBOXD_URL", "http://127.0.0.1:23373").rstrip("/")
-TOKEN = os.environ.get("INBOXD_TOKEN")
+BASE = os.environ.get("INBOXD_URL") or os.environ.get("API") or "http://127.0.0.1:23373".rstrip("/")
+TOKEN = os.environ.get("INBOXD_TOKEN") or os.environ.get("TOKEN")  # the README's names work too
 ECHO = "@echo:sandbox.invalid"
 
 

@@ -8,8 +8,8 @@
 import BeeperDesktop from "@beeper/desktop-api";
 
 const ECHO = "@echo:sandbox.invalid";
-const baseURL = process.env.INBOXD_URL ?? "http://127.0.0.1:23373";
-const accessToken = process.env.INBOXD_TOKEN;
+const baseURL = process.env.INBOXD_URL ?? process.env.API ?? "http://127.0.0.1:23373";
+const accessToken = process.env.INBOXD_TOKEN ?? process.env.TOKEN; // the README's names work too
 if (!accessToken) {
   console.error("Set INBOXD_TOKEN to an access token (`npm run -s inboxd -- token create` prints one).");
   process.exit(2);

@@ -9,8 +9,8 @@
 // stops it (exit 0). A refused token exits 1; a server that is down is retried (0.5 s doubling to 30 s).
 import WebSocket from "ws";
 
-const base = (process.env.INBOXD_URL ?? "http://127.0.0.1:23373").replace(/\/$/, "");
-const token = process.env.INBOXD_TOKEN;
+const base = (process.env.INBOXD_URL ?? process.env.API ?? "http://127.0.0.1:23373").replace(/\/$/, "");
+const token = process.env.INBOXD_TOKEN ?? process.env.TOKEN; // the README's names work too
 if (!token) {
   console.error("Set INBOXD_TOKEN to an access token (`npm run -s inboxd -- token create` prints one).");
   process.exit(2);

@@ -227,6 +227,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   oauthRoutes(api, { storage: options.storage, now: context.now, accessTokenTtlMs: options.accessTokenTtlMs });
   tokenRoutes(api, { storage: options.storage, now: context.now });
   webRoutes(api);
+  api.addHeadForGets();
   router.all("*", (request: Request, rc: RequestContext) => {
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });
@@ -288,6 +289,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         response = errorResponseFor(url, error);
       }
       if (isV0Path(url.pathname)) response = v0Response(response, url);
+      if (request.method === "HEAD" && response.body) response = withoutBody(response);
       if (response.status === 401) response.headers.set("www-authenticate", challenge(url.origin));
       await discardUnreadBody(request);
       response.headers.set(VERSION_HEADER, VERSION);
@@ -304,6 +306,12 @@ export async function createApp(options: AppOptions): Promise<App> {
 /** The error body of the generation the request was for: /v0 has its own (src/v0). */
 function errorResponseFor(url: URL, error: unknown): Response {
   return isV0Path(url.pathname) ? v0ErrorResponse(error) : toErrorResponse(error);
+}
+
+/** A HEAD answer: GET's status and headers, its body (possibly a stream just opened) cancelled. */
+function withoutBody(response: Response): Response {
+  void response.body?.cancel().catch(() => {});
+  return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 function toResponse(result: unknown): Response {

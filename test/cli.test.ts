@@ -225,6 +225,18 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
         expect(result.stdout).toContain(join(xdg, "inboxd"));
       }
     }
+    // With INBOXD_DATA_DIR set, the help says which directory is in effect, not only the default.
+    const fromEnv = await run(CLI, ["token", "--help"], { XDG_DATA_HOME: xdg, INBOXD_DATA_DIR: "/srv/inboxd-data" });
+    expect(fromEnv.stdout).toMatch(/now \/srv\/inboxd-data, from INBOXD_DATA_DIR/);
+  });
+
+  it("without a command prints the usage to stderr and exits 2, like any usage error; -v is --version only, never a command's flag", async () => {
+    const bare = await inboxd();
+    expect([bare.code, bare.stdout]).toEqual([2, ""]);
+    expect(bare.stderr).toMatch(/^Usage: inboxd <command>/m);
+    const serveV = await inboxd("serve", "-v", "--data-dir", tempDir());
+    expect(serveV.code).toBe(2);
+    expect(serveV.stderr).toContain("Unknown option '-v'");
   });
 
   it("says in one line when --data-dir is a file or holds a file that is not a database, naming it", async () => {
@@ -267,7 +279,9 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     expect(tokens.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+SCOPES\s+CREATED/);
     const nosuch = await inboxd("token", "revoke", "nosuch", "--data-dir", dir);
     expect(nosuch.code).toBe(1);
-    expect(nosuch.stderr).toMatch(/^inboxd: no token matches nosuch/);
+    expect(nosuch.stderr).toMatch(/^inboxd: no token is named nosuch, and no token has an ID starting with nosuch/);
+    const tooShort = await inboxd("token", "revoke", "abc", "--data-dir", dir);
+    expect([tooShort.code, tooShort.stderr]).toEqual([1, expect.stringMatching(/abc is too short to pick a token: give at least 6 characters/)]);
 
     const added = await Promise.all([1, 2].map(async (n) => (await inboxd("webhook", "add", `http://127.0.0.1:9/${n}`, "--data-dir", dir)).stderr));
     const [first, second] = added.map((stderr) => /Added webhook (wh_\w+)/.exec(stderr)![1]);
@@ -279,7 +293,9 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
 
     const short = await inboxd("webhook", "remove", first.slice(0, 5), "--data-dir", dir);
     expect(short.code).toBe(1);
-    expect(short.stderr).toMatch(/^inboxd: no webhook matches/);
+    expect(short.stderr).toMatch(/^inboxd: wh_\w+ is too short to pick a webhook: give at least 6 characters of its ID/);
+    const nowhere = await inboxd("webhook", "remove", "wh_zzzzzzzz", "--data-dir", dir);
+    expect([nowhere.code, nowhere.stderr]).toEqual([1, expect.stringMatching(/^inboxd: no webhook has an ID starting with wh_zzzzzzzz/)]);
     const removed = await inboxd("webhook", "remove", first.slice(0, 8), "--data-dir", dir);
     expect(removed.code, removed.stderr).toBe(0);
     expect(removed.stdout).toBe(`removed ${first}\n`);
@@ -292,6 +308,13 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     for (const id of ["wh_abcdef01", "wh_abcdef02"])
       await storage.setItem(`webhook:${id}`, { id, url: "http://127.0.0.1:9/", chatIDs: ["*"], secret: "whsec_x", createdAt: new Date().toISOString() });
     await close();
+    // The same for tokens: an ID prefix two share revokes neither.
+    const twins = await openSqliteStorage(databasePath(dir));
+    for (const id of ["abcdef0123", "abcdef4567"]) await twins.storage.setItem(`tok:${id}`, { name: `twin-${id}`, scopes: ["read"], createdAt: new Date().toISOString(), hint: "inbx_xxxx" });
+    await twins.close();
+    const both = await inboxd("token", "revoke", "abcdef", "--data-dir", dir);
+    expect([both.code, both.stderr]).toEqual([1, expect.stringMatching(/abcdef matches 2 tokens \(abcdef0123, abcdef4567\); give more of the ID/)]);
+    expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toMatch(/abcdef0123[\s\S]*abcdef4567/);
     const ambiguous = await inboxd("webhook", "remove", "wh_abcdef", "--data-dir", dir);
     expect(ambiguous.code).toBe(1);
     expect(ambiguous.stderr).toMatch(/^inboxd: wh_abcdef matches 2 webhooks \(wh_abcdef01, wh_abcdef02\)/);

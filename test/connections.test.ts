@@ -187,7 +187,7 @@ describe("connections", () => {
     expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n"), 400, "INVALID_REQUEST");
   });
 
-  it("every error Node's HTTP layer makes carries the JSON error body: 431, 400 (no Host), 408 (slow headers), 417, 405 (CONNECT)", async () => {
+  it("every error Node's HTTP layer makes carries the JSON error body: 431, 400 (no Host), 408 (slow headers), 417, 405 (CONNECT), 400 (a WebSocket handshake without its key)", async () => {
     expectJsonError(await exchange(`GET /v1/accounts?x=${"a".repeat(18 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`), 431, "HEADERS_TOO_LARGE");
     const noHost = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\n\r\n", { waitMs: 500 }), 400, "INVALID_REQUEST");
     expect(noHost.message).toMatch(/Host/);
@@ -198,6 +198,9 @@ describe("connections", () => {
     const expectation = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: teapot\r\n\r\n"), 417, "EXPECTATION_FAILED");
     expect(expectation.message).toMatch(/teapot/);
     expectJsonError(await exchange("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"), 405, "METHOD_NOT_ALLOWED");
+    // A WebSocket handshake the app admits but that is malformed (no Sec-WebSocket-Key): ws's check, our body.
+    const noKey = expectJsonError(await exchange(`GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n`, { waitMs: 300 }), 400, "INVALID_REQUEST");
+    expect(noKey.message).toMatch(/Sec-WebSocket-Key/);
     // The daemon still answers.
     expect((await request("/v1/accounts", {})).status).toBe(200);
   });

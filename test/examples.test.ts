@@ -49,7 +49,7 @@ interface Program {
 const running = new Set<ChildProcess>();
 
 /** Starts an example from the repository root with the daemon's URL and token in its environment (plus `extra`). */
-function start(command: string, args: string[], extra: Record<string, string> = {}): Program {
+function start(command: string, args: string[], extra: Record<string, string | undefined> = {}): Program {
   const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, INBOXD_URL: daemon.url, INBOXD_TOKEN: token, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   let stdout = "";
@@ -86,7 +86,7 @@ function start(command: string, args: string[], extra: Record<string, string> = 
 }
 
 /** Runs an example to its end: its exit code and output. */
-async function run(command: string, args: string[], extra: Record<string, string> = {}) {
+async function run(command: string, args: string[], extra: Record<string, string | undefined> = {}) {
   const program = start(command, args, extra);
   const code = await program.exit();
   return { code, stdout: program.stdout(), stderr: program.stderr() };
@@ -220,6 +220,13 @@ describe("examples/python_stdlib.py (Python 3, standard library only)", () => {
     expect(stdout).toContain(`Sandbox User 1: a message with ${word} in it`);
     expect(stdout).toMatch(/^sent \S+ to Echo: hello from Python \((PENDING|SUCCESS)\)$/m);
     expect(code).toBe(0);
+  });
+
+  it("takes the main README's TOKEN and API when INBOXD_TOKEN and INBOXD_URL are not set", async () => {
+    python3();
+    const { code, stdout, stderr } = await run("python3", ["examples/python_stdlib.py", "nothing-matches-this"], { INBOXD_URL: undefined, INBOXD_TOKEN: undefined, API: daemon.url, TOKEN: token });
+    expect(code, stderr).toBe(0);
+    expect(stdout).toMatch(/^chats \(first page, \d+\):$/m);
   });
 
   it("exits 1 with inboxd's error body when the token is refused", async () => {

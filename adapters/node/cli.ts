@@ -15,7 +15,9 @@ import { lockDataDir } from "./daemon-lock.ts";
 import { stopSignal } from "./stop-signal.ts";
 
 /** The options every command takes, last in each command's help. */
-const COMMON = `  --data-dir DIR     the data directory (env INBOXD_DATA_DIR; default ${defaultDataDir()})
+const COMMON = `  --data-dir DIR     the data directory (env INBOXD_DATA_DIR; default ${defaultDataDir()})${
+  process.env.INBOXD_DATA_DIR ? `\n                     now ${process.env.INBOXD_DATA_DIR}, from INBOXD_DATA_DIR` : ""
+}
   -h, --help         print this help`;
 
 const HELP: Record<string, string> = {
@@ -51,7 +53,7 @@ serves a data directory at a time: a second serve (or a seed) on it is refused w
                      ${DEFAULT_RATE_LIMIT.failedAuthPerMinute} a minute per client address, loopback exempt). Env INBOXD_RATE_LIMIT; the flag wins
   --token-ttl S      lifetime of OAuth access tokens in seconds (default 3600; env INBOXD_TOKEN_TTL); apps renew
                      them with their refresh token
-  -v, --verbose      log one line per request to stderr (env INBOXD_LOG=debug)
+  --verbose          log one line per request to stderr (env INBOXD_LOG=debug)
 ${COMMON}
 Environment: INBOXD_SQLITE_SYNC=FULL (fsync every commit), INBOXD_EVENT_LOG_MAX_AGE=SECONDS and
 INBOXD_EVENT_LOG_MAX_EVENTS=N (how long and how many events the event log keeps for resuming clients and webhooks;
@@ -124,9 +126,14 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "help" && isCommand(rest[0])) return help(rest[0]);
-  if (!command || command === "--help" || command === "-h" || command === "help") {
+  if (!command) {
+    // No command is a usage error like any other (exit 2); the help goes where errors go.
+    console.error(HELP.main);
+    return 2;
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
     console.log(HELP.main);
-    return command ? 0 : 1;
+    return 0;
   }
   const parse = <T extends ParseArgsConfig["options"]>(options: T, positionals = false) =>
     parseArgs({ args: rest, options: { ...common, ...options }, allowPositionals: positionals, strict: true });
@@ -140,7 +147,8 @@ export async function main(argv: string[]): Promise<number> {
           "mcp-tools": { type: "string", default: process.env.INBOXD_MCP_TOOLS },
           "rate-limit": { type: "string", default: process.env.INBOXD_RATE_LIMIT },
           "token-ttl": { type: "string", default: process.env.INBOXD_TOKEN_TTL },
-          verbose: { type: "boolean", short: "v" },
+          // No -v: that is --version, before any command.
+          verbose: { type: "boolean" },
         });
         if (values.help) return help("serve");
         const port = Number(values.port);

@@ -2,6 +2,7 @@ import { createToken, listTokens, revokeToken, type Scope } from "../../src/serv
 import { openDataDir } from "./data-dir.ts";
 import { printTable } from "./cli-table.ts";
 import { UsageError } from "./usage-error.ts";
+import { pickByIdPrefix } from "./id-prefix.ts";
 
 export async function runToken(dataDir: string, positionals: string[], values: { scope?: string[]; name?: string }): Promise<number> {
   const [action, target] = positionals;
@@ -27,11 +28,19 @@ export async function runToken(dataDir: string, positionals: string[], values: {
       if (tokens.length) printTable(["ID", "NAME", "SCOPES", "CREATED", "STARTS", "KIND"], tokens.map((t) => [t.id.slice(0, 12), t.name, t.scopes.join(","), t.createdAt, `${t.hint}…`, kind(t)]));
       return 0;
     }
-    const n = await revokeToken(storage, target);
-    if (n === 0) {
-      console.error(`inboxd: no token matches ${target} (give a name or at least 6 characters of an ID from inboxd token list)`);
-      return 1;
+    // A name ends every token of that name (an app's name, every token it was given); an ID prefix, exactly one.
+    const tokens = await listTokens(storage);
+    let chosen = tokens.filter((t) => t.name === target);
+    if (chosen.length === 0) {
+      const picked = pickByIdPrefix(tokens, target, "token", "inboxd token list");
+      if ("why" in picked) {
+        console.error(`inboxd: no token is named ${target}, and ${picked.why}`);
+        return 1;
+      }
+      chosen = [picked.item];
     }
+    let n = 0;
+    for (const t of chosen) n += await revokeToken(storage, t.id);
     console.log(`revoked ${n} token${n === 1 ? "" : "s"}`);
     return 0;
   } finally {

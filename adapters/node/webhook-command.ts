@@ -3,9 +3,8 @@ import { ApiError } from "../../src/http/errors.ts";
 import { openDataDir } from "./data-dir.ts";
 import { printTable } from "./cli-table.ts";
 import { UsageError } from "./usage-error.ts";
+import { MIN_PREFIX, pickByIdPrefix } from "./id-prefix.ts";
 
-/** The shortest ID prefix `webhook remove` accepts (as `token revoke`). */
-const MIN_PREFIX = 6;
 
 /**
  * `inboxd webhook add|list|remove`: edits the webhook config (a running daemon picks changes up within 2 s); list
@@ -35,16 +34,13 @@ export async function runWebhook(dataDir: string, positionals: string[], values:
       if (hooks.length) printTable(header, hooks.map(row));
       return 0;
     }
-    const matches = hooks.filter((h) => h.id === target || (target.length >= MIN_PREFIX && h.id.startsWith(target)));
-    if (matches.length !== 1) {
-      const why = matches.length
-        ? `${target} matches ${matches.length} webhooks (${matches.map((h) => h.id).join(", ")}); give more of the ID`
-        : `no webhook matches ${target} (give an ID, or its first ${MIN_PREFIX}+ characters, from inboxd webhook list)`;
-      console.error(`inboxd: ${why}`);
+    const picked = pickByIdPrefix(hooks, target, "webhook", "inboxd webhook list");
+    if ("why" in picked) {
+      console.error(`inboxd: ${picked.why}`);
       return 1;
     }
-    await removeWebhook(storage, matches[0].id);
-    console.log(`removed ${matches[0].id}`);
+    await removeWebhook(storage, picked.item.id);
+    console.log(`removed ${picked.item.id}`);
     return 0;
   } catch (error) {
     if (error instanceof ApiError) {

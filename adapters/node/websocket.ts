@@ -4,6 +4,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { tagPeer } from "./peer.ts";
 import { writeRawResponse } from "./request-body.ts";
 import { LIMITS } from "../../src/http/limits.ts";
+import { ApiError, toErrorResponse } from "../../src/http/errors.ts";
 import { WS_PROTOCOL, type App } from "../../src/app.ts";
 import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
 import { replayLog } from "../../src/events/replay.ts";
@@ -43,6 +44,13 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
         }
       }
     },
+  });
+
+  // A malformed handshake (no Sec-WebSocket-Key, an unknown version…) gets the documented JSON error body, not ws's
+  // text/html page. ws emits this only after the app admitted the upgrade (handleUpgrade validates the handshake).
+  wss.on("wsClientError", (error: Error, socket: Duplex) => {
+    const status = /method/i.test(error.message) ? 405 : 400;
+    void refuse(socket, toErrorResponse(new ApiError(status, status === 405 ? "METHOD_NOT_ALLOWED" : "INVALID_REQUEST", `WebSocket handshake refused: ${error.message}`)));
   });
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -225,7 +225,7 @@ export class InboxObject {
   private async boot(): Promise<App> {
     // Said once per boot, in the Worker's logs (wrangler tail, the dashboard, wrangler dev's terminal): otherwise a
     // fresh deployment answers every request 401 and nothing says why.
-    if (!this.env.INBOXD_ADMIN_TOKEN && !this.env.INBOXD_READ_TOKEN) console.warn(MISSING_SECRET_WARNING);
+    if (!this.env.INBOXD_ADMIN_TOKEN) console.warn(MISSING_SECRET_WARNING);
     const storage: Storage = createStorage({ driver: durableObjectDriver(this.state.storage) });
     // The secrets are the Worker's tokens: a changed or removed secret ends the token it replaced.
     await syncSecretTokens(storage, [

@@ -85,6 +85,8 @@ export class Api {
   private readonly publicPaths = new Set<string>();
   /** Public operations with path parameters (the web inbox's assets), as patterns. */
   private readonly publicPatterns: RegExp[] = [];
+  /** "METHOD path" → its routed handler, for HEAD on GET routes. */
+  private readonly routes = new Map<string, (req: IRequest, rc: RequestContext) => Promise<unknown>>();
 
   constructor(private readonly router: ApiRouter) {}
 
@@ -107,12 +109,26 @@ export class Api {
     };
     const method = op.method.toLowerCase() as "get" | "head" | "post" | "put" | "patch" | "delete";
     this.router[method](op.path, route);
+    this.routes.set(`${op.method} ${op.path}`, route);
+    return this;
+  }
+
+  /**
+   * Answers HEAD wherever GET is answered (RFC 9110 §9.3.2), with GET's scope, unless the operation has its own HEAD
+   * (asset serving). Called once all operations are added; the app drops the body (src/app.ts).
+   */
+  addHeadForGets(): this {
+    for (const [key, route] of this.routes) {
+      const path = key.slice("GET ".length);
+      if (!key.startsWith("GET ") || this.routes.has(`HEAD ${path}`)) continue;
+      this.router.head(path, route);
+    }
     return this;
   }
 
   /** Whether a request may go without a token: only public operations (GET /v1/info, discovery, the web inbox). */
   isPublic(method: string, pathname: string): boolean {
-    const key = `${method} ${pathname}`;
+    const key = `${method === "HEAD" ? "GET" : method} ${pathname}`;
     return this.publicPaths.has(key) || this.publicPatterns.some((pattern) => pattern.test(key));
   }
 }

@@ -63,7 +63,10 @@ export async function listTokens(storage: Storage): Promise<(TokenRecord & { id:
 /** Revokes by id (the hash, or an unambiguous prefix of it) or by name. Returns how many were revoked. */
 export async function revokeToken(storage: Storage, idOrName: string): Promise<number> {
   const all = await listTokens(storage);
-  const matches = all.filter((t) => t.name === idOrName || (idOrName.length >= 6 && t.id.startsWith(idOrName)));
+  let matches = all.filter((t) => t.name === idOrName || t.id === idOrName);
+  if (matches.length === 0 && idOrName.length >= 6) matches = all.filter((t) => t.id.startsWith(idOrName));
+  // An ID prefix shared by several tokens revokes none: which was meant is a guess.
+  if (matches.length > 1 && !matches.some((t) => t.name === idOrName)) return 0;
   for (const t of matches) await storage.removeItem(keys.token(t.id));
   return matches.length;
 }

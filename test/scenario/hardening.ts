@@ -116,6 +116,22 @@ export function hardeningScenarios(env: Env) {
     });
   });
 
+  describe("hardening: HEAD", () => {
+    it("is answered wherever GET is, with GET's status and headers and no body, and needs GET's token", async () => {
+      for (const [path, token] of [["/", null], ["/v1/info", null], ["/v1/accounts", env.ro], ["/v1/chats", env.rw], ["/v1/spec", env.ro]] as const) {
+        const get = await raw(env, path, { token });
+        const head = await raw(env, path, { method: "HEAD", token });
+        expect([head.status, head.text], `HEAD ${path}`).toEqual([get.status, ""]);
+        expect(get.status, `GET ${path}`).toBe(200);
+        expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"));
+      }
+      const refused = await raw(env, "/v1/accounts", { method: "HEAD", token: null });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toMatch(/^Bearer /);
+      expect((await raw(env, "/v1/no-such-route", { method: "HEAD" })).status).toBe(404);
+    });
+  });
+
   describe("hardening: query booleans", () => {
     /** A query parameter documented as a boolean: `enum: ["true", "false"]` (or that, nullable, on /v0). */
     const isBoolean = (schema: { enum?: unknown[]; type?: string; anyOf?: unknown[] } = {}): boolean =>
