@@ -8,6 +8,7 @@ import { RateLimiter, type RateLimitOptions } from "./http/rate-limit.ts";
 import { challenge, OAuthError, oauthErrorResponse, oauthRoutes } from "./oauth/index.ts";
 import { Api, type ApiRouter, type Operation, type RequestContext } from "./http/route-kit.ts";
 import { parseQuery } from "./http/validate.ts";
+import { discoveryPreflight, isDiscoveryPath, withDiscoveryCors } from "./http/cors.ts";
 import { accountRoutes } from "./routes/accounts.ts";
 import { chatRoutes } from "./routes/chats.ts";
 import { infoRoutes, type ServerInfo } from "./routes/info.ts";
@@ -82,6 +83,12 @@ export interface AppOptions extends GuardOptions {
   rateLimit?: RateLimitOptions | false;
   /** The client's network address, as the runtime knows it (for throttling failed authentication). */
   clientAddress?: (request: Request) => string | undefined;
+  /**
+   * Remote access through a proxy or tunnel (the adapter reads forwarded headers, src/http/forwarded.ts): the OAuth
+   * discovery documents are readable cross-origin and /v1/info says `remote_access: true`. Default: on where any Host
+   * is answered (the Worker), off otherwise.
+   */
+  remoteAccess?: boolean;
   /** Retention of the durable event log (default 7 days and 1,000,000 events). */
   eventLog?: Pick<EventLogOptions, "maxAgeMs" | "maxEvents" | "enabled">;
 }
@@ -164,7 +171,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const info: ServerInfo = {
     version: VERSION,
     platform: { os: "unknown", arch: "unknown" },
-    remoteAccess: options.allowedHosts === "*" || (Array.isArray(options.allowedHosts) && options.allowedHosts.length > 0),
+    remoteAccess: options.remoteAccess ?? options.allowedHosts === "*",
     ...options.info,
   };
   const tokens = new TokenVerifier(options.storage, undefined, context.now);
@@ -196,7 +203,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const router: ApiRouter = Router({
     before: [
       async (request: Request, rc: RequestContext) => {
-        checkRequestOrigin(request, rc.url, options);
+        checkRequestOrigin(request, rc.url, options, info.remoteAccess && isDiscoveryPath(rc.url.pathname));
         // Every route needs a valid token, except public ones asked without one; each operation checks its scope.
         if (api.isPublic(request.method, rc.url.pathname) && !request.headers.has("authorization")) return;
         rc.principal = await admit(request);
@@ -281,15 +288,22 @@ export async function createApp(options: AppOptions): Promise<App> {
     async fetch(request: Request): Promise<Response> {
       const started = Date.now();
       const url = new URL(request.url);
+      const discovery = info.remoteAccess && isDiscoveryPath(url.pathname);
       let response: Response;
       try {
-        const rc: RequestContext = { app: context, url, query: parseQuery(url) };
-        response = toResponse(await router.fetch(request as never, rc));
+        if (discovery && request.method === "OPTIONS") {
+          checkRequestOrigin(request, url, options, true);
+          response = discoveryPreflight(request);
+        } else {
+          const rc: RequestContext = { app: context, url, query: parseQuery(url) };
+          response = toResponse(await router.fetch(request as never, rc));
+        }
       } catch (error) {
         response = errorResponseFor(url, error);
       }
       if (isV0Path(url.pathname)) response = v0Response(response, url);
       if (request.method === "HEAD" && response.body) response = withoutBody(response);
+      if (discovery) response = withDiscoveryCors(response);
       if (response.status === 401) response.headers.set("www-authenticate", challenge(url.origin));
       await discardUnreadBody(request);
       response.headers.set(VERSION_HEADER, VERSION);

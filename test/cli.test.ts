@@ -230,6 +230,22 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     expect(fromEnv.stdout).toMatch(/now \/srv\/inboxd-data, from INBOXD_DATA_DIR/);
   });
 
+  it("serve --remote-access: --public-url and --trusted-proxy need it, bad values are usage errors, and start-up says who is believed", async () => {
+    const dir = tempDir();
+    const needs = await inboxd("serve", "--data-dir", dir, "--port", "0", "--public-url", "https://inbox.example.com");
+    expect([needs.code, needs.stderr]).toEqual([2, expect.stringContaining("--public-url needs --remote-access")]);
+    const cidr = await inboxd("serve", "--data-dir", dir, "--port", "0", "--remote-access", "--trusted-proxy", "10.0.0.0/40");
+    expect([cidr.code, cidr.stderr]).toEqual([2, expect.stringContaining("--trusted-proxy: 10.0.0.0/40 is not an IP address or CIDR range")]);
+    const path = await inboxd("serve", "--data-dir", dir, "--port", "0", "--remote-access", "--public-url", "https://inbox.example.com/inbox");
+    expect([path.code, path.stderr]).toEqual([2, expect.stringContaining("--public-url must be an origin only")]);
+    const daemon = await serve(dir, "--remote-access", "--public-url", "https://inbox.example.com", "--trusted-proxy", "10.0.0.0/8");
+    try {
+      await daemon.printed(/Remote access: forwarded headers from 127\.0\.0\.0\/8, ::1\/128, 10\.0\.0\.0\/8 are believed; answering proxied requests as https:\/\/inbox\.example\.com/);
+    } finally {
+      expect(await daemon.stop()).toBe(0);
+    }
+  });
+
   it("without a command prints the usage to stderr and exits 2, like any usage error; -v is --version only, never a command's flag", async () => {
     const bare = await inboxd();
     expect([bare.code, bare.stdout]).toEqual([2, ""]);

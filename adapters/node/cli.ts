@@ -13,6 +13,7 @@ import { runWebhook } from "./webhook-command.ts";
 import { UsageError } from "./usage-error.ts";
 import { lockDataDir } from "./daemon-lock.ts";
 import { stopSignal } from "./stop-signal.ts";
+import { remoteAccessNotice, remoteAccessOptions, type RemoteAccessFlags } from "./remote-access.ts";
 
 /** The options every command takes, last in each command's help. */
 const COMMON = `  --data-dir DIR     the data directory (env INBOXD_DATA_DIR; default ${defaultDataDir()})${
@@ -37,6 +38,7 @@ Commands:
 ${COMMON}`,
   serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--mcp-tools LIST]
                    [--rate-limit N|off] [--token-ttl SECONDS] [--verbose]
+                   [--remote-access [--public-url URL] [--trusted-proxy CIDR]...]
 
 Runs the API. On the first start with no token it creates one and prints it once. At every start it prints a
 one-time link that signs your browser in as the owner, to approve apps that ask for access (OAuth). One daemon
@@ -45,6 +47,16 @@ serves a data directory at a time: a second serve (or a seed) on it is refused w
   --host ADDR        address to bind (default 127.0.0.1, loopback only)
   --allow-host NAME  also answer requests whose Host is NAME (remote access; repeatable); without it only loopback
                      names (localhost, 127.0.0.1, [::1]) are answered, whatever --host binds
+  --remote-access    behind a reverse proxy or tunnel agent: believe its Forwarded / X-Forwarded-Host, -Proto, -Port
+                     and -For headers (from trusted proxies only) and build every absolute URL from the public
+                     origin; the OAuth discovery documents become readable cross-origin; /v1/info says
+                     remote_access: true. Without it forwarded headers are ignored (env INBOXD_REMOTE_ACCESS=1)
+  --public-url URL   (with --remote-access) the public origin, e.g. https://inbox.example.com: proxied requests are
+                     answered as it, and a forwarded host other than its own (or an --allow-host name) is refused
+                     (env INBOXD_PUBLIC_URL)
+  --trusted-proxy CIDR
+                     (with --remote-access) also believe proxies connecting from this range or address; loopback
+                     peers always are; repeatable (env INBOXD_TRUSTED_PROXIES=a,b)
   --mcp-tools LIST   MCP tools offered at /v0/mcp and /v0/sse: all (default), read-only, or tool names separated
                      by commas (env INBOXD_MCP_TOOLS)
   --rate-limit N     requests per second each token may make on average, in bursts of up to ${BURST_SECONDS}×N
@@ -149,6 +161,9 @@ export async function main(argv: string[]): Promise<number> {
           "token-ttl": { type: "string", default: process.env.INBOXD_TOKEN_TTL },
           // No -v: that is --version, before any command.
           verbose: { type: "boolean" },
+          "remote-access": { type: "boolean" },
+          "public-url": { type: "string" },
+          "trusted-proxy": { type: "string", multiple: true },
         });
         if (values.help) return help("serve");
         const port = Number(values.port);
@@ -167,6 +182,7 @@ export async function main(argv: string[]): Promise<number> {
         }
         const ttl = values["token-ttl"] === undefined ? undefined : Number(values["token-ttl"]);
         if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 60 || ttl > 30 * 86_400)) throw new UsageError(`--token-ttl must be seconds from 60 to 2592000 (30 days), got ${values["token-ttl"]}`);
+        const remoteAccess = remoteAccessOptions(values as RemoteAccessFlags);
         let eventLog: ReturnType<typeof eventLogSettings>;
         try {
           eventLog = eventLogSettings(process.env);
@@ -187,6 +203,7 @@ export async function main(argv: string[]): Promise<number> {
           host,
           dbPath: databasePath(dataDir),
           allowHosts,
+          remoteAccess,
           mcp: { tools },
           rateLimit,
           accessTokenTtlMs: ttl === undefined ? undefined : ttl * 1000,
@@ -198,7 +215,8 @@ export async function main(argv: string[]): Promise<number> {
         });
         console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
         console.log(`Web inbox: ${server.url}/ — sign your browser in once with this link (it works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`);
-        if (!isLoopbackHost(host.includes(":") ? `[${host}]` : host) && allowHosts.length === 0)
+        if (remoteAccess) console.log(remoteAccessNotice(remoteAccess, allowHosts));
+        else if (!isLoopbackHost(host.includes(":") ? `[${host}]` : host) && allowHosts.length === 0)
           console.error(`inboxd: listening on ${host}, but answering only requests whose Host is a loopback name (localhost, 127.0.0.1, [::1]); add --allow-host NAME for each name clients use to reach it`);
         await stopping;
         console.log("inboxd stopping");

@@ -3,7 +3,8 @@ import { dirname, join } from "node:path";
 import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { xmppOverTCP } from "./xmpp-tcp.ts";
-import { peerAddress, tagPeer, type NodeRequest } from "./peer.ts";
+import { arrival, peerAddress, requestFor, type NodeRequest } from "./peer.ts";
+import { LOOPBACK_PROXIES, trustedProxies, type ProxyTrust } from "./forwarded.ts";
 import { baseURL, signInLink } from "./open-command.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
@@ -31,6 +32,11 @@ export interface ServeOptions {
   bodyTimeouts?: BodyTimeouts;
   /** Per-token budgets and failed-authentication throttling (`--rate-limit`); false turns them off. Default: on, with src/http/rate-limit.ts's defaults. */
   rateLimit?: AppOptions["rateLimit"];
+  /**
+   * Remote access (`--remote-access`): forwarded headers from trusted proxies (loopback, and `trustedProxies` CIDR
+   * ranges) are believed, and every absolute URL is built from the public origin (`publicURL`, else theirs).
+   */
+  remoteAccess?: { publicURL?: URL; trustedProxies?: string[] };
   /** Lifetime of OAuth access tokens (`--token-ttl`). */
   accessTokenTtlMs?: number;
   /** Retention of the event log (INBOXD_EVENT_LOG_* in the environment). */
@@ -41,16 +47,18 @@ export interface ServeOptions {
  * One request: bodies go through request-body.ts (see there), so a refusal never costs the client its answer. A
  * request that comes while the app is still starting waits for it (the daemon listens first, see startServer).
  */
-async function handle(starting: App | Promise<App>, request: Request, timeouts: BodyTimeouts): Promise<Response> {
+async function handle(starting: App | Promise<App>, request: Request, timeouts: BodyTimeouts, proxy?: ProxyTrust): Promise<Response> {
   try {
     const node = (request as NodeRequest).runtime?.node;
     // Node's own refusal of an HTTP/1.1 request without Host has no body; this one has the API's error body.
     if (node && node.req.httpVersion === "1.1" && node.req.headers.host === undefined)
       return toErrorResponse(badRequest("an HTTP/1.1 request needs a Host header", [{ code: "required", message: "Host is required", path: ["headers", "host"] }]));
     const app = await starting;
-    if (!node || request.method === "GET" || request.method === "HEAD") return await app.fetch(request);
+    if (!node) return await app.fetch(request);
+    const seen = arrival(request.url, request.headers, node.req.socket?.remoteAddress, proxy);
+    if (request.method === "GET" || request.method === "HEAD") return await app.fetch(seen.proxied ? requestFor(seen, { method: request.method }) : request);
     const body = bodyOf(node.req, timeouts);
-    const forwarded = tagPeer(new Request(request.url, { method: request.method, headers: request.headers, body: body.stream, duplex: "half" } as RequestInit), node.req.socket?.remoteAddress);
+    const forwarded = requestFor(seen, { method: request.method, body: body.stream, duplex: "half" } as RequestInit);
     const response = await app.fetch(forwarded);
     return body.complete() ? response : finishBody(node.req, node.res, body, response);
   } catch (error) {
@@ -75,12 +83,12 @@ function listenError(error: NodeJS.ErrnoException, port: number, host: string): 
  * The HTTP listener around an app (or an app still starting): srvx, with bodies, limits and timeouts as
  * request-body.ts handles them (tests shorten the timeouts). A port that is taken is a UsageError naming it.
  */
-export async function listenApp(app: App | Promise<App>, port: number, host: string, timeouts: BodyTimeouts = BODY_TIMEOUTS) {
+export async function listenApp(app: App | Promise<App>, port: number, host: string, timeouts: BodyTimeouts = BODY_TIMEOUTS, proxy?: ProxyTrust) {
   const headersTimeout = timeouts.headersMs ?? HEADERS_TIMEOUT_MS;
   const server = listen({
     port,
     hostname: host,
-    fetch: (request) => handle(app, request, timeouts),
+    fetch: (request) => handle(app, request, timeouts, proxy),
     silent: true,
     gracefulShutdown: false,
     node: {
@@ -121,7 +129,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let failed!: (error: unknown) => void;
   const starting = new Promise<App>((resolve, reject) => ((started = resolve), (failed = reject)));
   starting.catch(() => undefined); // requests waiting on it answer the error; startServer throws it
-  const server = await listenApp(starting, options.port, options.host, options.bodyTimeouts);
+  const proxy = proxyTrust(options);
+  const server = await listenApp(starting, options.port, options.host, options.bodyTimeouts, proxy);
   const nodeServer = server.node!.server! as import("node:http").Server;
   // WebSocket upgrades wait for the app too (attachWebSockets needs it), then are handed over in order.
   const early: unknown[][] = [];
@@ -137,7 +146,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     for (const args of early) nodeServer.emit("upgrade", ...args);
   };
   try {
-    return await startApp(options, server, handOver);
+    return await startApp(options, server, handOver, proxy);
   } catch (error) {
     failed(error);
     if (!handedOver) {
@@ -149,7 +158,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   }
 }
 
-async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof listenApp>>, handOver: (app: App) => void): Promise<RunningServer> {
+/** Whose forwarded headers are believed: none without remote access; loopback peers and --trusted-proxy ranges with it. */
+function proxyTrust(options: ServeOptions): ProxyTrust | undefined {
+  if (!options.remoteAccess) return undefined;
+  const { publicURL, trustedProxies: extra = [] } = options.remoteAccess;
+  return { trusts: trustedProxies([...LOOPBACK_PROXIES, ...extra]), publicURL, hosts: options.allowHosts };
+}
+
+async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof listenApp>>, handOver: (app: App) => void, proxy: ProxyTrust | undefined): Promise<RunningServer> {
   const { storage, binding, close: closeStorage } = await openSqliteStorage(options.dbPath);
   // Reminders (and later retries) wake the app at their time; a timer cannot wait longer than ~24.8 days.
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -167,6 +183,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     assets: { storage: assetStorage(assetDir), dir: assetDir },
     storage,
     allowedHosts: options.allowHosts,
+    remoteAccess: proxy !== undefined,
     mcp: options.mcp,
     rateLimit: options.rateLimit,
     accessTokenTtlMs: options.accessTokenTtlMs,
@@ -178,7 +195,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });
-  const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app);
+  const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app, { proxy });
   handOver(app);
   await app.wake(); // reminders that came due while the daemon was down
   if ((await listTokens(storage)).length === 0) {

@@ -1,7 +1,8 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { tagPeer } from "./peer.ts";
+import { arrival, requestFor } from "./peer.ts";
+import type { ProxyTrust } from "./forwarded.ts";
 import { writeRawResponse } from "./request-body.ts";
 import { LIMITS } from "../../src/http/limits.ts";
 import { ApiError, toErrorResponse } from "../../src/http/errors.ts";
@@ -14,6 +15,8 @@ export interface WebSocketOptions {
   maxBufferedBytes?: number;
   /** Ping interval; a peer that has not answered the previous ping by the next one is dropped (default 30 s). */
   pingIntervalMs?: number;
+  /** Remote access: whose forwarded headers are believed (src/http/forwarded.ts), as for plain requests. */
+  proxy?: ProxyTrust;
 }
 
 /** Close code for a consumer that cannot keep up (in the private-use range; documented in the README). */
@@ -55,8 +58,13 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void (async () => {
-      // Tagged with the peer, so failed authentication on upgrades counts per address like any request.
-      const request = tagPeer(new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, { headers: toHeaders(req) }), req.socket.remoteAddress);
+      // Tagged with the client, so failed authentication on upgrades counts per address like any request.
+      let request: Request;
+      try {
+        request = requestFor(arrival(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, toHeaders(req), req.socket.remoteAddress, options.proxy));
+      } catch (error) {
+        return refuse(socket, toErrorResponse(error));
+      }
       const verdict = await app.checkUpgrade(request);
       if (!verdict.ok) return refuse(socket, verdict.response);
       wss.handleUpgrade(req, socket, head, (ws) => {

@@ -1,4 +1,5 @@
 import { ApiError, clip, forbidden, unauthorized } from "./errors.ts";
+import { isProxied } from "./proxied.ts";
 import type { Scope, TokenVerifier } from "../services/tokens.ts";
 
 export interface GuardOptions {
@@ -25,15 +26,18 @@ export function hostAllowed(host: string | null, options: GuardOptions): boolean
 /**
  * Refuses requests that a browser made on behalf of another site. A bearer token already stops blind CSRF (a form
  * cannot set Authorization); this also stops a page from probing the API with a token it somehow holds.
+ * `readableCrossOrigin`: only the Host is checked (the discovery documents under remote access, src/http/cors.ts).
  */
-export function checkRequestOrigin(request: Request, url: URL, options: GuardOptions) {
+export function checkRequestOrigin(request: Request, url: URL, options: GuardOptions, readableCrossOrigin = false) {
   const host = request.headers.get("host") ?? url.host;
-  if (!hostAllowed(host, options)) throw hostNotAllowed(host);
+  if (!isProxied(request) && !hostAllowed(host, options)) throw hostNotAllowed(host);
+  if (readableCrossOrigin) return;
   const site = request.headers.get("sec-fetch-site");
   const origin = request.headers.get("origin");
   // `Origin: null` comes from sandboxed iframes, file:// pages and some redirects: a page whose site cannot be
-  // told, so it is refused like a foreign one.
-  if (site === "cross-site" || origin === "null" || (origin && !hostAllowed(safeHost(origin), options)))
+  // told, so it is refused like a foreign one. A page of this server's own origin (the public one, behind a
+  // proxy) is at home.
+  if (site === "cross-site" || origin === "null" || (origin && origin !== url.origin && !hostAllowed(safeHost(origin), options)))
     throw new ApiError(403, "CROSS_SITE_REQUEST", "cross-site requests are not allowed");
 }
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServer, type RunningServer } from "../../adapters/node/serve.ts";
+import { startServer, type RunningServer, type ServeOptions } from "../../adapters/node/serve.ts";
 import { databasePath } from "../../adapters/node/data-dir.ts";
 import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
@@ -30,13 +30,17 @@ export async function startNode(options: {
   rateLimit?: RateLimitOptions | false;
   /** Event log retention (the daemon reads it from INBOXD_EVENT_LOG_*). */
   eventLog?: AppOptions["eventLog"];
+  /** `--remote-access` (and its `--public-url`, `--trusted-proxy`) and `--allow-host`. */
+  remoteAccess?: ServeOptions["remoteAccess"];
+  allowHosts?: string[];
 }): Promise<NodeHarness> {
   const dataDir = await prepareDataDir(options);
   const server = await startServer({
     port: 0,
     host: "127.0.0.1",
     dbPath: databasePath(dataDir),
-    allowHosts: [],
+    allowHosts: options.allowHosts ?? [],
+    remoteAccess: options.remoteAccess,
     verbose: options.verbose ?? false,
     tuning: options.tuning,
     rateLimit: options.rateLimit ?? false,

@@ -7,9 +7,7 @@
 import BeeperDesktop from "@beeper/desktop-api";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationFull, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -18,7 +16,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser as Chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, exchange, pkce, register, type Server } from "./kit.ts";
+import { Browser, exchange, MemoryProvider, pkce, register, type Server } from "./kit.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
@@ -118,25 +116,4 @@ export function browserSuite(name: string, start: () => Promise<Server & { signI
       await page.context().close();
     });
   });
-}
-
-/** An OAuth client provider that keeps everything in memory and records where it was told to send the person. */
-class MemoryProvider implements OAuthClientProvider {
-  authorizationURL?: URL;
-  private info?: OAuthClientInformationFull;
-  private saved?: OAuthTokens;
-  private verifier = "";
-
-  constructor(readonly redirectUrl: string) {}
-
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: "MCP OAuth test", redirect_uris: [this.redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
-  }
-  clientInformation = () => this.info;
-  saveClientInformation = (info: OAuthClientInformationFull) => void (this.info = info);
-  tokens = () => this.saved;
-  saveTokens = (tokens: OAuthTokens) => void (this.saved = tokens);
-  redirectToAuthorization = (url: URL) => void (this.authorizationURL = url);
-  saveCodeVerifier = (verifier: string) => void (this.verifier = verifier);
-  codeVerifier = () => this.verifier;
 }

@@ -5,6 +5,8 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthClientInformationFull, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { s256 } from "../../src/oauth/form.ts";
 
 export const randomToken = () => `oauth_${randomBytes(18).toString("base64url")}`;
@@ -35,7 +37,11 @@ export interface Answer {
 export class Browser {
   private cookies = new Map<string, string>();
 
-  constructor(readonly base: string) {}
+  /** `fetchFn`: how requests go out (a test reaching the server through a proxy by a public name passes its own). */
+  constructor(
+    readonly base: string,
+    private readonly fetchFn: typeof fetch = fetch,
+  ) {}
 
   async request(path: string, init: { method?: string; form?: Record<string, string>; json?: unknown; headers?: Record<string, string>; token?: string } = {}): Promise<Answer> {
     const headers: Record<string, string> = { ...init.headers };
@@ -49,7 +55,7 @@ export class Browser {
       headers["content-type"] = "application/json";
       body = JSON.stringify(init.json);
     }
-    const res = await fetch(path.startsWith("http") ? path : this.base + path, { method: init.method ?? (body ? "POST" : "GET"), headers, body, redirect: "manual" });
+    const res = await this.fetchFn(path.startsWith("http") ? path : this.base + path, { method: init.method ?? (body ? "POST" : "GET"), headers, body, redirect: "manual" });
     for (const cookie of res.headers.getSetCookie()) {
       const [pair] = cookie.split(";");
       const [name, ...value] = pair.split("=");
@@ -110,4 +116,25 @@ export async function approve(browser: Browser, server: Server, options: { clien
 
 export async function exchange(browser: Browser, fields: Record<string, string>) {
   return browser.request("/oauth/token", { form: fields });
+}
+
+/** An OAuth client provider that keeps everything in memory and records where it was told to send the person. */
+export class MemoryProvider implements OAuthClientProvider {
+  authorizationURL?: URL;
+  private info?: OAuthClientInformationFull;
+  private saved?: OAuthTokens;
+  private verifier = "";
+
+  constructor(readonly redirectUrl: string) {}
+
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: "MCP OAuth test", redirect_uris: [this.redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+  }
+  clientInformation = () => this.info;
+  saveClientInformation = (info: OAuthClientInformationFull) => void (this.info = info);
+  tokens = () => this.saved;
+  saveTokens = (tokens: OAuthTokens) => void (this.saved = tokens);
+  redirectToAuthorization = (url: URL) => void (this.authorizationURL = url);
+  saveCodeVerifier = (verifier: string) => void (this.verifier = verifier);
+  codeVerifier = () => this.verifier;
 }

@@ -14,6 +14,7 @@ authSweep(
     name: "node",
     loopbackOnly: true,
     mintsTokens: true,
+    discoveryCrossOrigin: false,
     // Linux routes all of 127.0.0.0/8 to the loopback interface: each is a client address of its own.
     from: (n) => ({ localAddress: `127.0.1.${n + 1}` }),
     async start(options) {

@@ -13,6 +13,7 @@ authSweep(
     name: "workerd",
     loopbackOnly: false,
     mintsTokens: false,
+    discoveryCrossOrigin: true,
     // Documentation addresses (RFC 5737); Miniflare passes a client's CF-Connecting-IP on (Cloudflare sets its own).
     from: (n) => ({ headers: { "cf-connecting-ip": `198.51.100.${n + 1}` } }),
     start: (options) => startWorkerd(options),

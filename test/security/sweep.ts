@@ -119,7 +119,14 @@ export interface Runtime {
   loopbackOnly: boolean;
   /** Whether start() gives a TokenStore, so that expired and revoked tokens are swept too. */
   mintsTokens: boolean;
+  /**
+   * Whether the OAuth discovery documents are readable cross-origin (remote access: the Worker, which is reached
+   * remotely by nature; the daemon only with --remote-access). Those two are then swept for CORS instead.
+   */
+  discoveryCrossOrigin: boolean;
 }
+
+const DISCOVERY = ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource"];
 
 // ---------------------------------------------------------------------------------------------------------------
 // Raw HTTP (node:http: it sends the Host header it is given, and an event stream can be dropped after its headers)
@@ -602,10 +609,19 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
           ];
           if (runtime.loopbackOnly)
             crossSite.push(["Origin: https://evil.example", { origin: "https://evil.example" }, "CROSS_SITE_REQUEST"], ["Host: evil.example", { host: "evil.example" }, "HOST_NOT_ALLOWED"]);
+          const readableCrossOrigin = runtime.discoveryCrossOrigin && DISCOVERY.includes(s.op.path);
           for (const [what, headers, code] of crossSite) {
+            if (readableCrossOrigin && code !== "HOST_NOT_ALLOWED") {
+              const cors = (a: Answer) => (a.status === 200 && a.headers["access-control-allow-origin"] === "*" ? undefined : "wanted 200 with access-control-allow-origin: *");
+              checks.push({ what: `${what}, a discovery document (readable cross-origin)`, req: req(headers), refusal: false, judge: cors });
+              continue;
+            }
             checks.push({ what: `${what}, read-only token`, req: req({ ...bearer(ro), ...headers }), ...refused(403, code) });
             if (isPublic) checks.push({ what: `${what}, no token`, req: req(headers), ...refused(403, code) });
           }
+          // Only the discovery documents may be read cross-origin: every other answer lacks the header.
+          if (!readableCrossOrigin)
+            checks.push({ what: "no CORS header", req: req({ ...bearer(ro), origin: "https://evil.example" }), refusal: false, judge: (a) => (a.headers["access-control-allow-origin"] === undefined ? undefined : "wanted no access-control-allow-origin") });
           const failures = await runChecks(checks);
           if (s.scope !== "public") expect(p.problem, "the sweep's request for this operation would not validate, so a 400 could hide a missing refusal").toBeUndefined();
           expect(failures).toEqual([]);
