@@ -20,6 +20,7 @@ import { RateLimiter } from "../src/http/rate-limit.ts";
 import { formatXmpp } from "./xmpp-report.ts";
 import { runWebBench, webRows } from "./web.ts";
 import { formatEvents, runEventsBench } from "./events.ts";
+import { formatRelay, killRelay, runRelayBench } from "./relay.ts";
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -46,7 +47,10 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      inbox in Debian's chromium: first chat rows painted, cold and warm loads, scrolling the chat
                      list through every chat, the bundle's size), events (the durable event log on a data set of its
                      own, a tenth of --chats/--messages: replay to a resuming client over /v1/ws, SSE and JSON pages;
-                     sends/s at 16 clients with and without the log, alternating rounds; bytes stored per event)
+                     sends/s at 16 clients with and without the log, alternating rounds; bytes stored per event),
+                     relay (GET /v1/chats direct to a daemon and through the relay Worker in workerd it dials in to,
+                     at 1 and --concurrency clients, alternating rounds; on its own data set, a tenth of
+                     --chats/--messages; target ≤ 2 ms added at p50)
   --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
                      .ci/with-node on first use) or system (default: the node running the bench)
   --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
@@ -124,9 +128,9 @@ const xmppMessages = num(opts["xmpp-messages"], opts.quick ? 1000 : 10_000);
 const xmppSends = num(opts["xmpp-sends"], opts.quick ? 100 : 500);
 const webLoads = num(opts["web-loads"], opts.quick ? 5 : 20);
 const replayEvents = num(opts["replay-events"], opts.quick ? 10_000 : 100_000);
-const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "events"];
+const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "events", "relay"];
 /** Sections that need neither the seeded data set nor its daemon. */
-const STANDALONE = ["bindings", "xmpp", "events"];
+const STANDALONE = ["bindings", "xmpp", "events", "relay"];
 const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
 for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
@@ -158,11 +162,15 @@ const RATE_LIMIT_CONCURRENCY = 16;
 /** Replay rounds per path of the events section (the median is reported), and its pairs of send rounds (log off, on). */
 const EVENT_REPLAY_ROUNDS = 3;
 const EVENT_LOG_PAIRS = opts.quick ? 3 : 5;
+/** Pairs of rounds (direct, relay) of the relay section at each concurrency. */
+const RELAY_PAIRS = opts.quick ? 3 : 5;
 const log = (line: string) => console.error(`[bench] ${line}`);
 const dir = opts.keep ? resolve(opts.keep) : mkdtempSync(join(os.tmpdir(), "inboxd-bench-"));
 const bodyFile = join(os.tmpdir(), `inboxd-bench-body-${process.pid}.json`);
 /** The events section's own data set. */
 const eventsDir = join(os.tmpdir(), `inboxd-bench-events-${process.pid}`);
+/** The relay section's own data set. */
+const relayDir = join(os.tmpdir(), `inboxd-bench-relay-${process.pid}`);
 let daemon: Daemon | undefined;
 let generator: LoadGenerator | undefined;
 let fanoutGenerator: FanoutGenerator | undefined;
@@ -172,9 +180,11 @@ function cleanup() {
   generator?.close();
   fanoutGenerator?.close();
   killXmpp();
+  killRelay();
   killAll();
   rmSync(bodyFile, { force: true });
   rmSync(eventsDir, { recursive: true, force: true });
+  rmSync(relayDir, { recursive: true, force: true });
   if (!opts.keep) rmSync(dir, { recursive: true, force: true });
 }
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => { cleanup(); process.exit(130); });
@@ -214,10 +224,22 @@ async function main() {
     eventsReport = formatEvents(result);
     json.events = result;
   }
+  let relayReport: string | undefined;
+  if (sections.has("relay")) {
+    if (opts.node) useNode(opts.node);
+    const result = await runRelayBench({
+      dir: relayDir, chats: Math.max(30, Math.round(chats / 10)), messages: Math.max(300, Math.round(messages / 10)), accounts,
+      concurrency: [...new Set([1, readConcurrency])], pairs: RELAY_PAIRS, warmupSeconds: warmup, roundSeconds: duration, log,
+    });
+    rmSync(relayDir, { recursive: true, force: true });
+    relayReport = formatRelay(result);
+    json.relay = result;
+  }
   if ([...sections].every((s) => STANDALONE.includes(s))) {
-    if (xmppReport || eventsReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
+    if (xmppReport || eventsReport || relayReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
     if (xmppReport) console.log(`\n${xmppReport}`);
     if (eventsReport) console.log(`\n${eventsReport}`);
+    if (relayReport) console.log(`\n${relayReport}`);
     if (bindingsReport) console.log(`\n${bindingsReport}`);
     if (opts.json) writeFileSync(opts.json, JSON.stringify(json, null, 2));
     return;
@@ -460,6 +482,7 @@ async function main() {
   console.log(formatReport(loads, scalars, live));
   if (xmppReport) console.log(`\n${xmppReport}`);
   if (eventsReport) console.log(`\n${eventsReport}`);
+  if (relayReport) console.log(`\n${relayReport}`);
   if (bindingsReport) console.log(`\n${bindingsReport}`);
 
   if (opts.json) {

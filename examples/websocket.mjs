@@ -32,6 +32,7 @@ if (lastEventID === undefined) {
 }
 
 let delay = 500;
+let resumed = false;
 let socket;
 let stopping = false;
 
@@ -56,7 +57,9 @@ function connect() {
       case "ready":
         return;
       case "subscriptions.updated":
-        console.log(`subscribed to every chat, resuming after eventID ${event.since}`);
+        // The first subscription starts at the newest event; later ones pick up after the last event handled.
+        console.log(`subscribed to every chat, ${resumed ? "resuming" : "starting"} after eventID ${event.since}`);
+        resumed = true;
         return;
       case "error":
         console.error(`server error ${event.code}: ${event.message}`);

@@ -236,6 +236,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   webRoutes(api);
   api.addHeadForGets();
   router.all("*", (request: Request, rc: RequestContext) => {
+    const allowed = api.methodsAt(rc.url.pathname);
+    if (allowed.length) throw new ApiError(405, "METHOD_NOT_ALLOWED", `${request.method} is not answered at ${rc.url.pathname}: it takes ${allowed.join(", ")}`, undefined, { allow: allowed.join(", ") });
     throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   });
 

@@ -104,6 +104,11 @@ describe("inboxd CLI", () => {
 
   it("runs the documented forms: npm run -s inboxd -- and the package bin", async () => {
     expect((await run(["npm", "run", "-s", "inboxd", "--"], ["--help"])).code).toBe(0);
+    // Without the --, npm keeps --data-dir for itself; the command must not then run on the default directory.
+    const dir = tempDir();
+    const swallowed = await run(["npm", "run", "-s", "inboxd"], ["token", "list", "--data-dir", dir]);
+    expect([swallowed.code, swallowed.stdout]).toEqual([2, ""]);
+    expect(swallowed.stderr).toContain("npm took --data-dir for itself: put -- before inboxd's options");
     const bin = await run([process.execPath, "adapters/node/bin.js"], ["seed", "--help"]);
     expect(bin.code).toBe(0);
     expect(bin.stdout).toContain("Usage: inboxd seed");
@@ -442,8 +447,17 @@ describe("the data-dir lock (issue 17, item 20)", () => {
     expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toContain("beside");
     expect((await inboxd("webhook", "add", "http://127.0.0.1:9/", "--data-dir", dir)).code).toBe(0);
     expect((await inboxd("webhook", "list", "--data-dir", dir)).stdout).toContain("http://127.0.0.1:9/");
-    expect((await inboxd("open", "--print", "--data-dir", dir)).stdout).toMatch(/oauth\/login\?code=/);
+    // open links to the daemon serving the directory, on whatever port it was given (here a random one).
+    const opened = await inboxd("open", "--print", "--data-dir", dir);
+    expect(opened.stdout).toMatch(new RegExp(`^${daemon.url.replace(/[.]/g, "\\.")}/oauth/login\\?code=`));
+    expect(opened.stderr).not.toMatch(/no inboxd serve/);
+    const signedIn = await fetch(opened.stdout.trim(), { redirect: "manual" });
+    expect(signedIn.status, "the link works on the daemon it names").toBe(303);
     expect((await inboxd("token", "revoke", "beside", "--data-dir", dir)).code).toBe(0);
     expect(await daemon.stop()).toBe(0);
+    // With no daemon serving the directory, open says so (the link is for the default port, or the one given).
+    const idle = await inboxd("open", "--print", "--data-dir", dir, "--port", "23999");
+    expect(idle.stdout).toMatch(/^http:\/\/127\.0\.0\.1:23999\/oauth\/login\?code=/);
+    expect(idle.stderr).toContain(`no inboxd serve is running on ${dir} yet: this link works once one serves it at http://127.0.0.1:23999`);
   }, 30_000);
 });

@@ -115,7 +115,7 @@ describe("examples/websocket.mjs (ws on Node 20, resuming by eventID)", () => {
     const link = await cuttableLink(new URL(daemon.url));
     const ws = start("node", ["examples/websocket.mjs"], { INBOXD_URL: link.url });
     try {
-      await ws.waitFor(/^subscribed to every chat, resuming after eventID \d+$/m);
+      await ws.waitFor(/^subscribed to every chat, starting after eventID \d+$/m);
       const first = unique("first-");
       await echoRoundTrip(first);
       await ws.waitFor(new RegExp(`message.upserted .*Echo: "Echo: ${first}"`));

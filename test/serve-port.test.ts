@@ -33,7 +33,7 @@ function serve(args: string[]): Promise<{ code: number | null; stdout: string; s
 }
 
 describe("serve on a port in use", () => {
-  it("exits non-zero naming the port and --port, before it creates a token or a database in a fresh data directory", async () => {
+  it("exits non-zero naming the port and --port, before it creates a token, a database or the data directory itself", async () => {
     const blocker = net.createServer().listen(0, "127.0.0.1");
     await once(blocker, "listening");
     const port = (blocker.address() as AddressInfo).port;
@@ -47,6 +47,7 @@ describe("serve on a port in use", () => {
       expect(stderr).not.toMatch(/EADDRINUSE/);
       expect(stdout + stderr).not.toMatch(/Created an access token|inbx_/);
       expect(existsSync(databasePath(dir))).toBe(false);
+      expect(existsSync(dir), "a refused start leaves no data directory (nor its lock) behind").toBe(false);
     } finally {
       blocker.close();
     }

@@ -11,9 +11,9 @@ import { runToken } from "./token-command.ts";
 import { runOpen } from "./open-command.ts";
 import { runWebhook } from "./webhook-command.ts";
 import { UsageError } from "./usage-error.ts";
-import { lockDataDir } from "./daemon-lock.ts";
+import { announceURL, lockDataDir } from "./daemon-lock.ts";
 import { stopSignal } from "./stop-signal.ts";
-import { remoteAccessNotice, remoteAccessOptions, type RemoteAccessFlags } from "./remote-access.ts";
+import { relayOptions, remoteAccessNotice, remoteAccessOptions, type RemoteAccessFlags } from "./remote-access.ts";
 
 /** The options every command takes, last in each command's help. */
 const COMMON = `  --data-dir DIR     the data directory (env INBOXD_DATA_DIR; default ${defaultDataDir()})${
@@ -38,7 +38,7 @@ Commands:
 ${COMMON}`,
   serve: `Usage: inboxd serve [--port 23373] [--host 127.0.0.1] [--data-dir DIR] [--allow-host NAME]... [--mcp-tools LIST]
                    [--rate-limit N|off] [--token-ttl SECONDS] [--verbose]
-                   [--remote-access [--public-url URL] [--trusted-proxy CIDR]...]
+                   [--remote-access [--public-url URL] [--trusted-proxy CIDR]...] [--relay URL]
 
 Runs the API. On the first start with no token it creates one and prints it once. At every start it prints a
 one-time link that signs your browser in as the owner, to approve apps that ask for access (OAuth). One daemon
@@ -57,6 +57,9 @@ serves a data directory at a time: a second serve (or a seed) on it is refused w
   --trusted-proxy CIDR
                      (with --remote-access) also believe proxies connecting from this range or address; loopback
                      peers always are; repeatable (env INBOXD_TRUSTED_PROXIES=a,b)
+  --relay URL        dial out to a relay Worker (INBOXD_MODE=relay) and answer the requests it forwards: remote
+                     access with no open port and no third-party tunnel. Needs INBOXD_RELAY_SECRET in the
+                     environment, the same as the Worker's; reconnects by itself (env INBOXD_RELAY_URL)
   --mcp-tools LIST   MCP tools offered at /v0/mcp and /v0/sse: all (default), read-only, or tool names separated
                      by commas (env INBOXD_MCP_TOOLS)
   --rate-limit N     requests per second each token may make on average, in bursts of up to ${BURST_SECONDS}×N
@@ -147,8 +150,10 @@ export async function main(argv: string[]): Promise<number> {
     console.log(HELP.main);
     return 0;
   }
-  const parse = <T extends ParseArgsConfig["options"]>(options: T, positionals = false) =>
-    parseArgs({ args: rest, options: { ...common, ...options }, allowPositionals: positionals, strict: true });
+  const parse = <T extends ParseArgsConfig["options"]>(options: T, positionals = false) => {
+    swallowedByNpm(Object.keys({ ...common, ...options }), rest);
+    return parseArgs({ args: rest, options: { ...common, ...options }, allowPositionals: positionals, strict: true });
+  };
   try {
     switch (command) {
       case "serve": {
@@ -164,6 +169,7 @@ export async function main(argv: string[]): Promise<number> {
           "remote-access": { type: "boolean" },
           "public-url": { type: "string" },
           "trusted-proxy": { type: "string", multiple: true },
+          relay: { type: "string" },
         });
         if (values.help) return help("serve");
         const port = Number(values.port);
@@ -183,6 +189,7 @@ export async function main(argv: string[]): Promise<number> {
         const ttl = values["token-ttl"] === undefined ? undefined : Number(values["token-ttl"]);
         if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 60 || ttl > 30 * 86_400)) throw new UsageError(`--token-ttl must be seconds from 60 to 2592000 (30 days), got ${values["token-ttl"]}`);
         const remoteAccess = remoteAccessOptions(values as RemoteAccessFlags);
+        const relay = relayOptions(values as RemoteAccessFlags);
         let eventLog: ReturnType<typeof eventLogSettings>;
         try {
           eventLog = eventLogSettings(process.env);
@@ -190,8 +197,7 @@ export async function main(argv: string[]): Promise<number> {
           throw new UsageError((error as Error).message);
         }
         const dataDir = resolveDataDir(values["data-dir"] as string | undefined);
-        createDataDir(dataDir);
-        const unlock = lockDataDir(dataDir, "serve"); // the kernel releases it if the process dies
+        let unlock = () => {};
         const host = values.host as string;
         const allowHosts = (values["allow-host"] as string[] | undefined) ?? [];
         // Listen before starting: a supervisor may signal as soon as it sees the "listening" line (or earlier), and
@@ -204,15 +210,23 @@ export async function main(argv: string[]): Promise<number> {
           dbPath: databasePath(dataDir),
           allowHosts,
           remoteAccess,
+          relay,
           mcp: { tools },
           rateLimit,
           accessTokenTtlMs: ttl === undefined ? undefined : ttl * 1000,
           eventLog,
           verbose: Boolean(values.verbose || process.env.INBOXD_LOG === "debug"),
           print: (line) => console.log(line),
+          // Once the port is ours: a port in use leaves no data dir behind. The kernel drops the lock if we die.
+          claimDataDir() {
+            createDataDir(dataDir);
+            const release = lockDataDir(dataDir, "serve");
+            unlock = release;
+          },
         }).catch((error) => {
           throw explainDatabaseError(error, databasePath(dataDir));
         });
+        const unannounce = announceURL(dataDir, server.url);
         console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
         console.log(`Web inbox: ${server.url}/ — sign your browser in once with this link (it works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`);
         if (remoteAccess) console.log(remoteAccessNotice(remoteAccess, allowHosts));
@@ -225,6 +239,7 @@ export async function main(argv: string[]): Promise<number> {
           process.exit(1);
         }, SHUTDOWN_LIMIT_MS).unref();
         await server.close();
+        unannounce();
         unlock();
         return 0;
       }
@@ -234,11 +249,11 @@ export async function main(argv: string[]): Promise<number> {
         return await runToken(resolveDataDir(values["data-dir"] as string | undefined), positionals, values as { scope?: string[]; name?: string });
       }
       case "open": {
-        const { values } = parse({ port: { type: "string", default: process.env.INBOXD_PORT ?? "23373" }, host: { type: "string", default: "127.0.0.1" }, print: { type: "boolean" } });
+        const { values } = parse({ port: { type: "string" }, host: { type: "string" }, print: { type: "boolean" } });
         if (values.help) return help("open");
-        const port = Number(values.port);
-        if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be 1–65535, got ${values.port}`);
-        return await runOpen(resolveDataDir(values["data-dir"] as string | undefined), { port, host: values.host as string, print: Boolean(values.print) });
+        const port = values.port === undefined ? undefined : Number(values.port);
+        if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535)) throw new UsageError(`--port must be 1–65535, got ${values.port}`);
+        return await runOpen(resolveDataDir(values["data-dir"] as string | undefined), { port, host: values.host as string | undefined, print: Boolean(values.print) });
       }
       case "webhook": {
         const { values, positionals } = parse({ chat: { type: "string", multiple: true } }, true);
@@ -278,6 +293,20 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     throw error;
+  }
+}
+
+/**
+ * `npm run -s inboxd token list --data-dir X` (no `--`) hands `--data-dir X` to npm, which keeps it as its own
+ * setting (npm_config_data_dir) and runs the command without it: on the default data directory, silently. Under npm,
+ * an option of ours found there and not among the arguments is that mistake: refuse it, saying where `--` goes.
+ */
+function swallowedByNpm(names: string[], args: string[]) {
+  if (!process.env.npm_lifecycle_event) return;
+  for (const name of names) {
+    const value = process.env[`npm_config_${name.replace(/-/g, "_")}`];
+    if (value === undefined || args.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`))) continue;
+    throw new UsageError(`npm took --${name} for itself: put -- before inboxd's options (npm run -s inboxd -- <command> --${name} …, or npm start -- --${name} …)`, false);
   }
 }
 

@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { explainDatabaseError } from "./data-dir.ts";
 import { defaultBinding, type SqliteDatabase } from "./sqlite-binding.ts";
@@ -92,4 +92,29 @@ function readHolder(db: SqliteDatabase): LockHolder | undefined {
 function busy(error: unknown): boolean {
   const { code, errcode, message } = error as { code?: string; errcode?: number; message?: string };
   return code === "SQLITE_BUSY" || errcode === 5 || /database is locked/.test(message ?? "");
+}
+
+const urlPath = (dataDir: string) => join(dataDir, "inboxd.url");
+
+/**
+ * Says where the daemon serving the data dir listens, for `inboxd open` (which must link to that daemon, whatever
+ * port it was given). Written whole (a rename) once listening; `release` removes it. A leftover from a crash is
+ * harmless: servingURL believes it only while a `serve` holds the lock.
+ */
+export function announceURL(dataDir: string, url: string): () => void {
+  const path = urlPath(dataDir);
+  writeFileSync(`${path}.tmp`, `${url}\n`);
+  renameSync(`${path}.tmp`, path);
+  return () => rmSync(path, { force: true });
+}
+
+/** The URL of the daemon serving the data dir, or undefined when none does (or it has not said yet). */
+export function servingURL(dataDir: string): string | undefined {
+  const holder = lockHolder(dataDir);
+  if (holder === undefined || (holder !== "unknown" && holder.command !== "serve")) return undefined;
+  try {
+    return readFileSync(urlPath(dataDir), "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }

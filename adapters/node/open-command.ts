@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import type { Storage } from "unstorage";
 import { OAuthStore, SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
 import { openDataDir } from "./data-dir.ts";
+import { servingURL } from "./daemon-lock.ts";
 
 /** A one-time link that signs this browser in as the owner (to approve apps), valid for 10 minutes. */
 export async function signInLink(storage: Storage, base: string): Promise<string> {
@@ -13,11 +14,17 @@ export async function signInLink(storage: Storage, base: string): Promise<string
  * `inboxd open`: prints a fresh sign-in link for the daemon serving this data directory (it runs beside it: the
  * link is a record in the same store), and opens it in the desktop's browser where there is one.
  */
-export async function runOpen(dataDir: string, options: { port: number; host: string; print?: boolean }): Promise<number> {
+export async function runOpen(dataDir: string, options: { port?: number; host?: string; print?: boolean }): Promise<number> {
   const { storage, close } = await openDataDir(dataDir, { create: false });
+  // The daemon serving this directory says where it listens; --port/--host, when given, win (a proxy in between).
+  const serving = servingURL(dataDir);
+  const asked = options.port !== undefined || options.host !== undefined;
+  const base = asked || !serving ? baseURL(options.host ?? "127.0.0.1", options.port ?? Number(process.env.INBOXD_PORT || 23373)) : serving;
+  if (!serving) console.error(`inboxd: no inboxd serve is running on ${dataDir} yet: this link works once one serves it at ${base}`);
+  else if (base !== serving) console.error(`inboxd: the daemon serving ${dataDir} listens at ${serving}; this link is for ${base}, as asked`);
   let link: string;
   try {
-    link = await signInLink(storage, baseURL(options.host, options.port));
+    link = await signInLink(storage, base);
   } finally {
     await close();
   }

@@ -6,6 +6,7 @@ export interface RemoteAccessFlags {
   "remote-access"?: boolean;
   "public-url"?: string;
   "trusted-proxy"?: string[];
+  relay?: string;
 }
 
 const truthy = (value: string | undefined) => value !== undefined && /^(1|true|yes|on)$/i.test(value.trim());
@@ -53,4 +54,24 @@ export function remoteAccessNotice(remote: NonNullable<ServeOptions["remoteAcces
       ? `answering proxied requests for ${allowHosts.join(", ")}`
       : "answering proxied requests for whatever host the proxy forwards (--public-url or --allow-host restrict it)";
   return `Remote access: forwarded headers from ${from} are believed; ${as}. The OAuth discovery documents are readable cross-origin.`;
+}
+
+/**
+ * `serve --relay URL` (or INBOXD_RELAY_URL): the relay Worker to dial out to. Its pairing secret comes only from the
+ * environment (INBOXD_RELAY_SECRET), never a flag, so that it stays out of process lists and shell history.
+ */
+export function relayOptions(flags: RemoteAccessFlags, env: NodeJS.ProcessEnv = process.env): ServeOptions["relay"] {
+  const url = flags.relay ?? (env.INBOXD_RELAY_URL || undefined);
+  if (url === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`--relay must be the relay Worker's URL, such as https://inboxd-relay.example.workers.dev, got ${url}`);
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new UsageError(`--relay must be an http or https URL, got ${parsed.protocol}`);
+  const secret = env.INBOXD_RELAY_SECRET;
+  if (!secret) throw new UsageError("--relay needs INBOXD_RELAY_SECRET in the environment: the pairing secret the relay Worker holds (wrangler secret put INBOXD_RELAY_SECRET)", false);
+  if (secret.length < 16) throw new UsageError("INBOXD_RELAY_SECRET is too short: use at least 16 random characters (openssl rand -base64 32)", false);
+  return { url: parsed.origin, secret };
 }

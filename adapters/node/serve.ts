@@ -11,6 +11,7 @@ import { openSqliteStorage } from "./sqlite-storage.ts";
 import { assetStorage } from "./asset-storage.ts";
 import { answerClientErrors, BODY_TIMEOUTS, bodyOf, finishBody, HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, ReasonPhraseResponse, type BodyTimeouts } from "./request-body.ts";
 import { attachWebSockets } from "./websocket.ts";
+import { dialRelay } from "./relay-client.ts";
 import { UsageError } from "./usage-error.ts";
 import { badRequest, toErrorResponse } from "../../src/http/errors.ts";
 
@@ -37,6 +38,13 @@ export interface ServeOptions {
    * ranges) are believed, and every absolute URL is built from the public origin (`publicURL`, else theirs).
    */
   remoteAccess?: { publicURL?: URL; trustedProxies?: string[] };
+  /**
+   * Called once the port is bound, before the data dir is opened: where `serve` creates the directory and takes its
+   * lock, so that a port in use leaves nothing behind. Throws to stop the start.
+   */
+  claimDataDir?: () => void;
+  /** `--relay URL`: dial out to a relay Worker and answer the requests it forwards (relay-client.ts). */
+  relay?: { url: string; secret: string };
   /** Lifetime of OAuth access tokens (`--token-ttl`). */
   accessTokenTtlMs?: number;
   /** Retention of the event log (INBOXD_EVENT_LOG_* in the environment). */
@@ -117,6 +125,8 @@ export interface RunningServer {
   app: App;
   /** A one-time link that signs the owner's browser in (to approve apps), made at start. */
   signInLink: string;
+  /** The relay connection, with --relay. */
+  relay?: ReturnType<typeof dialRelay>;
   close(): Promise<void>;
 }
 
@@ -166,6 +176,7 @@ function proxyTrust(options: ServeOptions): ProxyTrust | undefined {
 }
 
 async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof listenApp>>, handOver: (app: App) => void, proxy: ProxyTrust | undefined): Promise<RunningServer> {
+  options.claimDataDir?.();
   const { storage, binding, close: closeStorage } = await openSqliteStorage(options.dbPath);
   // Reminders (and later retries) wake the app at their time; a timer cannot wait longer than ~24.8 days.
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -183,7 +194,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     assets: { storage: assetStorage(assetDir), dir: assetDir },
     storage,
     allowedHosts: options.allowHosts,
-    remoteAccess: proxy !== undefined,
+    remoteAccess: proxy !== undefined || options.relay !== undefined,
     mcp: options.mcp,
     rateLimit: options.rateLimit,
     accessTokenTtlMs: options.accessTokenTtlMs,
@@ -197,6 +208,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
   });
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app, { proxy });
   handOver(app);
+  const relay = options.relay ? dialRelay(app, { ...options.relay, log: options.print }) : undefined;
   await app.wake(); // reminders that came due while the daemon was down
   if ((await listTokens(storage)).length === 0) {
     const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });
@@ -213,9 +225,11 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     signInLink: await signInLink(storage, url),
     sqlite: binding.name === "node:sqlite" ? "node:sqlite" : `${binding.name} ${binding.version}`,
     app,
+    relay,
     async close() {
       clearTimeout(timer);
       clearInterval(webhookRefresh);
+      await relay?.close();
       sockets.close();
       await server.close(true);
       await app.close();

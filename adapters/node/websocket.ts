@@ -22,32 +22,88 @@ export interface WebSocketOptions {
 /** Close code for a consumer that cannot keep up (in the private-use range; documented in the README). */
 export const CLOSE_SLOW_CONSUMER = 4008;
 
-/**
- * Serves /v1/ws on the daemon's HTTP server with the `ws` library. The protocol itself (subscriptions, frames,
- * errors) lives in src/events/protocol.ts; this file only moves frames and enforces the per-connection limits.
- */
-export function attachWebSockets(server: Server, app: App, options: WebSocketOptions = {}) {
-  const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.webSocketMessageBytes, handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false) });
-  const connections = new Map<WebSocket, { state: ConnectionState; alive: boolean }>();
+/** What a /v1/ws session needs of its WebSocket: the `ws` library's, or a session carried by the relay (relay-client.ts). */
+export interface EventSocket {
+  send(frame: string): void;
+  close(code: number, reason: string): void;
+  /** Bytes queued and not yet sent. */
+  readonly bufferedAmount: number;
+  readonly open: boolean;
+}
 
+/** One session's side of the conversation: what the socket received, and that it closed. */
+export interface EventSession {
+  received(text: string | undefined): void;
+  closed(): void;
+}
+
+/**
+ * The /v1/ws sessions of the daemon, over any EventSocket: live events to each (a session whose sends pile up past
+ * `maxBufferedBytes` is closed as a slow consumer), client frames answered, and resumes replayed from the event log.
+ * The protocol itself (subscriptions, frames, errors) lives in src/events/protocol.ts.
+ */
+export function eventSessions(app: App, options: Pick<WebSocketOptions, "maxBufferedBytes"> = {}) {
+  const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
+  const connections = new Map<EventSocket, { state: ConnectionState }>();
   const detach = app.events.add({
     wants: () => connections.size > 0,
     deliver(events: DomainEvent[]) {
-      for (const [ws, conn] of connections) {
+      for (const [socket, conn] of connections) {
         for (const event of events) {
           const frame = frameFor(conn.state, event);
           if (frame === null) continue;
-          if (ws.bufferedAmount > maxBuffered) {
-            connections.delete(ws);
-            ws.close(CLOSE_SLOW_CONSUMER, "slow consumer: too many undelivered events");
+          if (socket.bufferedAmount > maxBuffered) {
+            connections.delete(socket);
+            socket.close(CLOSE_SLOW_CONSUMER, "slow consumer: too many undelivered events");
             break;
           }
-          ws.send(frame);
+          socket.send(frame);
         }
       }
     },
   });
+  return {
+    /** Starts a session on an accepted socket: sends the ready frame. */
+    open(socket: EventSocket): EventSession {
+      const conn = { state: initialState() };
+      connections.set(socket, conn);
+      socket.send(readyMessage());
+      return {
+        received(text) {
+          const { state, replies, replayFrom } = handleClientFrame(conn.state, text ?? new Uint8Array());
+          conn.state = state;
+          for (const reply of replies) socket.send(reply);
+          if (replayFrom === undefined) return;
+          // Resume: what the log holds after `since`, then live. A replay sends only as fast as the socket drains.
+          const send = (frame: string) => {
+            socket.send(frame);
+            return socket.bufferedAmount > maxBuffered / 4 ? drained(socket, maxBuffered / 16) : undefined;
+          };
+          void replayLog(app.events.log, state, () => (connections.has(socket) ? conn.state : undefined), send).catch(() => socket.close(1011, "event replay failed"));
+        },
+        closed: () => void connections.delete(socket),
+      };
+    },
+    get size() {
+      return connections.size;
+    },
+    /** Closes every session (the daemon is stopping). */
+    close(code: number, reason: string) {
+      detach();
+      for (const socket of connections.keys()) socket.close(code, reason);
+      connections.clear();
+    },
+  };
+}
+
+/**
+ * Serves /v1/ws on the daemon's HTTP server with the `ws` library: the upgrade vetted by the app, then a session of
+ * eventSessions; this part only moves frames and pings.
+ */
+export function attachWebSockets(server: Server, app: App, options: WebSocketOptions = {}) {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.webSocketMessageBytes, handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false) });
+  const sessions = eventSessions(app, options);
+  const alive = new Map<WebSocket, boolean>();
 
   // A malformed handshake (no Sec-WebSocket-Key, an unknown version…) gets the documented JSON error body, not ws's
   // text/html page. ws emits this only after the app admitted the upgrade (handleUpgrade validates the handshake).
@@ -68,56 +124,56 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
       const verdict = await app.checkUpgrade(request);
       if (!verdict.ok) return refuse(socket, verdict.response);
       wss.handleUpgrade(req, socket, head, (ws) => {
-        const conn = { state: initialState(), alive: true };
-        connections.set(ws, conn);
-        ws.on("pong", () => (conn.alive = true));
-        ws.on("message", (data, isBinary) => {
-          const { state, replies, replayFrom } = handleClientFrame(conn.state, isBinary ? new Uint8Array() : data.toString());
-          conn.state = state;
-          for (const reply of replies) ws.send(reply);
-          if (replayFrom === undefined) return;
-          // Resume: what the log holds after `since`, then live. A replay sends only as fast as the socket drains.
-          const send = (frame: string) => {
-            ws.send(frame);
-            return ws.bufferedAmount > maxBuffered / 4 ? drained(ws, maxBuffered / 16) : undefined;
-          };
-          void replayLog(app.events.log, state, () => (connections.has(ws) ? conn.state : undefined), send).catch(() => ws.close(1011, "event replay failed"));
+        const session = sessions.open({
+          send: (frame) => ws.send(frame),
+          close: (code, reason) => ws.close(code, reason),
+          get bufferedAmount() {
+            return ws.bufferedAmount;
+          },
+          get open() {
+            return ws.readyState === ws.OPEN;
+          },
         });
-        ws.on("close", () => connections.delete(ws));
-        ws.on("error", () => connections.delete(ws));
-        ws.send(readyMessage());
+        alive.set(ws, true);
+        ws.on("pong", () => alive.set(ws, true));
+        ws.on("message", (data, isBinary) => session.received(isBinary ? undefined : data.toString()));
+        const gone = () => {
+          alive.delete(ws);
+          session.closed();
+        };
+        ws.on("close", gone);
+        ws.on("error", gone);
       });
     })().catch(() => socket.destroy());
   });
 
   const pinger = setInterval(() => {
-    for (const [ws, conn] of connections) {
-      if (!conn.alive) {
-        connections.delete(ws);
+    for (const [ws, answered] of alive) {
+      if (!answered) {
+        alive.delete(ws);
         ws.terminate();
         continue;
       }
-      conn.alive = false;
+      alive.set(ws, false);
       ws.ping();
     }
   }, options.pingIntervalMs ?? 30_000);
   pinger.unref();
 
   return {
-    connections: () => connections.size,
+    connections: () => sessions.size,
     close() {
       clearInterval(pinger);
-      detach();
-      for (const ws of connections.keys()) ws.close(1001, "server shutting down");
-      connections.clear();
+      sessions.close(1001, "server shutting down");
+      alive.clear();
       wss.close();
     },
   };
 }
 
 /** Resolves once the socket's send buffer is below `bytes` (or it closed). */
-async function drained(ws: WebSocket, bytes: number): Promise<void> {
-  while (ws.bufferedAmount > bytes && ws.readyState === ws.OPEN) await new Promise((r) => setTimeout(r, 5));
+async function drained(socket: EventSocket, bytes: number): Promise<void> {
+  while (socket.bufferedAmount > bytes && socket.open) await new Promise((r) => setTimeout(r, 5));
 }
 
 function toHeaders(req: IncomingMessage): Headers {

@@ -8,6 +8,7 @@ import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
 import { ensureToken, hashToken, listTokens, type Scope } from "../../src/services/tokens.ts";
 import { keys } from "../../src/store/records.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
+import { withFixedLength } from "./fixed-length.ts";
 import { parseToolSelection } from "../../src/mcp/index.ts";
 import { parseRateLimit } from "../../src/http/rate-limit.ts";
 import { frameFor, handleClientFrame, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
@@ -30,19 +31,7 @@ interface HibernatingSocket {
   deserializeAttachment(): unknown;
 }
 declare const WebSocketPair: { new (): { 0: HibernatingSocket; 1: HibernatingSocket } };
-declare const FixedLengthStream: { new (length: number): { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> } };
 
-/**
- * workerd sends a streamed body chunked and drops the Content-Length the app set (asset serving); a
- * FixedLengthStream of that length keeps the header, which media players and download managers rely on.
- */
-function withFixedLength(response: Response): Response {
-  const length = Number(response.headers.get("content-length"));
-  if (!response.body || !Number.isSafeInteger(length) || length <= 0) return response;
-  const { readable, writable } = new FixedLengthStream(length);
-  void response.body.pipeTo(writable).catch(() => undefined);
-  return new Response(readable, response);
-}
 
 /** The vars and secrets the object reads (see wrangler.toml). */
 export interface InboxEnv {

@@ -84,5 +84,7 @@ export function requiredScope(method: string): Scope {
 }
 
 export function authorize(principal: Principal, scope: Scope) {
-  if (!principal.scopes.includes(scope)) throw forbidden();
+  // The spec's words first (clients may match them), then what would help.
+  if (!principal.scopes.includes(scope))
+    throw forbidden(`access token does not have the required scope: this needs ${scope}, and the token has ${principal.scopes.join(" and ") || "none"} (inboxd token create gives read and write)`);
 }

@@ -195,10 +195,13 @@ export class RateLimiter {
     return { tokens: this.tokens.size, addresses: this.addresses.size };
   }
 
-  /** Spends one request of the token's budget; throws a 429 ApiError (retry-after, retry-after-ms) when it is empty. */
-  spend(tokenID: string): void {
-    const wait = this.tokens.take(tokenID, this.now());
-    if (wait) throw rateLimited(`rate limit exceeded: this token may make ${this.budget}; retry in ${wait} ms`, wait);
+  /**
+   * Spends one request of the key's budget (a token's ID; the relay's client addresses); throws a 429 ApiError
+   * (retry-after, retry-after-ms) when it is empty. `who` names the key in the message.
+   */
+  spend(key: string, who = "this token"): void {
+    const wait = this.tokens.take(key, this.now());
+    if (wait) throw rateLimited(`rate limit exceeded: ${who} may make ${this.budget}; retry in ${wait} ms`, wait);
   }
 
   /** Throws a 429 ApiError (retry-after, retry-after-ms) while the address is over its failed-authentication budget. */

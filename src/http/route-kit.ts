@@ -126,6 +126,15 @@ export class Api {
     return this;
   }
 
+  /** The methods answered at a path (HEAD wherever GET is), for a 405's Allow header; empty for an unknown path. */
+  methodsAt(pathname: string): string[] {
+    this.patterns ??= this.operations.map((op) => ({ method: op.method, pattern: new RegExp(`^${op.path.replace(/[.]/g, "\\.").replace(/:\w+/g, "[^/]+")}$`) }));
+    const methods = new Set(this.patterns.filter(({ pattern }) => pattern.test(pathname)).map(({ method }) => method));
+    if (methods.has("GET")) methods.add("HEAD");
+    return [...methods];
+  }
+  private patterns?: { method: string; pattern: RegExp }[];
+
   /** Whether a request may go without a token: only public operations (GET /v1/info, discovery, the web inbox). */
   isPublic(method: string, pathname: string): boolean {
     const key = `${method === "HEAD" ? "GET" : method} ${pathname}`;

@@ -44,11 +44,18 @@ export function pathParam(params: Record<string, string> | undefined, name: stri
   return value;
 }
 
+/** valibot's words for a required key that is absent ('Invalid key: Expected "x" but received undefined'), plainly. */
+const missingKey = (issue: v.BaseIssue<unknown>) => issue.received === "undefined" && issue.message.startsWith("Invalid key:");
+
 function toIssues(where: "query" | "body", issues: v.BaseIssue<unknown>[]): Issue[] {
   return issues.map((issue) => ({
     code: issue.type,
     // valibot quotes the whole received value ("… but received "<value>""); quote at most 100 characters of it.
-    message: issue.received.length > LIMITS.errorQuoteChars ? issue.message.split(issue.received).join(clip(issue.received, LIMITS.errorQuoteChars)) : issue.message,
+    message: missingKey(issue)
+      ? "is required, and missing"
+      : issue.received.length > LIMITS.errorQuoteChars
+        ? issue.message.split(issue.received).join(clip(issue.received, LIMITS.errorQuoteChars))
+        : issue.message,
     path: [where, ...(issue.path?.map((p) => p.key as string | number) ?? [])],
   }));
 }

@@ -1,7 +1,7 @@
 import type { NetworkConnector } from "../bridges/connector.ts";
 import type { LoginCapable, LoginResult } from "../bridges/login.ts";
 import type { LoginSession } from "../bridges/login-sessions.ts";
-import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, clip, notFound } from "../http/errors.ts";
 import type { AccountRecord, LoginRecord } from "../store/records.ts";
 import { presentAccount } from "./accounts.ts";
 import { callNetwork, type Context } from "./context.ts";
@@ -16,7 +16,10 @@ type Bridgeable = NetworkConnector & LoginCapable;
 
 function requireBridge(ctx: Context, bridgeID: string): Bridgeable {
   const connector = ctx.bridges.connectors().find((c) => bridgeIDOf(c.network) === bridgeID);
-  if (!connector || !("loginFlows" in connector)) throw notFound(`bridge ${bridgeID}`);
+  if (!connector || !("loginFlows" in connector)) {
+    const known = ctx.bridges.connectors().filter((c) => "loginFlows" in c).map((c) => bridgeIDOf(c.network));
+    throw new ApiError(404, "NOT_FOUND", `bridge ${clip(bridgeID, 100)} not found: the bridges are ${known.join(", ")} (GET /v1/bridges)`);
+  }
   return connector as Bridgeable;
 }
 

@@ -67,7 +67,7 @@ export async function startWorkerd(options: {
       // Module names are paths relative to modulesRoot (default: cwd); one outside it ("../tmp/…") kills workerd.
       modulesRoot: outdir,
       compatibilityDate: await wranglerSetting("compatibility_date"),
-      durableObjects: { INBOX: { className: "InboxObject", useSQLite: true } },
+      durableObjects: { INBOX: { className: "InboxObject", useSQLite: true }, RELAY: { className: "RelayObject", useSQLite: true } },
       r2Buckets: ["ASSETS"],
       r2Persist: false,
       bindings: {

@@ -5,10 +5,6 @@
  * client from @modelcontextprotocol/sdk that starts from a bare 401 and runs OAuth with PKCE through the proxy.
  * Every URL they are handed must point at the public origin; without --remote-access the same headers change nothing.
  */
-import BeeperDesktop, { toFile } from "@beeper/desktop-api";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { randomBytes } from "node:crypto";
 import type { LookupFunction } from "node:net";
 import { Agent } from "undici";
@@ -16,8 +12,7 @@ import type WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNginx, type NginxProxy } from "../harness/nginx.ts";
 import { startNode, type NodeHarness } from "../harness/node.ts";
-import { connect } from "../events/kit.ts";
-import { approve, Browser, MemoryProvider } from "../oauth/kit.ts";
+import { liveEvents, mcpOAuth, sdkRoundTrip, type Remote } from "./kit.ts";
 
 const PUBLIC = "inbox.example.test";
 const TLS_FRONT = "secure.example.test";
@@ -56,7 +51,11 @@ afterAll(async () => {
   await agent.close();
 });
 
+const client = (): Remote => ({ origin, token, fetch: viaProxy, wsOptions: { lookup } as WebSocket.ClientOptions });
 const get = (url: string, headers: Record<string, string> = {}) => viaProxy(url, { headers: { authorization: `Bearer ${token}`, ...headers } });
+
+/** The attachment the SDK scenario sent, for the MCP client to download. */
+let asset = "";
 
 describe("the daemon behind nginx with --remote-access", () => {
   it("answers /v1/info with every URL at the public origin, and remote_access true", async () => {
@@ -72,67 +71,15 @@ describe("the daemon behind nginx with --remote-access", () => {
   });
 
   it("runs the SDK scenario through the proxy: accounts, chats, a message to Echo and its answer, an upload and its bytes", async () => {
-    const sdk = new BeeperDesktop({ baseURL: origin, accessToken: token, fetch: viaProxy, maxRetries: 0, logLevel: "off" });
-    expect((await sdk.accounts.list()).length).toBe(1);
-    let echo: { id: string } | undefined;
-    for await (const chat of sdk.chats.search({ query: "Echo" })) {
-      echo = chat;
-      break;
-    }
-    expect(echo).toBeDefined();
-    const theirs = async () => new Set((await sdk.messages.list(echo!.id)).items.filter((m) => !m.isSender).map((m) => m.id));
-    const before = await theirs();
-    const bytes = randomBytes(300_000);
-    const upload = await sdk.assets.upload({ file: await toFile(bytes, "noise.bin", { type: "application/octet-stream" }) });
-    expect(upload.fileSize).toBe(bytes.length);
-    const sent = await sdk.messages.send(echo!.id, { text: "through the proxy", attachment: { uploadID: upload.uploadID! } } as never);
-    const message = await sdk.messages.retrieve(sent.pendingMessageID, { chatID: echo!.id });
-    expect(message.text).toBe("through the proxy");
-    // Echo answers; the reply is read through the proxy too.
-    await expect.poll(async () => [...(await theirs())].some((id) => !before.has(id)), { timeout: 10_000, interval: 200 }).toBe(true);
-    const served = await get(`${origin}/v1/assets/serve?url=${encodeURIComponent(message.attachments![0].id!)}`);
-    expect(served.status).toBe(200);
-    expect(Buffer.from(await served.arrayBuffer()).equals(bytes)).toBe(true);
+    asset = await sdkRoundTrip(client(), 300_000, "through the proxy");
   });
 
   it("a /v1/ws client connects through the proxy and receives the events of a message sent through it", async () => {
-    const ws = await connect(origin, token, ["*"], { wsOptions: { lookup } as WebSocket.ClientOptions });
-    try {
-      const chats = (await (await get(`${origin}/v1/chats?limit=1`)).json()) as { items: { id: string }[] };
-      const chatID = chats.items[0].id;
-      const sent = (await (await viaProxy(`${origin}/v1/chats/${encodeURIComponent(chatID)}/messages`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ text: "live through nginx" }) })).json()) as { pendingMessageID: string };
-      const frame = await ws.next((f) => f.type === "message.upserted" && (f.ids as string[]).includes(sent.pendingMessageID), { what: "the sent message's event" });
-      expect(frame.chatID).toBe(chatID);
-    } finally {
-      ws.close();
-    }
+    await liveEvents(client(), "live through nginx");
   });
 
   it("an MCP client starts from a bare 401, discovers, registers, gets the owner's approval with PKCE, and lists the tools, all at the public origin", async () => {
-    const redirect = "https://agent.example.net/callback";
-    const provider = new MemoryProvider(redirect);
-    const mcpURL = new URL(`${origin}/v0/mcp`);
-    const first = new StreamableHTTPClientTransport(mcpURL, { authProvider: provider, fetch: viaProxy });
-    await expect(new Client({ name: "remote-test", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
-    const authorizeURL = provider.authorizationURL!;
-    expect(authorizeURL.origin, "the authorization endpoint the client found").toBe(origin);
-    expect(authorizeURL.searchParams.get("code_challenge_method")).toBe("S256");
-    // The owner approves in their browser, through the same public origin.
-    const owner = new Browser(origin, viaProxy);
-    const back = await approve(owner, { url: origin, admin: token, stop: async () => undefined }, {
-      clientID: authorizeURL.searchParams.get("client_id")!,
-      redirectURI: redirect,
-      challenge: authorizeURL.searchParams.get("code_challenge")!,
-      state: authorizeURL.searchParams.get("state") ?? undefined,
-    });
-    expect(back.origin + back.pathname).toBe(redirect);
-    expect(back.searchParams.get("iss")).toBe(origin);
-    await first.finishAuth(back.searchParams.get("code")!);
-    expect(provider.tokens()?.access_token).toMatch(/^inbx_/);
-    const mcp = new Client({ name: "remote-test", version: "1.0.0" });
-    await mcp.connect(new StreamableHTTPClientTransport(mcpURL, { authProvider: provider, fetch: viaProxy }));
-    expect((await mcp.listTools()).tools.map((t) => t.name)).toContain("search_chats");
-    await mcp.close();
+    await mcpOAuth(client(), asset);
   });
 
   it("points 401s and the OAuth metadata at the public origin", async () => {

@@ -130,6 +130,18 @@ export function hardeningScenarios(env: Env) {
       expect(refused.headers.get("www-authenticate")).toMatch(/^Bearer /);
       expect((await raw(env, "/v1/no-such-route", { method: "HEAD" })).status).toBe(404);
     });
+
+    it("a known path asked with a method it does not take is a 405 naming the ones it does (Allow), not a 404", async () => {
+      const put = await raw(env, "/v1/chats", { method: "PUT", json: {} });
+      expectError(put, 405);
+      expect(put.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
+      expect(put.body.message).toContain("PUT is not answered at /v1/chats");
+      const chat = await newGroup(env);
+      const del = await raw(env, `${chatPath(chat.id)}/messages`, { method: "DELETE" });
+      expectError(del, 405);
+      expect(del.headers.get("allow")).toContain("POST");
+      expect((await raw(env, "/v1/nothing-here", { method: "PUT", json: {} })).status).toBe(404);
+    });
   });
 
   describe("hardening: query booleans", () => {

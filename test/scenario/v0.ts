@@ -262,7 +262,8 @@ export function v0Scenarios(env: Env) {
       expect(expectV0Error(unknown, 404).code).toBe("NOT_FOUND");
       expectDeprecated(unknown, "/v1/spec");
       const wrongMethod = await raw(env, "/v0/send-message");
-      expectV0Error(wrongMethod, 404);
+      expectV0Error(wrongMethod, 405);
+      expect(wrongMethod.headers.get("allow")).toBe("POST");
       expectDeprecated(wrongMethod, "/v1/chats/%7BchatID%7D/messages", "POST");
     });
   });

@@ -17,7 +17,7 @@ import {
 } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
-import { openConnection, type XmppTransport } from "./connection.ts";
+import { describeEndpoint, openConnection, type XmppTransport } from "./connection.ts";
 import { inboundMessage, locate, translate, type InboundContext } from "./inbound.ts";
 import { isArchiveResult, queryArchive } from "./mam.ts";
 import { fetchMedia, isPrivateHost, mediaURL } from "./media.ts";
@@ -106,7 +106,7 @@ export class XmppClient implements NetworkClient {
   /** Connect, catch up, serve until the stream drops; again, with backoff, until disconnect() or bad credentials. */
   private async run() {
     while (!this.stopped) {
-      await this.status("connecting", this.backoff.attempts ? `Reconnecting to ${this.state.endpoint.domain}` : `Connecting to ${this.state.endpoint.domain}`);
+      await this.status("connecting", `${this.backoff.attempts ? "Reconnecting" : "Connecting"} to ${describeEndpoint(this.state.endpoint)}`);
       let xmpp: Client;
       try {
         xmpp = await openConnection({ endpoint: this.state.endpoint, username: this.selfBare.split("@")[0], resource: this.state.resource, secret: this.state.secret, transports: this.options.transports });

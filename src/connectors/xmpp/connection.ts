@@ -34,6 +34,12 @@ export interface XmppEndpoint {
   allowInsecure?: boolean;
 }
 
+/** The server as a person named it: the JID's domain, and the address when the login gave another one. */
+export function describeEndpoint(endpoint: XmppEndpoint): string {
+  const { host, hostname } = new URL(endpoint.service);
+  return hostname.toLowerCase() === endpoint.domain.toLowerCase() ? endpoint.domain : `${endpoint.domain} at ${host}`;
+}
+
 export type XmppSecret = { password: string } | { keys: ScramKeys };
 
 export interface OpenOptions {

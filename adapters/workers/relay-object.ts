@@ -1,0 +1,321 @@
+import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
+import { ApiError, toErrorResponse } from "../../src/http/errors.ts";
+import { parseRateLimit, RateLimiter } from "../../src/http/rate-limit.ts";
+import {
+  Credit,
+  creditFrame,
+  decodeFrame,
+  encodeFrame,
+  FrameType,
+  HEARTBEAT_TIMEOUT_MS,
+  incomingBody,
+  jsonFrame,
+  pumpBody,
+  readCredit,
+  readJson,
+  readText,
+  RELAY_PATH,
+  RELAY_PROTOCOL,
+  type Frame,
+  type RequestHead,
+  type ResponseHead,
+  type WsClose,
+} from "../../src/relay/protocol.ts";
+import { withFixedLength } from "./fixed-length.ts";
+
+/** The vars and secrets of relay mode (see wrangler.toml). */
+export interface RelayEnv {
+  /** `relay`: this Worker forwards to a daemon that dials in, instead of being an inbox of its own. */
+  INBOXD_MODE?: string;
+  /** A secret: what the daemon must present to dial in (`inboxd serve --relay URL` with the same INBOXD_RELAY_SECRET). */
+  INBOXD_RELAY_SECRET?: string;
+  /** Requests per second per client address before forwarding (bursts of 4×; default 50), 0 or off for none. */
+  INBOXD_RELAY_RATE_LIMIT?: string;
+  /** The largest request body forwarded, in bytes (default 100 MiB, Cloudflare's own limit on most plans). */
+  INBOXD_RELAY_MAX_BODY_BYTES?: string;
+}
+
+/** The parts of workerd's WebSocket used here (its full type clashes with the DOM one in this tsconfig). */
+interface AcceptedSocket {
+  accept(): void;
+  /** "blob" by default at this compatibility date (the standard's default); frames are read as ArrayBuffers. */
+  binaryType: "blob" | "arraybuffer";
+  send(data: string | ArrayBuffer | Uint8Array): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "message", listener: (event: { data: string | ArrayBuffer }) => void): void;
+  addEventListener(type: "close" | "error", listener: (event: { code?: number; reason?: string }) => void): void;
+}
+declare const WebSocketPair: { new (): { 0: AcceptedSocket; 1: AcceptedSocket } };
+
+/** How long the daemon may take to answer a request's head before the client gets 504. */
+const HEAD_TIMEOUT_MS = 30_000;
+/** Streams at once over one daemon connection; more wait for none: they are answered 503. */
+const MAX_STREAMS = 1_000;
+const DEFAULT_RELAY_RATE = { perSecond: 50, burst: 200 };
+const DEFAULT_MAX_BODY = 100 * 1024 * 1024;
+
+interface HttpStream {
+  kind: "http";
+  head: { resolve(head: ResponseHead): void; reject(error: Error): void };
+  /** Credit for the request body we send. */
+  credit: Credit;
+  body?: ReturnType<typeof incomingBody>;
+}
+interface WsStream {
+  kind: "ws";
+  head: { resolve(head: ResponseHead): void; reject(error: Error): void };
+  credit: Credit;
+  body?: ReturnType<typeof incomingBody>;
+  client?: AcceptedSocket;
+}
+
+const offline = () =>
+  new ApiError(503, "RELAY_OFFLINE", "the inboxd daemon behind this relay is not connected: start it with inboxd serve --relay <this URL> (it reconnects by itself after a restart)", undefined, { "retry-after": "5" });
+
+/**
+ * Relay mode (issue: remote access, part 2): the Worker is a front door for a daemon that dials out to it, so the
+ * daemon needs no open port and no third-party tunnel. The daemon holds one WebSocket to this object
+ * (RELAY_PATH, authenticated by INBOXD_RELAY_SECRET); remote requests and /v1/ws sessions are forwarded over it
+ * (src/relay/protocol.ts) and the answers streamed back. Tokens are the daemon's business: requests pass as they came,
+ * and the daemon answers them. This object only rate-limits per client address, bounds bodies, and answers 503 at once
+ * while no daemon is connected.
+ */
+export class RelayObject {
+  private tunnel?: AcceptedSocket;
+  private lastHeard = 0;
+  private watchdog?: ReturnType<typeof setInterval>;
+  private readonly streams = new Map<number, HttpStream | WsStream>();
+  private nextID = 1;
+  private readonly limiter?: RateLimiter;
+  private readonly maxBody: number;
+
+  constructor(
+    _state: DurableObjectState,
+    private readonly env: RelayEnv,
+  ) {
+    const rate = parseRateLimit(env.INBOXD_RELAY_RATE_LIMIT);
+    if (rate !== false) this.limiter = new RateLimiter(rate ?? DEFAULT_RELAY_RATE);
+    const max = Number(env.INBOXD_RELAY_MAX_BODY_BYTES);
+    this.maxBody = Number.isSafeInteger(max) && max > 0 ? max : DEFAULT_MAX_BODY;
+  }
+
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname === RELAY_PATH) return this.dialIn(request);
+    try {
+      this.limiter?.spend(request.headers.get("cf-connecting-ip") ?? "unknown", "this address");
+      if (!this.tunnel) throw offline();
+      if (this.streams.size >= MAX_STREAMS) throw new ApiError(503, "RELAY_BUSY", `the relay already carries ${MAX_STREAMS} requests to the daemon; retry shortly`, undefined, { "retry-after": "1" });
+      if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return await this.forwardWebSocket(request);
+      return await this.forwardHttp(request);
+    } catch (error) {
+      return toErrorResponse(error);
+    }
+  }
+
+  /** The daemon dials in: the secret is checked (and never logged), and a newer connection replaces an older one. */
+  private async dialIn(request: Request): Promise<Response> {
+    const secret = this.env.INBOXD_RELAY_SECRET;
+    if (!secret) {
+      console.error("inboxd relay: INBOXD_RELAY_SECRET is not set, so no daemon can dial in: set it with wrangler secret put INBOXD_RELAY_SECRET");
+      return toErrorResponse(new ApiError(503, "RELAY_NOT_CONFIGURED", "this relay has no INBOXD_RELAY_SECRET"));
+    }
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return toErrorResponse(new ApiError(426, "UPGRADE_REQUIRED", `${RELAY_PATH} is where an inboxd daemon dials in over a WebSocket`));
+    const offered = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
+    if (!(await sameSecret(offered, secret))) {
+      console.warn(`inboxd relay: refused a daemon with a wrong pairing secret (from ${request.headers.get("cf-connecting-ip") ?? "an unknown address"})`);
+      return toErrorResponse(new ApiError(401, "UNAUTHORIZED", "wrong relay pairing secret: INBOXD_RELAY_SECRET must be the same on the daemon and the Worker"));
+    }
+    const protocols = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
+    if (!protocols.includes(RELAY_PROTOCOL)) return toErrorResponse(new ApiError(400, "INVALID_REQUEST", `the daemon must speak ${RELAY_PROTOCOL}: update it or the Worker so both are the same version`));
+    const pair = new WebSocketPair();
+    const socket = pair[1];
+    socket.binaryType = "arraybuffer";
+    socket.accept();
+    if (this.tunnel) this.drop(this.tunnel, "replaced by a newer connection from the daemon");
+    this.tunnel = socket;
+    this.lastHeard = Date.now();
+    socket.addEventListener("message", (event) => {
+      if (this.tunnel !== socket) return;
+      this.lastHeard = Date.now();
+      if (typeof event.data === "string") return;
+      const frame = decodeFrame(event.data);
+      if (frame) this.onFrame(frame);
+    });
+    const gone = () => this.tunnel === socket && this.drop(socket, "the daemon disconnected");
+    socket.addEventListener("close", gone);
+    socket.addEventListener("error", gone);
+    // A daemon that vanished without closing (a network cut) is noticed by its missing heartbeats.
+    clearInterval(this.watchdog);
+    this.watchdog = setInterval(() => {
+      if (this.tunnel && Date.now() - this.lastHeard > HEARTBEAT_TIMEOUT_MS) this.drop(this.tunnel, "the daemon stopped answering");
+    }, 5_000);
+    return new Response(null, { status: 101, webSocket: pair[0], headers: { "sec-websocket-protocol": RELAY_PROTOCOL } } as ResponseInit);
+  }
+
+  /** Ends the daemon connection and everything it carried: waiting heads 502, bodies cut, WebSocket sessions closed. */
+  private drop(socket: AcceptedSocket, why: string) {
+    if (this.tunnel === socket) {
+      this.tunnel = undefined;
+      clearInterval(this.watchdog);
+    }
+    try {
+      socket.close(1012, why);
+    } catch {
+      // Already closed.
+    }
+    const error = new ApiError(502, "RELAY_DISCONNECTED", `${why} while this request was on its way`);
+    for (const stream of this.streams.values()) {
+      stream.head.reject(error);
+      stream.credit.cancel(error);
+      stream.body?.fail(error);
+      if (stream.kind === "ws") stream.client?.close(1012, "the inboxd daemon went away; reconnect");
+    }
+    this.streams.clear();
+  }
+
+  private send(frame: Uint8Array) {
+    if (!this.tunnel) throw offline();
+    this.tunnel.send(frame);
+  }
+
+  private reset(id: number, message: string) {
+    if (!this.streams.delete(id)) return;
+    try {
+      this.send(jsonFrame(FrameType.RESET, id, { message }));
+    } catch {
+      // The daemon is gone; its streams went with it.
+    }
+  }
+
+  private onFrame(frame: Frame) {
+    if (frame.type === FrameType.HEARTBEAT) return void this.tunnel?.send(encodeFrame(FrameType.HEARTBEAT, 0));
+    const stream = this.streams.get(frame.stream);
+    if (!stream) return;
+    switch (frame.type) {
+      case FrameType.RESPONSE: {
+        const head = readJson<ResponseHead>(frame);
+        if (!(stream.kind === "ws" && head.status === 101)) stream.body = incomingBody(
+          (bytes) => this.streams.has(frame.stream) && this.send(creditFrame(frame.stream, bytes)),
+          () => this.reset(frame.stream, "the client went away"),
+        );
+        return stream.head.resolve(head);
+      }
+      case FrameType.BODY:
+        return stream.body?.push(frame.payload);
+      case FrameType.END:
+        stream.body?.end();
+        if (stream.kind === "http" || !stream.client) this.streams.delete(frame.stream);
+        return;
+      case FrameType.CREDIT:
+        return stream.credit.grant(readCredit(frame));
+      case FrameType.RESET: {
+        this.streams.delete(frame.stream);
+        const error = new ApiError(502, "RELAY_RESET", readJson<{ message: string }>(frame).message);
+        stream.head.reject(error);
+        stream.credit.cancel(error);
+        stream.body?.fail(error);
+        return;
+      }
+      case FrameType.WS_TEXT:
+        if (stream.kind === "ws") stream.client?.send(readText(frame));
+        return;
+      case FrameType.WS_CLOSE: {
+        this.streams.delete(frame.stream);
+        const close = readJson<WsClose>(frame);
+        if (stream.kind === "ws") stream.client?.close(close.code, close.reason);
+        return;
+      }
+    }
+  }
+
+  /** Opens a stream: sends its head and resolves with the daemon's response head. */
+  private open(type: typeof FrameType.HTTP | typeof FrameType.WS, request: Request, body: boolean): { id: number; stream: HttpStream | WsStream; head: Promise<ResponseHead> } {
+    const id = this.nextID;
+    this.nextID = this.nextID >= 0x7fffffff ? 1 : this.nextID + 1;
+    let head!: HttpStream["head"];
+    const answered = new Promise<ResponseHead>((resolve, reject) => (head = { resolve, reject }));
+    const stream: HttpStream | WsStream = type === FrameType.HTTP ? { kind: "http", head, credit: new Credit() } : { kind: "ws", head, credit: new Credit() };
+    this.streams.set(id, stream);
+    const headers: [string, string][] = [];
+    request.headers.forEach((value, name) => headers.push([name, value]));
+    this.send(jsonFrame(type, id, { method: request.method, url: request.url, headers, client: request.headers.get("cf-connecting-ip") ?? undefined, body } satisfies RequestHead));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ApiError(504, "RELAY_TIMEOUT", `the daemon did not answer within ${HEAD_TIMEOUT_MS / 1000} s`)), HEAD_TIMEOUT_MS);
+    });
+    const raced = Promise.race([answered, timeout]).finally(() => clearTimeout(timer));
+    raced.catch(() => this.reset(id, "no answer in time"));
+    return { id, stream, head: raced };
+  }
+
+  private async forwardHttp(request: Request): Promise<Response> {
+    const declared = Number(request.headers.get("content-length") ?? "0");
+    if (declared > this.maxBody) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `the relay forwards request bodies of at most ${this.maxBody} bytes`);
+    const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
+    const { id, stream, head } = this.open(FrameType.HTTP, request, hasBody);
+    if (hasBody)
+      void pumpBody(capped(request.body!, this.maxBody), id, stream.credit, (frame) => this.send(frame)).catch((error: unknown) => {
+        this.reset(id, error instanceof Error ? error.message : "the request body failed");
+        stream.body?.fail(error instanceof Error ? error : new Error(String(error)));
+      });
+    const answer = await head;
+    const noBody = answer.status === 204 || answer.status === 304 || request.method === "HEAD";
+    if (noBody) stream.body?.stream.cancel().catch(() => undefined);
+    return withFixedLength(new Response(noBody ? null : stream.body!.stream, { status: answer.status, headers: answer.headers }));
+  }
+
+  private async forwardWebSocket(request: Request): Promise<Response> {
+    const { id, stream, head } = this.open(FrameType.WS, request, false);
+    const answer = await head;
+    if (answer.status !== 101) return new Response(stream.body!.stream, { status: answer.status, headers: answer.headers });
+    const pair = new WebSocketPair();
+    const client = pair[1];
+    client.binaryType = "arraybuffer";
+    client.accept();
+    (stream as WsStream).client = client;
+    client.addEventListener("message", (event) => {
+      if (!this.streams.has(id)) return;
+      try {
+        this.send(typeof event.data === "string" ? encodeFrame(FrameType.WS_TEXT, id, new TextEncoder().encode(event.data)) : encodeFrame(FrameType.WS_BINARY, id, new Uint8Array(event.data)));
+      } catch {
+        client.close(1012, "the inboxd daemon went away; reconnect");
+      }
+    });
+    const closed = (event: { code?: number; reason?: string }) => {
+      if (!this.streams.delete(id)) return;
+      try {
+        this.send(jsonFrame(FrameType.WS_CLOSE, id, { code: event.code ?? 1005, reason: event.reason ?? "" } satisfies WsClose));
+      } catch {
+        // The daemon is gone.
+      }
+    };
+    client.addEventListener("close", closed);
+    client.addEventListener("error", closed);
+    const headers = new Headers(answer.headers);
+    return new Response(null, { status: 101, webSocket: pair[0], headers } as ResponseInit);
+  }
+}
+
+/** The body, failing once it has given more than `max` bytes (a missing or false Content-Length). */
+function capped(body: ReadableStream<Uint8Array>, max: number): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > max) controller.error(new Error(`the request body is over the relay's limit of ${max} bytes`));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
+}
+
+/** Compares secrets by their SHA-256, so the time taken says nothing of where they differ. */
+async function sameSecret(offered: string, secret: string): Promise<boolean> {
+  const digest = async (text: string) => new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  const [a, b] = await Promise.all([digest(offered), digest(secret)]);
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a[i] ^ b[i];
+  return difference === 0;
+}

@@ -1,0 +1,167 @@
+/**
+ * The relay (issue 18, part 2): the Worker in relay mode, run by workerd through Miniflare, and the real daemon
+ * (`inboxd serve --relay URL` as a child process) dialing out to it. Remote clients talk to the Worker only: the
+ * official SDK, a /v1/ws client, an MCP client running OAuth, an event stream. Then the daemon is killed (503 at
+ * once) and started again (200 once it has dialed back in), and a wrong pairing secret is refused without being logged.
+ */
+import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prepareDataDir } from "../harness/node.ts";
+import { killAll, startServing, type ServingProcess } from "../harness/process.ts";
+import { startWorkerd, type WorkerdServer } from "../harness/workerd.ts";
+import { connect } from "../events/kit.ts";
+import { liveEvents, mcpOAuth, sdkRoundTrip } from "../remote/kit.ts";
+
+const SECRET = randomBytes(24).toString("base64url");
+const token = `inbx_${randomBytes(24).toString("base64url")}`;
+const readOnly = `inbx_${randomBytes(24).toString("base64url")}`;
+const MAX_BODY = 2 * 1024 * 1024;
+
+let relay: WorkerdServer;
+let dataDir: string;
+let daemon: ServingProcess | undefined;
+const relayLogs: { level: string; message: string }[] = [];
+
+/** `inboxd serve --relay` on the prepared data dir, as a person runs it (the secret from the environment). */
+const serve = (secret = SECRET) =>
+  startServing(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", "0", "--rate-limit", "off", "--relay", relay.url], {
+    env: { ...process.env, INBOXD_RELAY_SECRET: secret },
+  });
+/** Resolves once the daemon says it dialed in (also outside a test: expect.poll is not allowed in beforeAll). */
+async function connected(process: ServingProcess) {
+  const deadline = Date.now() + 15_000;
+  while (!process.output().includes("relay: connected to")) {
+    if (Date.now() > deadline) throw new Error(`the daemon did not dial in within 15 s:\n${process.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${relay.url}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+
+beforeAll(async () => {
+  relay = await startWorkerd({
+    vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: SECRET, INBOXD_RELAY_MAX_BODY_BYTES: String(MAX_BODY) },
+    onLog: (log) => void relayLogs.push(log),
+  });
+  dataDir = await prepareDataDir({ seed: { chats: 8, messages: 80, accounts: 1, seed: 21 }, tokens: [{ token, scopes: ["read", "write"] }, { token: readOnly, scopes: ["read"] }] });
+}, 60_000);
+
+afterAll(async () => {
+  await daemon?.stop("SIGTERM");
+  killAll();
+  await relay?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** The attachment the SDK scenario sent, for the MCP client to download. */
+let asset = "";
+
+describe("the relay Worker without a daemon", () => {
+  it("answers 503 RELAY_OFFLINE at once, saying what to start", async () => {
+    const started = performance.now();
+    const res = await get("/v1/chats");
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(await res.json()).toMatchObject({ code: "RELAY_OFFLINE", message: expect.stringContaining("inboxd serve --relay") });
+  });
+
+  it("refuses a daemon with a wrong pairing secret, logging the refusal but never the secret", async () => {
+    const wrong = randomBytes(24).toString("base64url");
+    const impostor = await serve(wrong);
+    try {
+      await expect.poll(() => impostor.output(), { timeout: 10_000 }).toContain("refused the pairing secret (401)");
+      expect(impostor.output()).not.toContain(wrong);
+      expect((await get("/v1/chats")).status).toBe(503);
+      const refusal = relayLogs.find((log) => log.message.includes("wrong pairing secret"));
+      expect(refusal?.level).toBe("warn");
+      for (const log of relayLogs) expect(log.message).not.toContain(wrong);
+    } finally {
+      await impostor.stop("SIGTERM");
+    }
+  });
+});
+
+describe("the daemon dialed in to the relay", () => {
+  beforeAll(async () => {
+    daemon = await serve();
+    await connected(daemon);
+  }, 30_000);
+
+  it("/v1/info through the relay names the relay's origin for every URL, and remote_access true", async () => {
+    const info = (await (await get("/v1/info")).json()) as any;
+    expect(info.server).toMatchObject({ base_url: relay.url, remote_access: true });
+    for (const url of [info.endpoints.spec, info.endpoints.mcp, info.endpoints.ws_events, ...Object.values(info.endpoints.oauth as Record<string, string>)])
+      expect((url as string).replace(/^ws/, "http").startsWith(`${relay.url}/`), url).toBe(true);
+  });
+
+  it("the daemon decides on tokens: none, a wrong one, and the read-only scope are refused as on loopback", async () => {
+    expect((await fetch(`${relay.url}/v1/chats`)).status).toBe(401);
+    const wrong = await fetch(`${relay.url}/v1/chats`, { headers: { authorization: "Bearer inbx_nope" } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("www-authenticate")).toContain(`resource_metadata="${relay.url}/.well-known/oauth-protected-resource"`);
+    expect((await fetch(`${relay.url}/v1/chats`, { headers: { authorization: `Bearer ${readOnly}` } })).status).toBe(200);
+    const write = await fetch(`${relay.url}/v1/labels`, { method: "POST", headers: { authorization: `Bearer ${readOnly}`, "content-type": "application/json" }, body: JSON.stringify({ name: "nope" }) });
+    expect(write.status).toBe(403);
+  });
+
+  it("runs the SDK scenario through the relay: a message to Echo and its answer, uploads in and bytes out with flow control", async () => {
+    // Larger than the relay's per-stream credit (256 KiB) several times over, both ways.
+    asset = await sdkRoundTrip({ origin: relay.url, token }, 1_500_000, "through the relay");
+  });
+
+  it("refuses a request body over the relay's limit with 413 before it reaches the daemon", async () => {
+    const res = await fetch(`${relay.url}/v1/assets/upload/base64`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "x".repeat(MAX_BODY + 1) });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toContain(`at most ${MAX_BODY} bytes`);
+  });
+
+  it("carries a /v1/ws session: subscriptions, and the events of a message sent through the relay", async () => {
+    await liveEvents({ origin: relay.url, token }, "live through the relay");
+    // Refused upgrades come back as the daemon's refusal.
+    await expect(connect(relay.url, "inbx_wrong")).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("streams a response as it is produced: an SSE event arrives while the stream stays open", async () => {
+    const stream = await get("/v1/events?since=0", { accept: "text/event-stream" });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("content-type")).toContain("text/event-stream");
+    const reader = stream.body!.getReader();
+    let text = "";
+    while (!/\nid: \d+/.test(`\n${text}`)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toMatch(/^id: \d+$/m);
+    await reader.cancel();
+  });
+
+  it("an MCP client runs the whole OAuth flow through the relay (discovery, registration, PKCE, token) and lists the tools", async () => {
+    await mcpOAuth({ origin: relay.url, token }, asset);
+  });
+
+  it("rate-limits per client address before forwarding (429 with retry-after), other addresses unaffected", async () => {
+    const from = (address: string) => fetch(`${relay.url}/v1/info`, { headers: { "cf-connecting-ip": address } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 260 && !statuses.includes(429); i++) statuses.push((await from("203.0.113.50")).status);
+    expect(statuses).toContain(429);
+    expect(statuses.indexOf(429)).toBeGreaterThanOrEqual(150); // the default burst of 200, refilling at 50/s meanwhile
+    const limited = await from("203.0.113.50");
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect((await from("198.51.100.60")).status).toBe(200);
+  });
+
+  it("answers 503 within a second of the daemon being killed, and 200 again once a restarted daemon dials back in", async () => {
+    expect(await daemon!.stop("SIGKILL")).toBeNull();
+    const killedAt = performance.now();
+    let res = await get("/v1/chats?limit=1");
+    while (res.status === 200 && performance.now() - killedAt < 1_000) res = await get("/v1/chats?limit=1");
+    expect(res.status).toBe(503);
+    expect(performance.now() - killedAt).toBeLessThan(1_000);
+    daemon = await serve();
+    await connected(daemon);
+    expect((await get("/v1/chats?limit=1")).status).toBe(200);
+  }, 30_000);
+});
