@@ -20,9 +20,16 @@ export function useNode(version: string): void {
 
 export const daemonNodeVersion = () => (inboxdNode === process.execPath ? process.version : execFileSync(inboxdNode, ["--version"], { encoding: "utf8" }).trim());
 
-/** `node --import tsx FILE ...` with no npm/tsx wrapper, so the PID is the process that does the work. */
+/** The daemon and CLI as users run them: built (`npm run bench` builds first, as `npm start` does). */
+const BUILT_CLI = join(ROOT, "dist/node/inboxd.mjs");
+
+/**
+ * `node FILE ...` with no npm wrapper, so the PID is the process that does the work: inboxd's CLI as built, with
+ * source maps for its stack traces; any other script (the bench's own workers) through tsx.
+ */
 export function spawnNode(file: string, args: string[], nodeArgs: string[] = []): ChildProcess {
-  return track(spawn(inboxdNode, [...nodeArgs, "--import", "tsx", file, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+  const run = file === CLI ? ["--enable-source-maps", BUILT_CLI] : ["--import", "tsx", file];
+  return track(spawn(inboxdNode, [...nodeArgs, ...run, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
 }
 
 /** Remembers a child so that killAll() can end it. */

@@ -102,6 +102,25 @@ describe("inboxd CLI", () => {
     expect((await inboxd("token", "create", "--data-dir", tempDir(), "--scope", "admin")).code).toBe(2);
   });
 
+  it("the package bin runs the built JavaScript: serves with every TypeScript import refused, which tsx's own start is not", async () => {
+    const guard = ["--import", "./test/fixtures/no-typescript.mjs"];
+    const dir = tempDir();
+    const child = spawn(process.execPath, [...guard, "adapters/node/bin.js", "serve", "--port", "0", "--data-dir", dir], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "" } });
+    children.add(child);
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    await expect.poll(() => output, { timeout: 15_000 }).toMatch(/inboxd listening on (\S+)/);
+    const url = /inboxd listening on (\S+)/.exec(output)![1];
+    expect((await fetch(`${url}/v1/info`)).status).toBe(200);
+    child.kill("SIGTERM");
+    expect((await once(child, "exit"))[0]).toBe(0);
+    // The guard does refuse TypeScript: the development form fails under it.
+    const dev = await run([process.execPath, ...guard, "--import", "tsx", "adapters/node/cli.ts"], ["--version"]);
+    expect(dev.code).not.toBe(0);
+    expect(dev.stderr).toContain("TypeScript at run time");
+  }, 30_000);
+
   it("runs the documented forms: npm run -s inboxd -- and the package bin", async () => {
     expect((await run(["npm", "run", "-s", "inboxd", "--"], ["--help"])).code).toBe(0);
     // Without the --, npm keeps --data-dir for itself; the command must not then run on the default directory.
@@ -235,7 +254,7 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     expect(fromEnv.stdout).toMatch(/now \/srv\/inboxd-data, from INBOXD_DATA_DIR/);
   });
 
-  it("serve --remote-access: --public-url and --trusted-proxy need it, bad values are usage errors, and start-up says who is believed", async () => {
+  it("serve --remote-access and --relay: --public-url and --trusted-proxy need remote access, bad values are usage errors, and start-up says who is believed", async () => {
     const dir = tempDir();
     const needs = await inboxd("serve", "--data-dir", dir, "--port", "0", "--public-url", "https://inbox.example.com");
     expect([needs.code, needs.stderr]).toEqual([2, expect.stringContaining("--public-url needs --remote-access")]);
@@ -243,6 +262,10 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     expect([cidr.code, cidr.stderr]).toEqual([2, expect.stringContaining("--trusted-proxy: 10.0.0.0/40 is not an IP address or CIDR range")]);
     const path = await inboxd("serve", "--data-dir", dir, "--port", "0", "--remote-access", "--public-url", "https://inbox.example.com/inbox");
     expect([path.code, path.stderr]).toEqual([2, expect.stringContaining("--public-url must be an origin only")]);
+    const plain = await run(CLI, ["serve", "--data-dir", dir, "--port", "0", "--relay", "http://relay.example.com"], { INBOXD_RELAY_SECRET: "a-secret-of-enough-length" });
+    expect([plain.code, plain.stderr]).toEqual([2, expect.stringContaining("--relay must be https:// (plain http only for a relay on this machine")]);
+    const noSecret = await run(CLI, ["serve", "--data-dir", dir, "--port", "0", "--relay", "https://relay.example.com"], { INBOXD_RELAY_SECRET: "" });
+    expect([noSecret.code, noSecret.stderr]).toEqual([2, expect.stringContaining("--relay needs INBOXD_RELAY_SECRET in the environment")]);
     const daemon = await serve(dir, "--remote-access", "--public-url", "https://inbox.example.com", "--trusted-proxy", "10.0.0.0/8");
     try {
       await daemon.printed(/Remote access: forwarded headers from 127\.0\.0\.0\/8, ::1\/128, 10\.0\.0\.0\/8 are believed; answering proxied requests as https:\/\/inbox\.example\.com/);

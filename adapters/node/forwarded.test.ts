@@ -42,9 +42,14 @@ describe("proxyView", () => {
     expect(view({ "x-forwarded-host": "inbox.example.com", "x-forwarded-proto": "https", "x-forwarded-port": "443" })!.origin).toBe("https://inbox.example.com");
   });
 
-  it("reads RFC 7239 Forwarded, preferring it to X-Forwarded-*", () => {
-    const v = view({ forwarded: 'for="[2001:db8::1]:4711";host=inbox.example.com;proto=https', "x-forwarded-host": "other.example" });
+  it("reads RFC 7239 Forwarded when no X-Forwarded-* header is there", () => {
+    const v = view({ forwarded: 'for="[2001:db8::1]:4711";host=inbox.example.com;proto=https' });
     expect(v).toEqual({ origin: "https://inbox.example.com", host: "inbox.example.com", client: "2001:db8::1" });
+  });
+
+  it("with X-Forwarded-* present, ignores a Forwarded header (a client's own, passed on by a proxy that sets X-Forwarded-*)", () => {
+    const v = view({ forwarded: "for=10.9.9.9;host=evil.example;proto=https", "x-forwarded-for": "203.0.113.9", "x-forwarded-host": "inbox.example.com", "x-forwarded-proto": "http" });
+    expect(v).toEqual({ origin: "http://inbox.example.com", host: "inbox.example.com", client: "203.0.113.9" });
   });
 
   it("ignores every forwarded header from a peer that is not trusted, and answers nothing when none was sent", () => {

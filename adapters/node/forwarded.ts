@@ -107,9 +107,15 @@ interface Hop {
   client?: string;
 }
 
+/**
+ * One family of headers is read, never a mix: X-Forwarded-* when the request has any (what nginx, Caddy and tunnel
+ * agents set; a client's own `Forwarded`, which they pass on untouched, is then ignored), else RFC 7239 `Forwarded`
+ * (for a proxy that sets only that one; it should drop a client's X-Forwarded-* likewise).
+ */
 function outermostTrustedHop(headers: Headers, trust: ProxyTrust): Hop {
   const header = headers.get("forwarded");
-  if (header) {
+  const xForwarded = ["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port"].some((name) => headers.has(name));
+  if (header && !xForwarded) {
     let elements: Record<string, string>[];
     try {
       elements = parseForwarded(header);

@@ -1,6 +1,7 @@
 import { LOOPBACK_PROXIES, trustedProxies } from "./forwarded.ts";
 import type { ServeOptions } from "./serve.ts";
 import { UsageError } from "./usage-error.ts";
+import { isLoopbackHost } from "../../src/http/guard.ts";
 
 export interface RemoteAccessFlags {
   "remote-access"?: boolean;
@@ -52,7 +53,7 @@ export function remoteAccessNotice(remote: NonNullable<ServeOptions["remoteAcces
     ? `answering proxied requests as ${remote.publicURL.origin}`
     : allowHosts.length
       ? `answering proxied requests for ${allowHosts.join(", ")}`
-      : "answering proxied requests for whatever host the proxy forwards (--public-url or --allow-host restrict it)";
+      : "answering proxied requests for whatever host the proxy forwards. Without --public-url (or --allow-host), a web page that rebinds its own name to this machine can reach the API's public routes: set it";
   return `Remote access: forwarded headers from ${from} are believed; ${as}. The OAuth discovery documents are readable cross-origin.`;
 }
 
@@ -70,6 +71,9 @@ export function relayOptions(flags: RemoteAccessFlags, env: NodeJS.ProcessEnv = 
     throw new UsageError(`--relay must be the relay Worker's URL, such as https://inboxd-relay.example.workers.dev, got ${url}`);
   }
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new UsageError(`--relay must be an http or https URL, got ${parsed.protocol}`);
+  // Over plain http the pairing secret, and every token clients send through the relay, would cross the network in
+  // the clear: only a relay on this machine (wrangler dev) may be reached that way.
+  if (parsed.protocol === "http:" && !isLoopbackHost(parsed.hostname)) throw new UsageError(`--relay must be https:// (plain http only for a relay on this machine, such as wrangler dev), got ${parsed.origin}`);
   const secret = env.INBOXD_RELAY_SECRET;
   if (!secret) throw new UsageError("--relay needs INBOXD_RELAY_SECRET in the environment: the pairing secret the relay Worker holds (wrangler secret put INBOXD_RELAY_SECRET)", false);
   if (secret.length < 16) throw new UsageError("INBOXD_RELAY_SECRET is too short: use at least 16 random characters (openssl rand -base64 32)", false);

@@ -1,26 +1,9 @@
 import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
 import { ApiError, toErrorResponse } from "../../src/http/errors.ts";
+import { LIMITS } from "../../src/http/limits.ts";
 import { parseRateLimit, RateLimiter } from "../../src/http/rate-limit.ts";
-import {
-  Credit,
-  creditFrame,
-  decodeFrame,
-  encodeFrame,
-  FrameType,
-  HEARTBEAT_TIMEOUT_MS,
-  incomingBody,
-  jsonFrame,
-  pumpBody,
-  readCredit,
-  readJson,
-  readText,
-  RELAY_PATH,
-  RELAY_PROTOCOL,
-  type Frame,
-  type RequestHead,
-  type ResponseHead,
-  type WsClose,
-} from "../../src/relay/protocol.ts";
+import * as relay from "../../src/relay/protocol.ts";
+import { FrameType, type Frame, type RequestHead, type ResponseHead, type WsClose } from "../../src/relay/protocol.ts";
 import { withFixedLength } from "./fixed-length.ts";
 
 /** The vars and secrets of relay mode (see wrangler.toml). */
@@ -47,27 +30,32 @@ interface AcceptedSocket {
 }
 declare const WebSocketPair: { new (): { 0: AcceptedSocket; 1: AcceptedSocket } };
 
-/** How long the daemon may take to answer a request's head before the client gets 504. */
-const HEAD_TIMEOUT_MS = 30_000;
-/** Streams at once over one daemon connection; more wait for none: they are answered 503. */
+/**
+ * How long the daemon may take to answer once the request (its body included) has reached it: Cloudflare's own limit
+ * on a response's head. Long polls (`GET /v1/events?wait=`, at most 60 s) fit.
+ */
+const HEAD_TIMEOUT_MS = 100_000;
+/** Requests and sessions at once over one daemon connection; more are answered 503. */
 const MAX_STREAMS = 1_000;
 const DEFAULT_RELAY_RATE = { perSecond: 50, burst: 200 };
 const DEFAULT_MAX_BODY = 100 * 1024 * 1024;
 
-interface HttpStream {
-  kind: "http";
-  head: { resolve(head: ResponseHead): void; reject(error: Error): void };
-  /** Credit for the request body we send. */
-  credit: Credit;
-  body?: ReturnType<typeof incomingBody>;
+interface Pending {
+  /** Settles the response head the client waits for. */
+  head: { resolve(head: ResponseHead): void; reject(error: ApiError): void };
+  /** Credit for the request body sent to the daemon. */
+  credit: relay.Credit;
+  /** The response body as it arrives. */
+  body?: ReturnType<typeof relay.incomingBody>;
 }
-interface WsStream {
+interface HttpStream extends Pending {
+  kind: "http";
+}
+interface WsStream extends Pending {
   kind: "ws";
-  head: { resolve(head: ResponseHead): void; reject(error: Error): void };
-  credit: Credit;
-  body?: ReturnType<typeof incomingBody>;
   client?: AcceptedSocket;
 }
+type Stream = HttpStream | WsStream;
 
 const offline = () =>
   new ApiError(503, "RELAY_OFFLINE", "the inboxd daemon behind this relay is not connected: start it with inboxd serve --relay <this URL> (it reconnects by itself after a restart)", undefined, { "retry-after": "5" });
@@ -77,16 +65,19 @@ const offline = () =>
  * daemon needs no open port and no third-party tunnel. The daemon holds one WebSocket to this object
  * (RELAY_PATH, authenticated by INBOXD_RELAY_SECRET); remote requests and /v1/ws sessions are forwarded over it
  * (src/relay/protocol.ts) and the answers streamed back. Tokens are the daemon's business: requests pass as they came,
- * and the daemon answers them. This object only rate-limits per client address, bounds bodies, and answers 503 at once
- * while no daemon is connected.
+ * and the daemon answers them. This object only rate-limits per client address, bounds bodies and messages, and
+ * answers 503 at once while no daemon is connected.
  */
 export class RelayObject {
   private tunnel?: AcceptedSocket;
   private lastHeard = 0;
   private watchdog?: ReturnType<typeof setInterval>;
-  private readonly streams = new Map<number, HttpStream | WsStream>();
-  private nextID = 1;
+  private readonly streams = new Map<number, Stream>();
+  /** Stream IDs start at a random point, so that a daemon never confuses a new connection's streams with an old one's. */
+  private nextID = 1 + Math.floor(Math.random() * 0x3fffffff);
   private readonly limiter?: RateLimiter;
+  /** Wrong pairing secrets, per address (30 a minute, as for tokens): guesses are slowed, and the log is not flooded. */
+  private readonly dialIns = new RateLimiter();
   private readonly maxBody: number;
 
   constructor(
@@ -101,8 +92,8 @@ export class RelayObject {
 
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
-    if (url.pathname === RELAY_PATH) return this.dialIn(request);
     try {
+      if (url.pathname === relay.RELAY_PATH) return await this.dialIn(request);
       this.limiter?.spend(request.headers.get("cf-connecting-ip") ?? "unknown", "this address");
       if (!this.tunnel) throw offline();
       if (this.streams.size >= MAX_STREAMS) throw new ApiError(503, "RELAY_BUSY", `the relay already carries ${MAX_STREAMS} requests to the daemon; retry shortly`, undefined, { "retry-after": "1" });
@@ -118,28 +109,31 @@ export class RelayObject {
     const secret = this.env.INBOXD_RELAY_SECRET;
     if (!secret) {
       console.error("inboxd relay: INBOXD_RELAY_SECRET is not set, so no daemon can dial in: set it with wrangler secret put INBOXD_RELAY_SECRET");
-      return toErrorResponse(new ApiError(503, "RELAY_NOT_CONFIGURED", "this relay has no INBOXD_RELAY_SECRET"));
+      throw new ApiError(503, "RELAY_NOT_CONFIGURED", "this relay has no INBOXD_RELAY_SECRET");
     }
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return toErrorResponse(new ApiError(426, "UPGRADE_REQUIRED", `${RELAY_PATH} is where an inboxd daemon dials in over a WebSocket`));
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") throw new ApiError(426, "UPGRADE_REQUIRED", `${relay.RELAY_PATH} is where an inboxd daemon dials in over a WebSocket`);
+    const address = request.headers.get("cf-connecting-ip") ?? undefined;
+    this.dialIns.checkAddress(address);
     const offered = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
     if (!(await sameSecret(offered, secret))) {
-      console.warn(`inboxd relay: refused a daemon with a wrong pairing secret (from ${request.headers.get("cf-connecting-ip") ?? "an unknown address"})`);
-      return toErrorResponse(new ApiError(401, "UNAUTHORIZED", "wrong relay pairing secret: INBOXD_RELAY_SECRET must be the same on the daemon and the Worker"));
+      this.dialIns.failed(address);
+      console.warn(`inboxd relay: refused a daemon with a wrong pairing secret (from ${address ?? "an unknown address"})`);
+      throw new ApiError(401, "UNAUTHORIZED", "wrong relay pairing secret: INBOXD_RELAY_SECRET must be the same on the daemon and the Worker");
     }
     const protocols = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
-    if (!protocols.includes(RELAY_PROTOCOL)) return toErrorResponse(new ApiError(400, "INVALID_REQUEST", `the daemon must speak ${RELAY_PROTOCOL}: update it or the Worker so both are the same version`));
+    if (!protocols.includes(relay.RELAY_PROTOCOL)) throw new ApiError(400, "INVALID_REQUEST", `the daemon must speak ${relay.RELAY_PROTOCOL}: update it or the Worker so both are the same version`);
     const pair = new WebSocketPair();
     const socket = pair[1];
     socket.binaryType = "arraybuffer";
     socket.accept();
-    if (this.tunnel) this.drop(this.tunnel, "replaced by a newer connection from the daemon");
+    if (this.tunnel) this.drop(this.tunnel, "replaced by a newer connection from a daemon with the pairing secret", relay.CLOSE_REPLACED);
     this.tunnel = socket;
     this.lastHeard = Date.now();
     socket.addEventListener("message", (event) => {
       if (this.tunnel !== socket) return;
       this.lastHeard = Date.now();
       if (typeof event.data === "string") return;
-      const frame = decodeFrame(event.data);
+      const frame = relay.decodeFrame(event.data);
       if (frame) this.onFrame(frame);
     });
     const gone = () => this.tunnel === socket && this.drop(socket, "the daemon disconnected");
@@ -148,30 +142,24 @@ export class RelayObject {
     // A daemon that vanished without closing (a network cut) is noticed by its missing heartbeats.
     clearInterval(this.watchdog);
     this.watchdog = setInterval(() => {
-      if (this.tunnel && Date.now() - this.lastHeard > HEARTBEAT_TIMEOUT_MS) this.drop(this.tunnel, "the daemon stopped answering");
+      if (this.tunnel && Date.now() - this.lastHeard > relay.HEARTBEAT_TIMEOUT_MS) this.drop(this.tunnel, "the daemon stopped answering");
     }, 5_000);
-    return new Response(null, { status: 101, webSocket: pair[0], headers: { "sec-websocket-protocol": RELAY_PROTOCOL } } as ResponseInit);
+    return new Response(null, { status: 101, webSocket: pair[0], headers: { "sec-websocket-protocol": relay.RELAY_PROTOCOL } } as ResponseInit);
   }
 
   /** Ends the daemon connection and everything it carried: waiting heads 502, bodies cut, WebSocket sessions closed. */
-  private drop(socket: AcceptedSocket, why: string) {
+  private drop(socket: AcceptedSocket, why: string, code = 1012) {
     if (this.tunnel === socket) {
       this.tunnel = undefined;
       clearInterval(this.watchdog);
     }
     try {
-      socket.close(1012, why);
+      socket.close(code, why);
     } catch {
       // Already closed.
     }
     const error = new ApiError(502, "RELAY_DISCONNECTED", `${why} while this request was on its way`);
-    for (const stream of this.streams.values()) {
-      stream.head.reject(error);
-      stream.credit.cancel(error);
-      stream.body?.fail(error);
-      if (stream.kind === "ws") stream.client?.close(1012, "the inboxd daemon went away; reconnect");
-    }
-    this.streams.clear();
+    for (const id of [...this.streams.keys()]) this.finish(id, error);
   }
 
   private send(frame: Uint8Array) {
@@ -179,123 +167,160 @@ export class RelayObject {
     this.tunnel.send(frame);
   }
 
-  private reset(id: number, message: string) {
-    if (!this.streams.delete(id)) return;
-    try {
-      this.send(jsonFrame(FrameType.RESET, id, { message }));
-    } catch {
-      // The daemon is gone; its streams went with it.
-    }
+  /**
+   * Forgets a stream and settles everything that waits on it: the head (with `error`), the request body's credit, the
+   * response body, a WebSocket client. `tell`: also RESET it at the daemon, with that reason.
+   */
+  private finish(id: number, error: ApiError, tell?: string) {
+    const stream = this.streams.get(id);
+    if (!stream) return;
+    this.streams.delete(id);
+    stream.head.reject(error);
+    stream.credit.cancel(error);
+    stream.body?.fail(error);
+    if (stream.kind === "ws") stream.client?.close(1012, "the inboxd daemon went away; reconnect");
+    if (tell && this.tunnel) this.tunnel.send(relay.jsonFrame(FrameType.RESET, id, { message: tell }));
   }
 
   private onFrame(frame: Frame) {
-    if (frame.type === FrameType.HEARTBEAT) return void this.tunnel?.send(encodeFrame(FrameType.HEARTBEAT, 0));
-    const stream = this.streams.get(frame.stream);
+    if (frame.type === FrameType.HEARTBEAT) return void this.tunnel?.send(relay.encodeFrame(FrameType.HEARTBEAT, 0));
+    const id = frame.stream;
+    const stream = this.streams.get(id);
     if (!stream) return;
     switch (frame.type) {
       case FrameType.RESPONSE: {
-        const head = readJson<ResponseHead>(frame);
-        if (!(stream.kind === "ws" && head.status === 101)) stream.body = incomingBody(
-          (bytes) => this.streams.has(frame.stream) && this.send(creditFrame(frame.stream, bytes)),
-          () => this.reset(frame.stream, "the client went away"),
-        );
+        const head = relay.readJson<ResponseHead>(frame);
+        if (!(stream.kind === "ws" && head.status === 101))
+          stream.body = relay.incomingBody(
+            (bytes) => this.streams.get(id) === stream && this.send(relay.creditFrame(id, bytes)),
+            () => this.finish(id, new ApiError(499, "CLIENT_GONE", "the client went away"), "the client went away"),
+          );
         return stream.head.resolve(head);
       }
       case FrameType.BODY:
         return stream.body?.push(frame.payload);
       case FrameType.END:
         stream.body?.end();
-        if (stream.kind === "http" || !stream.client) this.streams.delete(frame.stream);
+        if (stream.kind === "http" || !stream.client) this.streams.delete(id);
         return;
       case FrameType.CREDIT:
-        return stream.credit.grant(readCredit(frame));
-      case FrameType.RESET: {
-        this.streams.delete(frame.stream);
-        const error = new ApiError(502, "RELAY_RESET", readJson<{ message: string }>(frame).message);
-        stream.head.reject(error);
-        stream.credit.cancel(error);
-        stream.body?.fail(error);
-        return;
-      }
+        return stream.credit.grant(relay.readCredit(frame));
+      case FrameType.RESET:
+        return this.finish(id, new ApiError(502, "RELAY_RESET", relay.readJson<{ message: string }>(frame).message));
       case FrameType.WS_TEXT:
-        if (stream.kind === "ws") stream.client?.send(readText(frame));
+        if (stream.kind === "ws" && stream.client) {
+          stream.client.send(relay.readText(frame));
+          // Passed on: the daemon counts this session's backlog down by as much (its slow-consumer limit).
+          this.send(relay.creditFrame(id, frame.payload.byteLength));
+        }
         return;
       case FrameType.WS_CLOSE: {
-        this.streams.delete(frame.stream);
-        const close = readJson<WsClose>(frame);
+        this.streams.delete(id);
+        const close = relay.readJson<WsClose>(frame);
         if (stream.kind === "ws") stream.client?.close(close.code, close.reason);
         return;
       }
     }
   }
 
-  /** Opens a stream: sends its head and resolves with the daemon's response head. */
-  private open(type: typeof FrameType.HTTP | typeof FrameType.WS, request: Request, body: boolean): { id: number; stream: HttpStream | WsStream; head: Promise<ResponseHead> } {
+  /** Opens a stream: sends its head, and answers the daemon's response head once `ready` (the body sent) and it came. */
+  private open(type: typeof FrameType.HTTP | typeof FrameType.WS, request: Request, body: boolean): { id: number; stream: Stream; head: (ready?: Promise<unknown>) => Promise<ResponseHead> } {
     const id = this.nextID;
     this.nextID = this.nextID >= 0x7fffffff ? 1 : this.nextID + 1;
-    let head!: HttpStream["head"];
+    let head!: Pending["head"];
     const answered = new Promise<ResponseHead>((resolve, reject) => (head = { resolve, reject }));
-    const stream: HttpStream | WsStream = type === FrameType.HTTP ? { kind: "http", head, credit: new Credit() } : { kind: "ws", head, credit: new Credit() };
+    answered.catch(() => undefined); // awaited below; a stream dropped before that must not be an unhandled rejection
+    const stream: Stream = type === FrameType.HTTP ? { kind: "http", head, credit: new relay.Credit() } : { kind: "ws", head, credit: new relay.Credit() };
     this.streams.set(id, stream);
     const headers: [string, string][] = [];
     request.headers.forEach((value, name) => headers.push([name, value]));
-    this.send(jsonFrame(type, id, { method: request.method, url: request.url, headers, client: request.headers.get("cf-connecting-ip") ?? undefined, body } satisfies RequestHead));
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ApiError(504, "RELAY_TIMEOUT", `the daemon did not answer within ${HEAD_TIMEOUT_MS / 1000} s`)), HEAD_TIMEOUT_MS);
-    });
-    const raced = Promise.race([answered, timeout]).finally(() => clearTimeout(timer));
-    raced.catch(() => this.reset(id, "no answer in time"));
-    return { id, stream, head: raced };
+    try {
+      this.send(relay.jsonFrame(type, id, { method: request.method, url: request.url, headers, client: request.headers.get("cf-connecting-ip") ?? undefined, body } satisfies RequestHead));
+    } catch (error) {
+      this.streams.delete(id);
+      throw error;
+    }
+    return {
+      id,
+      stream,
+      head: async (ready) => {
+        // The clock starts once the daemon has the whole request (an upload may take long to arrive); an answer that
+        // comes sooner (a refusal before the body is read) is taken at once.
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        let settled = false;
+        const timeout = Promise.resolve(ready).then(
+          () =>
+            new Promise<never>((_, reject) => {
+              if (!settled) timer = setTimeout(() => reject(new ApiError(504, "RELAY_TIMEOUT", `the daemon did not answer within ${HEAD_TIMEOUT_MS / 1000} s`)), HEAD_TIMEOUT_MS);
+            }),
+        );
+        try {
+          return await Promise.race([answered, timeout]);
+        } catch (error) {
+          this.finish(id, error instanceof ApiError ? error : new ApiError(502, "RELAY_RESET", String(error)), "no answer in time");
+          throw error;
+        } finally {
+          settled = true;
+          clearTimeout(timer);
+        }
+      },
+    };
   }
 
   private async forwardHttp(request: Request): Promise<Response> {
     const declared = Number(request.headers.get("content-length") ?? "0");
-    if (declared > this.maxBody) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `the relay forwards request bodies of at most ${this.maxBody} bytes`);
+    if (declared > this.maxBody) throw tooLarge(this.maxBody);
     const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
     const { id, stream, head } = this.open(FrameType.HTTP, request, hasBody);
-    if (hasBody)
-      void pumpBody(capped(request.body!, this.maxBody), id, stream.credit, (frame) => this.send(frame)).catch((error: unknown) => {
-        this.reset(id, error instanceof Error ? error.message : "the request body failed");
-        stream.body?.fail(error instanceof Error ? error : new Error(String(error)));
-      });
-    const answer = await head;
+    const sent = hasBody
+      ? relay.pumpBody(capped(request.body!, this.maxBody), id, stream.credit, (frame) => this.send(frame)).catch((error: unknown) => {
+          const over = error instanceof BodyTooLarge;
+          this.finish(id, over ? tooLarge(this.maxBody) : new ApiError(502, "RELAY_RESET", "the request body could not be sent"), over ? "the request body is over the relay's limit" : "the request body failed");
+        })
+      : undefined;
+    const answer = await head(sent);
     const noBody = answer.status === 204 || answer.status === 304 || request.method === "HEAD";
-    if (noBody) stream.body?.stream.cancel().catch(() => undefined);
     return withFixedLength(new Response(noBody ? null : stream.body!.stream, { status: answer.status, headers: answer.headers }));
   }
 
   private async forwardWebSocket(request: Request): Promise<Response> {
     const { id, stream, head } = this.open(FrameType.WS, request, false);
-    const answer = await head;
+    const answer = await head();
     if (answer.status !== 101) return new Response(stream.body!.stream, { status: answer.status, headers: answer.headers });
     const pair = new WebSocketPair();
     const client = pair[1];
     client.binaryType = "arraybuffer";
     client.accept();
     (stream as WsStream).client = client;
+    const toDaemon = (close: WsClose) => {
+      if (this.streams.get(id) !== stream) return;
+      this.streams.delete(id);
+      if (this.tunnel) this.tunnel.send(relay.jsonFrame(FrameType.WS_CLOSE, id, close));
+    };
     client.addEventListener("message", (event) => {
-      if (!this.streams.has(id)) return;
+      if (this.streams.get(id) !== stream) return;
+      const bytes = typeof event.data === "string" ? new TextEncoder().encode(event.data) : new Uint8Array(event.data);
+      // The same limit as the daemon's own /v1/ws (and far under what the connection to the daemon carries).
+      if (bytes.byteLength > LIMITS.webSocketMessageBytes) {
+        client.close(1009, `messages are limited to ${LIMITS.webSocketMessageBytes} bytes`);
+        return toDaemon({ code: 1009, reason: "message too big" });
+      }
       try {
-        this.send(typeof event.data === "string" ? encodeFrame(FrameType.WS_TEXT, id, new TextEncoder().encode(event.data)) : encodeFrame(FrameType.WS_BINARY, id, new Uint8Array(event.data)));
+        this.send(relay.encodeFrame(typeof event.data === "string" ? FrameType.WS_TEXT : FrameType.WS_BINARY, id, bytes));
       } catch {
         client.close(1012, "the inboxd daemon went away; reconnect");
       }
     });
-    const closed = (event: { code?: number; reason?: string }) => {
-      if (!this.streams.delete(id)) return;
-      try {
-        this.send(jsonFrame(FrameType.WS_CLOSE, id, { code: event.code ?? 1005, reason: event.reason ?? "" } satisfies WsClose));
-      } catch {
-        // The daemon is gone.
-      }
-    };
+    const closed = (event: { code?: number; reason?: string }) => toDaemon({ code: event.code ?? 1005, reason: event.reason ?? "" });
     client.addEventListener("close", closed);
     client.addEventListener("error", closed);
-    const headers = new Headers(answer.headers);
-    return new Response(null, { status: 101, webSocket: pair[0], headers } as ResponseInit);
+    return new Response(null, { status: 101, webSocket: pair[0], headers: new Headers(answer.headers) } as ResponseInit);
   }
 }
+
+class BodyTooLarge extends Error {}
+
+const tooLarge = (max: number) => new ApiError(413, "PAYLOAD_TOO_LARGE", `the relay forwards request bodies of at most ${max} bytes`);
 
 /** The body, failing once it has given more than `max` bytes (a missing or false Content-Length). */
 function capped(body: ReadableStream<Uint8Array>, max: number): ReadableStream<Uint8Array> {
@@ -304,7 +329,7 @@ function capped(body: ReadableStream<Uint8Array>, max: number): ReadableStream<U
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         seen += chunk.byteLength;
-        if (seen > max) controller.error(new Error(`the request body is over the relay's limit of ${max} bytes`));
+        if (seen > max) controller.error(new BodyTooLarge(`the request body is over the relay's limit of ${max} bytes`));
         else controller.enqueue(chunk);
       },
     }),

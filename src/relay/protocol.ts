@@ -76,6 +76,8 @@ export const MAX_CHUNK = 64 * 1024;
 /** How often the daemon says it is there, and how long the Worker waits before it thinks the daemon gone. */
 export const HEARTBEAT_MS = 10_000;
 export const HEARTBEAT_TIMEOUT_MS = 35_000;
+/** The close code the Worker gives a daemon's connection when another daemon with the same secret dials in. */
+export const CLOSE_REPLACED = 4001;
 /** Where the daemon dials in on the Worker, with `Authorization: Bearer <INBOXD_RELAY_SECRET>`. */
 export const RELAY_PATH = "/.inboxd/relay";
 /** The subprotocol both ends speak; a later incompatible format gets another name. */
@@ -153,10 +155,17 @@ export class Credit {
 
 /**
  * Sends a body as BODY frames against credit, then END; stops at the first error (the stream was reset, the
- * connection dropped), cancelling the source.
+ * connection dropped) or when `signal` aborts, cancelling the source through its reader (a locked stream cannot be
+ * cancelled any other way, and an event stream would otherwise run on until its next write).
  */
-export async function pumpBody(body: ReadableStream<Uint8Array>, stream: number, credit: Credit, send: (frame: Uint8Array) => void): Promise<void> {
+export async function pumpBody(body: ReadableStream<Uint8Array>, stream: number, credit: Credit, send: (frame: Uint8Array) => void, signal?: AbortSignal): Promise<void> {
   const reader = body.getReader();
+  const stop = () => {
+    credit.cancel(signal?.reason instanceof Error ? signal.reason : new Error("the stream was closed"));
+    void reader.cancel(signal?.reason).catch(() => undefined);
+  };
+  if (signal?.aborted) stop();
+  signal?.addEventListener("abort", stop, { once: true });
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -171,17 +180,23 @@ export async function pumpBody(body: ReadableStream<Uint8Array>, stream: number,
   } catch (error) {
     await reader.cancel(error).catch(() => undefined);
     throw error;
+  } finally {
+    signal?.removeEventListener("abort", stop);
   }
 }
 
 /**
  * The receiving end of a body: a ReadableStream fed by `push` (BODY payloads) and `end`, which grants credit back
- * (`grant`) as its consumer reads, so the sender never has more than INITIAL_CREDIT bytes unread here. `onCancel`:
- * the consumer gave up (the other side is then told with a RESET).
+ * (`grant`) as its consumer reads, so the sender never has more than INITIAL_CREDIT bytes unread here.
+ *
+ * A consumer that gives up (cancels: a refusal answered without reading the body) does not stop the sender: what
+ * still arrives is dropped and credited at once, so the sender finishes and the answer goes out as usual. `onCancel`
+ * is told, for a side that would rather reset the stream.
  */
 export function incomingBody(grant: (bytes: number) => void, onCancel: (reason: unknown) => void = () => undefined) {
   const queue: Uint8Array[] = [];
   let ended = false;
+  let discarding = false;
   let failure: Error | undefined;
   let wake: (() => void) | undefined;
   const stir = () => {
@@ -193,20 +208,27 @@ export function incomingBody(grant: (bytes: number) => void, onCancel: (reason: 
     {
       async pull(controller) {
         while (!queue.length && !ended && !failure) await new Promise<void>((resolve) => (wake = resolve));
+        if (failure) return controller.error(failure);
         const chunk = queue.shift();
         if (chunk) {
           grant(chunk.byteLength);
           controller.enqueue(chunk);
-        } else if (failure) controller.error(failure);
-        else controller.close();
+        } else controller.close();
       },
-      cancel: (reason) => onCancel(reason),
+      cancel(reason) {
+        discarding = true;
+        const unread = queue.splice(0).reduce((sum, chunk) => sum + chunk.byteLength, 0);
+        if (unread) grant(unread);
+        onCancel(reason);
+      },
     },
     { highWaterMark: 0 },
   );
   return {
     stream,
     push(bytes: Uint8Array) {
+      if (failure) return;
+      if (discarding) return grant(bytes.byteLength);
       // Copied: the frame's buffer belongs to the WebSocket message.
       queue.push(bytes.slice());
       stir();
@@ -217,6 +239,7 @@ export function incomingBody(grant: (bytes: number) => void, onCancel: (reason: 
     },
     fail(error: Error) {
       failure = error;
+      queue.length = 0;
       stir();
     },
   };

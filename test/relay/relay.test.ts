@@ -116,6 +116,45 @@ describe("the daemon dialed in to the relay", () => {
     expect(((await res.json()) as { message: string }).message).toContain(`at most ${MAX_BODY} bytes`);
   });
 
+  it("passes on a refusal the daemon answers before reading the body (a big upload with a wrong token: 401, not 502)", async () => {
+    const big = await fetch(`${relay.url}/v1/assets/upload/base64`, { method: "POST", headers: { authorization: "Bearer inbx_expired", "content-type": "application/json" }, body: "x".repeat(1_500_000) });
+    expect(big.status).toBe(401);
+    expect(big.headers.get("www-authenticate")).toMatch(/^Bearer /);
+    // The same without a Content-Length (a streamed body).
+    const streamed = await fetch(`${relay.url}/v1/labels`, { method: "POST", headers: { authorization: "Bearer inbx_expired", "content-type": "application/json" }, body: chunks(3, 10_000), duplex: "half" } as RequestInit);
+    expect(streamed.status).toBe(401);
+    // And the connection carries on.
+    expect((await get("/v1/chats?limit=1")).status).toBe(200);
+  });
+
+  it("refuses a streamed body that grows past the limit with 413, at once", async () => {
+    const started = performance.now();
+    // A multipart upload the daemon reads as it comes (and would take far beyond 2 MiB).
+    const res = await fetch(`${relay.url}/v1/assets/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "multipart/form-data; boundary=relay-test" }, body: chunks(40, 64 * 1024), duplex: "half" } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toContain(`the relay forwards request bodies of at most ${MAX_BODY} bytes`);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect((await get("/v1/chats?limit=1")).status).toBe(200);
+  });
+
+  it("closes a relayed session that sends a message over the /v1/ws limit (1009), and only that session", async () => {
+    const other = await connect(relay.url, token, ["*"]);
+    const big = await connect(relay.url, token, ["*"]);
+    try {
+      big.ws.send("x".repeat(300 * 1024));
+      const [code] = await new Promise<[number]>((resolve) => big.ws.once("close", (c: number) => resolve([c])));
+      expect(code).toBe(1009);
+      // The other session and plain requests still go through: the daemon's connection stayed up.
+      const chats = (await (await get("/v1/chats?limit=1")).json()) as { items: { id: string }[] };
+      const sent = (await (await fetch(`${relay.url}/v1/chats/${encodeURIComponent(chats.items[0].id)}/messages`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ text: "after the big one" }) })).json()) as { pendingMessageID: string };
+      await other.next((f) => f.type === "message.upserted" && (f.ids as string[]).includes(sent.pendingMessageID), { what: "the event on the other session" });
+      expect(daemon!.output()).not.toContain("connection to");
+    } finally {
+      other.close();
+      big.close();
+    }
+  });
+
   it("carries a /v1/ws session: subscriptions, and the events of a message sent through the relay", async () => {
     await liveEvents({ origin: relay.url, token }, "live through the relay");
     // Refused upgrades come back as the daemon's refusal.
@@ -165,3 +204,14 @@ describe("the daemon dialed in to the relay", () => {
     expect((await get("/v1/chats?limit=1")).status).toBe(200);
   }, 30_000);
 });
+
+/** A request body of `count` chunks of `size` bytes, streamed (no Content-Length). */
+function chunks(count: number, size: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (sent++ >= count) return controller.close();
+      controller.enqueue(new Uint8Array(size).fill(120));
+    },
+  });
+}

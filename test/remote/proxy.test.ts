@@ -126,6 +126,12 @@ describe("the daemon behind nginx with --remote-access", () => {
     expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true);
     expect(statuses.at(-1)).toBe(429);
     expect((await bad("198.51.100.8")).status).toBe(401);
+    // A client's own Forwarded header, which nginx passes on untouched, neither frees it from the throttle nor moves
+    // the origin: X-Forwarded-* (set by the proxy) is what counts.
+    const spoofed = await viaProxy(`${origin}/v1/chats`, { headers: { authorization: "Bearer inbx_wrong", "x-forwarded-for": "203.0.113.77", forwarded: "for=192.0.2.200;host=evil.example;proto=https" } });
+    expect(spoofed.status).toBe(429);
+    const info = (await (await get(`${origin}/v1/info`, { forwarded: "for=192.0.2.201;host=evil.example;proto=https" })).json()) as { server: { base_url: string } };
+    expect(info.server.base_url).toBe(origin);
     expect((await get(`${origin}/v1/chats?limit=1`, { "x-forwarded-for": "203.0.113.77" })).status, "a valid token always gets in").toBe(200);
   });
 });
