@@ -31,6 +31,9 @@ const MAX_FRAME = 1024 * 1024;
 interface HttpStream {
   kind: "http";
   body?: ReturnType<typeof relay.incomingBody>;
+  /** The request body has all come (END), or there is none; and the answer has all gone. Forgotten when both. */
+  requestDone: boolean;
+  responseDone: boolean;
   credit: relay.Credit;
   /** Stops the answer (the Worker reset the stream, or the connection dropped). */
   stop: AbortController;
@@ -178,7 +181,12 @@ export function dialRelay(app: App, options: RelayOptions) {
         if (stream?.kind === "http") stream.body?.push(frame.payload);
         return;
       case FrameType.END:
-        if (stream?.kind === "http") stream.body?.end();
+        if (stream?.kind === "http") {
+          stream.body?.end();
+          stream.requestDone = true;
+          // An answer that went out before the body was read (a refusal) waited for this, crediting what came.
+          if (stream.responseDone) here.streams.delete(frame.stream);
+        }
         return;
       case FrameType.CREDIT:
         if (stream?.kind === "http") stream.credit.grant(relay.readCredit(frame));
@@ -214,7 +222,7 @@ export function dialRelay(app: App, options: RelayOptions) {
   }
 
   async function serveRequest(here: Link, id: number, head: RequestHead) {
-    const stream: HttpStream = { kind: "http", credit: new relay.Credit(), stop: new AbortController() };
+    const stream: HttpStream = { kind: "http", requestDone: !head.body, responseDone: false, credit: new relay.Credit(), stop: new AbortController() };
     // A refusal answered without reading the body still goes out: the rest of the body is dropped as it comes.
     if (head.body) stream.body = relay.incomingBody((bytes) => void here.sendFor(id, stream, relay.creditFrame(id, bytes)));
     here.streams.set(id, stream);
@@ -270,8 +278,10 @@ export function dialRelay(app: App, options: RelayOptions) {
       // Reset by the Worker, or the connection dropped: the body was cancelled.
       await answer.body?.cancel().catch(() => undefined);
     } finally {
-      // Done with the stream: a refused WebSocket is finished too (the Worker forgets it at END).
-      if (here.streams.get(id) === stream) here.streams.delete(id);
+      // Done with the stream, unless the request body is still coming (it is credited and dropped until its END); a
+      // refused WebSocket is finished too (the Worker forgets it at END).
+      if (stream.kind === "http") stream.responseDone = true;
+      if (here.streams.get(id) === stream && (stream.kind === "ws" || stream.requestDone)) here.streams.delete(id);
     }
   }
 

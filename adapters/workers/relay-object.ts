@@ -50,6 +50,9 @@ interface Pending {
 }
 interface HttpStream extends Pending {
   kind: "http";
+  /** The request body is still being sent: the stream stays (for the daemon's CREDIT) even once the answer is done. */
+  sending: boolean;
+  answered?: boolean;
 }
 interface WsStream extends Pending {
   kind: "ws";
@@ -201,7 +204,10 @@ export class RelayObject {
         return stream.body?.push(frame.payload);
       case FrameType.END:
         stream.body?.end();
-        if (stream.kind === "http" || !stream.client) this.streams.delete(id);
+        if (stream.kind === "http") {
+          stream.answered = true;
+          if (!stream.sending) this.streams.delete(id);
+        } else if (!stream.client) this.streams.delete(id);
         return;
       case FrameType.CREDIT:
         return stream.credit.grant(relay.readCredit(frame));
@@ -230,7 +236,7 @@ export class RelayObject {
     let head!: Pending["head"];
     const answered = new Promise<ResponseHead>((resolve, reject) => (head = { resolve, reject }));
     answered.catch(() => undefined); // awaited below; a stream dropped before that must not be an unhandled rejection
-    const stream: Stream = type === FrameType.HTTP ? { kind: "http", head, credit: new relay.Credit() } : { kind: "ws", head, credit: new relay.Credit() };
+    const stream: Stream = type === FrameType.HTTP ? { kind: "http", head, credit: new relay.Credit(), sending: body } : { kind: "ws", head, credit: new relay.Credit() };
     this.streams.set(id, stream);
     const headers: [string, string][] = [];
     request.headers.forEach((value, name) => headers.push([name, value]));
@@ -273,10 +279,17 @@ export class RelayObject {
     const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
     const { id, stream, head } = this.open(FrameType.HTTP, request, hasBody);
     const sent = hasBody
-      ? relay.pumpBody(capped(request.body!, this.maxBody), id, stream.credit, (frame) => this.send(frame)).catch((error: unknown) => {
-          const over = error instanceof BodyTooLarge;
-          this.finish(id, over ? tooLarge(this.maxBody) : new ApiError(502, "RELAY_RESET", "the request body could not be sent"), over ? "the request body is over the relay's limit" : "the request body failed");
-        })
+      ? relay.pumpBody(capped(request.body!, this.maxBody), id, stream.credit, (frame) => this.send(frame)).then(
+          () => {
+            // Sent whole; if the answer came first (a refusal), the stream was kept for the credit until now.
+            (stream as HttpStream).sending = false;
+            if ((stream as HttpStream).answered && this.streams.get(id) === stream) this.streams.delete(id);
+          },
+          (error: unknown) => {
+            const over = error instanceof BodyTooLarge;
+            this.finish(id, over ? tooLarge(this.maxBody) : new ApiError(502, "RELAY_RESET", "the request body could not be sent"), over ? "the request body is over the relay's limit" : "the request body failed");
+          },
+        )
       : undefined;
     const answer = await head(sent);
     const noBody = answer.status === 204 || answer.status === 304 || request.method === "HEAD";
