@@ -35,6 +35,8 @@ declare const WebSocketPair: { new (): { 0: AcceptedSocket; 1: AcceptedSocket } 
  * on a response's head. Long polls (`GET /v1/events?wait=`, at most 60 s) fit.
  */
 const HEAD_TIMEOUT_MS = 100_000;
+/** How long an early answer waits for the rest of its request body to be read (see forwardHttp). */
+const BODY_DRAIN_MS = 5_000;
 /** Requests and sessions at once over one daemon connection; more are answered 503. */
 const MAX_STREAMS = 1_000;
 const DEFAULT_RELAY_RATE = { perSecond: 50, burst: 200 };
@@ -278,20 +280,26 @@ export class RelayObject {
     if (declared > this.maxBody) throw tooLarge(this.maxBody);
     const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
     const { id, stream, head } = this.open(FrameType.HTTP, request, hasBody);
-    const sent = hasBody
-      ? relay.pumpBody(capped(request.body!, this.maxBody), id, stream.credit, (frame) => this.send(frame)).then(
+    const body = hasBody ? capped(request.body!, this.maxBody) : undefined;
+    const sent = body
+      ? relay.pumpBody(body.stream, id, stream.credit, (frame) => this.send(frame)).then(
           () => {
             // Sent whole; if the answer came first (a refusal), the stream was kept for the credit until now.
             (stream as HttpStream).sending = false;
             if ((stream as HttpStream).answered && this.streams.get(id) === stream) this.streams.delete(id);
           },
-          (error: unknown) => {
+          async (error: unknown) => {
             const over = error instanceof BodyTooLarge;
+            if (over) await body.drained;
             this.finish(id, over ? tooLarge(this.maxBody) : new ApiError(502, "RELAY_RESET", "the request body could not be sent"), over ? "the request body is over the relay's limit" : "the request body failed");
           },
         )
       : undefined;
     const answer = await head(sent);
+    // workerd resets a connection whose request body is left unread, and the client then sees a write error instead
+    // of the answer: a refusal that came before the body was all sent waits for it (the daemon drops it as it comes),
+    // for up to 5 s, as the daemon itself does for its own refusals.
+    if (sent) await Promise.race([sent, new Promise((resolve) => setTimeout(resolve, BODY_DRAIN_MS))]);
     const noBody = answer.status === 204 || answer.status === 304 || request.method === "HEAD";
     return withFixedLength(new Response(noBody ? null : stream.body!.stream, { status: answer.status, headers: answer.headers }));
   }
@@ -335,18 +343,42 @@ class BodyTooLarge extends Error {}
 
 const tooLarge = (max: number) => new ApiError(413, "PAYLOAD_TOO_LARGE", `the relay forwards request bodies of at most ${max} bytes`);
 
-/** The body, failing once it has given more than `max` bytes (a missing or false Content-Length). */
-function capped(body: ReadableStream<Uint8Array>, max: number): ReadableStream<Uint8Array> {
+/**
+ * The body, failing once it has given more than `max` bytes (a missing or false Content-Length). The rest is then
+ * read and dropped for up to BODY_DRAIN_MS (`drained` says when), so the client reads the 413 instead of a reset.
+ */
+function capped(body: ReadableStream<Uint8Array>, max: number): { stream: ReadableStream<Uint8Array>; drained: Promise<void> } {
+  const reader = body.getReader();
   let seen = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        seen += chunk.byteLength;
-        if (seen > max) controller.error(new BodyTooLarge(`the request body is over the relay's limit of ${max} bytes`));
-        else controller.enqueue(chunk);
-      },
-    }),
-  );
+  let drained: Promise<void> = Promise.resolve();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      seen += value.byteLength;
+      if (seen <= max) return controller.enqueue(value);
+      controller.error(new BodyTooLarge(`the request body is over the relay's limit of ${max} bytes`));
+      drained = drain(reader);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return {
+    stream,
+    get drained() {
+      return drained;
+    },
+  };
+}
+
+/** Reads and drops what is left of a request body, for up to BODY_DRAIN_MS; then gives up on it. */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  const until = Date.now() + BODY_DRAIN_MS;
+  try {
+    while (Date.now() < until) if ((await reader.read()).done) return;
+    await reader.cancel();
+  } catch {
+    // The client went away.
+  }
 }
 
 /** Compares secrets by their SHA-256, so the time taken says nothing of where they differ. */
