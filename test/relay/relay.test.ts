@@ -183,12 +183,16 @@ describe("the daemon dialed in to the relay", () => {
   it("rate-limits per client address before forwarding (429 with retry-after), other addresses unaffected", async () => {
     const from = (address: string) => fetch(`${relay.url}/v1/info`, { headers: { "cf-connecting-ip": address } });
     const statuses: number[] = [];
-    for (let i = 0; i < 260 && !statuses.includes(429); i++) statuses.push((await from("203.0.113.50")).status);
+    let limited: Response | undefined;
+    for (let i = 0; i < 260 && !limited; i++) {
+      const res = await from("203.0.113.50");
+      statuses.push(res.status);
+      if (res.status === 429) limited = res;
+    }
     expect(statuses).toContain(429);
     expect(statuses.indexOf(429)).toBeGreaterThanOrEqual(150); // the default burst of 200, refilling at 50/s meanwhile
-    const limited = await from("203.0.113.50");
-    expect(limited.status).toBe(429);
-    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // (Read from the refusal itself: a token refills every 20 ms, so a later request on a busy machine may pass.)
+    expect(Number(limited!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect((await from("198.51.100.60")).status).toBe(200);
   });
 
