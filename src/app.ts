@@ -84,7 +84,7 @@ export interface AppOptions extends GuardOptions {
   /** The client's network address, as the runtime knows it (for throttling failed authentication). */
   clientAddress?: (request: Request) => string | undefined;
   /**
-   * Remote access through a proxy or tunnel (the adapter reads forwarded headers, src/http/forwarded.ts): the OAuth
+   * Remote access through a proxy or tunnel (the daemon reads forwarded headers, adapters/node/forwarded.ts): the OAuth
    * discovery documents are readable cross-origin and /v1/info says `remote_access: true`. Default: on where any Host
    * is answered (the Worker), off otherwise.
    */

@@ -38,7 +38,7 @@ export interface Arrival {
 
 /**
  * With remote access on (`proxy` given), a request from a trusted proxy is seen as its client made it: the public
- * origin and Host, the client's address (src/http/forwarded.ts). Otherwise, and without forwarded headers, as it came.
+ * origin and Host, the client's address (forwarded.ts). Otherwise, and without forwarded headers, as it came.
  * Throws the ApiError of a misconfigured proxy's headers.
  */
 export function arrival(url: string, headers: Headers, peer: string | undefined, proxy: ProxyTrust | undefined): Arrival {

@@ -63,8 +63,11 @@ async function handle(starting: App | Promise<App>, request: Request, timeouts: 
       return toErrorResponse(badRequest("an HTTP/1.1 request needs a Host header", [{ code: "required", message: "Host is required", path: ["headers", "host"] }]));
     const app = await starting;
     if (!node) return await app.fetch(request);
+    const bodiless = request.method === "GET" || request.method === "HEAD";
+    // Without remote access a GET goes as srvx made it: nothing to rewrite on the hot path.
+    if (bodiless && !proxy) return await app.fetch(request);
     const seen = arrival(request.url, request.headers, node.req.socket?.remoteAddress, proxy);
-    if (request.method === "GET" || request.method === "HEAD") return await app.fetch(seen.proxied ? requestFor(seen, { method: request.method }) : request);
+    if (bodiless) return await app.fetch(seen.proxied ? requestFor(seen, { method: request.method }) : request);
     const body = bodyOf(node.req, timeouts);
     const forwarded = requestFor(seen, { method: request.method, body: body.stream, duplex: "half" } as RequestInit);
     const response = await app.fetch(forwarded);

@@ -15,7 +15,7 @@ export interface WebSocketOptions {
   maxBufferedBytes?: number;
   /** Ping interval; a peer that has not answered the previous ping by the next one is dropped (default 30 s). */
   pingIntervalMs?: number;
-  /** Remote access: whose forwarded headers are believed (src/http/forwarded.ts), as for plain requests. */
+  /** Remote access: whose forwarded headers are believed (forwarded.ts), as for plain requests. */
   proxy?: ProxyTrust;
 }
 
