@@ -57,12 +57,23 @@ export class ChatTable {
     this.order.splice(this.position(chat), 0, chat);
   }
 
-  /** Applies a change that may move the chat in list order (lastActivity). */
+  /**
+   * Applies a change that may move the chat in list order (lastActivity). The rows between its old and new place
+   * shift by one: a chat that gets a message is usually near the top already, so a send moves a few rows, where
+   * a remove-and-insert would move the whole list (100,000 rows at a time was a quarter of a send's CPU time).
+   */
   update(chat: ChatRecord, change: (c: ChatRecord) => void) {
     const at = this.indexOf(chat);
     change(chat);
-    if (at >= 0) this.order.splice(at, 1);
-    this.order.splice(this.position(chat), 0, chat);
+    if (at < 0) {
+      this.order.splice(this.position(chat), 0, chat);
+      return;
+    }
+    const order = this.order;
+    const to = this.positionAfter(chat.lastActivity, chat.no, at);
+    if (to < at) order.copyWithin(to + 1, to, at);
+    else if (to > at) order.copyWithin(at, at + 1, to + 1);
+    order[to] = chat;
   }
 
   remove(chat: ChatRecord) {
@@ -73,12 +84,15 @@ export class ChatTable {
     this.byNetwork.delete(networkKey(chat.accountID, chat.networkChatID));
   }
 
-  /** First index in list order whose chat sorts after (lastActivity, no). */
-  positionAfter(lastActivity: number, no: number): number {
-    let lo = 0, hi = this.order.length;
+  /**
+   * First index in list order whose chat sorts after (lastActivity, no). With `skip`, as if the row at that index
+   * were not there (update() looks for a chat's new place while its old row is still in the list).
+   */
+  positionAfter(lastActivity: number, no: number, skip = -1): number {
+    let lo = 0, hi = skip < 0 ? this.order.length : this.order.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      const c = this.order[mid];
+      const c = this.order[skip >= 0 && mid >= skip ? mid + 1 : mid];
       if (c.lastActivity > lastActivity || (c.lastActivity === lastActivity && c.no > no)) lo = mid + 1;
       else hi = mid;
     }
