@@ -140,6 +140,10 @@ export const WS_PROTOCOL = "inboxd.v1";
  */
 export async function createApp(options: AppOptions): Promise<App> {
   const db = await Db.open(options.storage, { cacheBytes: options.cacheBytes });
+  // The app is the store's one writer, so it keeps the chat snapshot that makes the next start fast. A store
+  // without one (written before snapshots existed) gets it with the first commit.
+  db.keepsChatSnapshot = true;
+  await db.commit();
   const bridges = new BridgeRuntime();
   for (const c of options.connectors ?? defaultConnectors(options)) bridges.register(c);
   const sessions = new LoginSessions({ ttlMs: options.loginSessionTtlMs, complete: (session, result) => completeLogin(context, session, result) });

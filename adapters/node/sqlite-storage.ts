@@ -16,6 +16,8 @@ const TABLE = "inboxd";
  * - `setItems` in one transaction, so each group commit of the store is atomic and costs one WAL append.
  * - prepared statements reused across calls for the hot paths (get, set): db0 prepares each statement anew,
  *   which was a sixth of the daemon's CPU time under load.
+ * - key listing by range on the primary key: db0's `LIKE 'prefix%'` reads the whole table (70 ms at start-up on
+ *   10 million messages, for a listing that finds nothing).
  */
 export async function openSqliteStorage(
   path: string,
@@ -32,10 +34,13 @@ export async function openSqliteStorage(
     `INSERT INTO ${TABLE} (key, value, created_at, updated_at) VALUES (?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
      ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = CURRENT_TIMESTAMP`,
   );
+  // Keys are ASCII (records.ts encodeKeyPart), so every key under a prefix sorts below prefix + U+FFFF.
+  const keysFrom = sqlite.prepare(`SELECT key FROM ${TABLE} WHERE key >= ? AND key < ?`);
   const driver: Driver = {
     ...base,
     name: "sqlite-wal",
     getItem: (key) => (select.get(key) as { value: string } | undefined)?.value ?? null,
+    getKeys: (prefix = "") => (keysFrom.all(prefix, `${prefix}\uffff`) as { key: string }[]).map((row) => row.key),
     setItem: (key, value) => {
       upsert.run(key, value);
     },

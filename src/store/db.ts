@@ -4,6 +4,7 @@ import { Kv } from "./kv.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
+import { ChatSnapshot } from "./chat-snapshot.ts";
 import type { DomainEvent } from "../events/protocol.ts";
 
 /**
@@ -14,6 +15,12 @@ export class Db {
   readonly kv: Kv;
   readonly chats = new ChatTable();
   readonly index: SearchIndex;
+  private readonly snapshot: ChatSnapshot;
+  /**
+   * Whether commits write a new chat snapshot when one is due. Only the store's one writer (the app) turns it on: a
+   * CLI command beside the daemon reads chats but must never replace the snapshot the daemon keeps.
+   */
+  keepsChatSnapshot = false;
   accounts: AccountRecord[] = [];
   logins: LoginRecord[] = [];
   /** Device-local chat labels: few and small, so kept in memory and stored as one record. */
@@ -37,7 +44,11 @@ export class Db {
   private constructor(readonly storage: Storage, cacheBytes?: number) {
     this.kv = new Kv(storage, { cacheBytes });
     this.index = new SearchIndex(this.kv);
-    this.kv.beforeCommit = () => this.index.applyQueued();
+    this.snapshot = new ChatSnapshot(this.kv);
+    this.kv.beforeCommit = async () => {
+      await this.index.applyQueued();
+      if (this.keepsChatSnapshot && this.snapshot.due) this.snapshot.write(this.chats.all());
+    };
     this.kv.takeBatchNotes = () => {
       const taken = this.changes;
       this.changes = new ChangeSet();
@@ -52,12 +63,23 @@ export class Db {
     return db;
   }
 
-  /** (Re)reads meta, accounts and every chat record. */
+  /** (Re)reads meta, accounts and every chat: from the chat snapshot where there is one, else record by record. */
   async reload(): Promise<void> {
     this.meta = (await this.storage.getItem<MetaRecord>(keys.meta)) ?? { schema: 1, nextChatNo: 0 };
     this.accounts = (await this.storage.getItem<AccountRecord[]>(keys.accounts)) ?? [];
     this.logins = (await this.storage.getItem<LoginRecord[]>(keys.logins)) ?? [];
     this.labels = (await this.storage.getItem<LabelRecord[]>(keys.labels)) ?? [];
+    const records = (await this.snapshot.load(this.storage)) ?? (await this.readEveryChat());
+    this.chats.load(records);
+    this.forgetPresented();
+  }
+
+  /** Puts a snapshot of every chat into the next commit (after a bulk load such as `seed`). */
+  writeChatSnapshot(): void {
+    this.snapshot.write(this.chats.all());
+  }
+
+  private async readEveryChat(): Promise<ChatRecord[]> {
     const chatKeys = Array.from({ length: this.meta.nextChatNo }, (_, no) => keys.chat(no));
     const records: ChatRecord[] = [];
     for (let i = 0; i < chatKeys.length; i += 2000) {
@@ -70,8 +92,7 @@ export class Db {
         records.push(chat);
       }
     }
-    this.chats.load(records);
-    this.forgetPresented();
+    return records;
   }
 
   commit(): Promise<void> {
@@ -122,6 +143,7 @@ export class Db {
     this.chats.remove(chat);
     this.forgetPresented(chat.no);
     this.changes.chatDeleted(chat);
+    this.snapshot.changed(chat.no);
     this.kv.remove(keys.chat(chat.no));
     for (let i = Math.floor(firstSeqOf(chat) / CHUNK_SIZE); i * CHUNK_SIZE < chat.nextSeq; i++) this.kv.remove(keys.chunk(chat.no, i));
     for (const key of await this.storage.getKeys(`nid:${chat.no}:`)) this.kv.remove(key);
@@ -136,6 +158,7 @@ export class Db {
   saveChat(chat: ChatRecord) {
     this.forgetPresented(chat.no);
     this.changes.chat(chat);
+    this.snapshot.changed(chat.no);
     this.kv.put(keys.chat(chat.no), chat);
   }
 

@@ -128,6 +128,9 @@ export const keys = {
   logins: "logins",
   labels: "labels",
   chat: (no: number) => `chat:${no}`,
+  /** The chat snapshot's head, and its parts (chat-snapshot.ts). */
+  chatSnapshot: "chatsnap",
+  chatSnapshotPart: (gen: number, part: number) => `chatsnap:${gen}:${part}`,
   chunk: (chatNo: number, chunk: number) => `msg:${chatNo}:${chunk}`,
   contacts: (accountID: string) => `contacts:${encodeKeyPart(accountID)}`,
   networkMessage: (chatNo: number, networkID: string) => `nid:${chatNo}:${encodeKeyPart(networkID)}`,

@@ -1,0 +1,117 @@
+import { createStorage, type Storage } from "unstorage";
+import { describe, expect, it } from "vitest";
+import { DIRTY_LIMIT } from "./chat-snapshot.ts";
+import { Db } from "./db.ts";
+import { keys, type ChatRecord } from "./records.ts";
+import type { User } from "../schema/wire.ts";
+
+const contacts: User[] = Array.from({ length: 50 }, (_, i) => ({ id: `@u${i}:x`, fullName: `User ${i}` }));
+const self: User = { id: "@me:x", fullName: "Me", isSelf: true };
+
+function addChat(db: Db, n: number): ChatRecord {
+  const no = db.allocateChatNo();
+  const members = [self, contacts[n % 50], contacts[(n * 7) % 50]];
+  const chat: ChatRecord = {
+    no, id: `!c${no}:x`, accountID: "acc", networkChatID: `net-${no}`, type: "group", title: `Chat ${n}`,
+    // Fresh objects, as a network hands them over: the snapshot stores equal users once all the same.
+    participants: members.map((u) => ({ ...u })),
+    isArchived: false, isMuted: false, isPinned: false, isLowPriority: false, unreadCount: 0, lastReadSeq: -1,
+    lastActivity: 1_000 + n, nextSeq: 0,
+  };
+  db.chats.insert(chat);
+  db.saveChat(chat);
+  return chat;
+}
+
+/** The chats as their own records hold them: what any start-up must arrive at. */
+async function storedChats(storage: Storage): Promise<ChatRecord[]> {
+  const meta = (await storage.getItem<{ nextChatNo: number }>(keys.meta))!;
+  const values = await storage.getItems<ChatRecord>(Array.from({ length: meta.nextChatNo }, (_, no) => keys.chat(no)));
+  return values.flatMap(({ value }) => (value ? [value as ChatRecord] : []));
+}
+
+const byNo = (chats: readonly ChatRecord[]) => JSON.parse(JSON.stringify([...chats].sort((a, b) => a.no - b.no)));
+
+async function writer(storage: Storage): Promise<Db> {
+  const db = await Db.open(storage);
+  db.keepsChatSnapshot = true;
+  return db;
+}
+
+describe("chat snapshot", () => {
+  it("gives a restart exactly the committed chats, through changes, removals and re-snapshots", async () => {
+    const storage = createStorage();
+    const db = await writer(storage);
+    let random = 7;
+    const next = () => (random = (random * 48271) % 2147483647) / 2147483647;
+    const chats: ChatRecord[] = [];
+    // Enough distinct changes to pass the limit twice, so snapshots are replaced while chats keep changing.
+    for (let round = 0; round < 4 * DIRTY_LIMIT; round++) {
+      const roll = next();
+      if (roll < 0.5 || chats.length < 10) chats.push(addChat(db, round));
+      else if (roll < 0.9) {
+        const chat = chats[Math.floor(next() * chats.length)];
+        db.chats.update(chat, (c) => (c.lastActivity = 10_000 + round));
+        chat.title = `Renamed ${round}`;
+        db.saveChat(chat);
+      } else {
+        const [chat] = chats.splice(Math.floor(next() * chats.length), 1);
+        await db.dropChat(chat);
+      }
+      if (round % 97 === 0) {
+        await db.commit();
+        const restarted = await Db.open(storage);
+        expect(byNo(restarted.chats.all())).toEqual(byNo(await storedChats(storage)));
+        expect(restarted.chats.all().map((c) => c.no)).toEqual(db.chats.all().map((c) => c.no));
+      }
+    }
+    await db.commit();
+    const restarted = await Db.open(storage);
+    expect(byNo(restarted.chats.all())).toEqual(byNo(db.chats.all()));
+    // Only the live snapshot's parts are kept.
+    const head = (await storage.getItem<{ gen: number; parts: number; dirty: number[] }>(keys.chatSnapshot))!;
+    expect(head.gen).toBeGreaterThanOrEqual(2);
+    expect((await storage.getKeys("chatsnap:")).filter((k) => k !== keys.chatSnapshot).sort()).toEqual(
+      Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)).sort(),
+    );
+  });
+
+  it("leaves out what was never committed, as after a kill -9", async () => {
+    const storage = createStorage();
+    const db = await writer(storage);
+    const kept = addChat(db, 1);
+    await db.commit();
+    addChat(db, 2);
+    db.chats.update(kept, (c) => (c.lastActivity = 99_999));
+    db.saveChat(kept);
+    const restarted = await Db.open(storage);
+    expect(restarted.chats.all().map((c) => [c.no, c.lastActivity])).toEqual([[kept.no, 1_001]]);
+  });
+
+  it("stores each distinct participant once and shares it between chats after a restart", async () => {
+    const storage = createStorage();
+    const db = await writer(storage);
+    for (let n = 0; n < 120; n++) addChat(db, n);
+    db.writeChatSnapshot();
+    await db.commit();
+    const head = (await storage.getItem<{ gen: number; parts: number }>(keys.chatSnapshot))!;
+    const parts = await storage.getItems<{ u: User[] }>(Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)));
+    expect(parts.flatMap(({ value }) => (value as { u: User[] }).u).length).toBe(51);
+    const restarted = await Db.open(storage);
+    const selves = new Set(restarted.chats.all().map((c) => c.participants.find((p) => p.isSelf)));
+    expect(selves.size).toBe(1);
+    expect(Object.isFrozen([...selves][0])).toBe(true);
+  });
+
+  it("turns a store without a snapshot (read record by record) into one with a snapshot at the writer's first commit", async () => {
+    const storage = createStorage();
+    const plain = await Db.open(storage);
+    for (let n = 0; n < 30; n++) addChat(plain, n);
+    await plain.commit();
+    expect(await storage.getItem(keys.chatSnapshot)).toBeNull();
+    const db = await writer(storage);
+    await db.commit();
+    expect(await storage.getItem(keys.chatSnapshot)).toMatchObject({ gen: 0, dirty: [] });
+    expect(byNo((await Db.open(storage)).chats.all())).toEqual(byNo(await storedChats(storage)));
+  });
+});
