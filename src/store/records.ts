@@ -136,6 +136,7 @@ export const keys = {
   networkMessage: (chatNo: number, networkID: string) => `nid:${chatNo}:${encodeKeyPart(networkID)}`,
   term: (term: string) => `ix:${term}`,
   segment: (term: string, id: number) => `ixs:${term}:${id}`,
+  segmentPage: (term: string, id: number) => `ixd:${term}:${id}`,
   token: (hash: string) => `tok:${hash}`,
   tokenPrefix: "tok:",
 };

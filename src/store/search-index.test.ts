@@ -3,14 +3,16 @@ import { describe, expect, it } from "vitest";
 import { prng } from "../connectors/sandbox/corpus.ts";
 import { Kv } from "./kv.ts";
 import { keys } from "./records.ts";
-import { SEGMENT, SearchIndex, tokenize, type Posting, type TermMeta } from "./search-index.ts";
+import { HEAD, PAGE, SEGMENT, SearchIndex, TAIL, tokenize, type Posting, type SegmentRef, type TermMeta } from "./search-index.ts";
 
 const TERM = "word";
 
+type Layout = { tail: number; page: number };
+
 /** A Kv + SearchIndex wired as Db wires them: queued postings are folded in by each commit. */
-function openIndex(storage: Storage = createStorage()) {
+function openTestIndex(storage: Storage = createStorage(), layout?: Layout) {
   const kv = new Kv(storage);
-  const index = new SearchIndex(kv);
+  const index = new SearchIndex(kv, layout);
   kv.beforeCommit = () => index.applyQueued();
   return { kv, index, storage };
 }
@@ -41,7 +43,7 @@ function shuffled<T>(items: T[], seed: number): T[] {
   return copy;
 }
 
-async function insert(ix: ReturnType<typeof openIndex>, postings: Posting[], perCommit: number) {
+async function insert(ix: ReturnType<typeof openTestIndex>, postings: Posting[], perCommit: number) {
   for (let i = 0; i < postings.length; i += perCommit) {
     for (const p of postings.slice(i, i + perCommit)) ix.index.add([TERM], p);
     await ix.kv.commit();
@@ -56,10 +58,20 @@ async function walk(index: SearchIndex, direction: "before" | "after", from: Pos
 }
 
 /** The stored layout: each segment sorted, its ref's min is its first posting, and it ends before the next one starts. */
-async function expectSegmentsConsistent(ix: ReturnType<typeof openIndex>) {
+async function expectLayoutConsistent(ix: ReturnType<typeof openTestIndex>, layout: Layout = { tail: TAIL, page: PAGE }) {
   const meta = (await ix.kv.get<TermMeta>(keys.term(TERM)))!;
+  expect(meta.segs.length).toBeLessThanOrEqual(layout.tail + layout.page);
+  const refs: SegmentRef[] = [];
+  for (const page of meta.pages ?? []) {
+    const pageRefs = (await ix.kv.get<SegmentRef[]>(keys.segmentPage(TERM, page.id)))!;
+    expect([page.t, page.c, page.s], `page ${page.id} min`).toEqual([pageRefs[0].t, pageRefs[0].c, pageRefs[0].s]);
+    expect(pageRefs.length).toBeLessThanOrEqual(2 * layout.page);
+    refs.push(...pageRefs);
+  }
+  refs.push(...meta.segs);
   let previousMax: Posting | null = null;
-  for (const ref of meta.segs) {
+  for (const ref of refs) {
+    expect(ref.n).toBeLessThanOrEqual(2 * SEGMENT);
     const data = (await ix.kv.get<number[]>(keys.segment(TERM, ref.id))) ?? [];
     const postings: Posting[] = [];
     for (let j = 0; j < data.length; j += 3) postings.push([data[j], data[j + 1], data[j + 2]]);
@@ -87,7 +99,16 @@ describe("tokenize", () => {
   });
 });
 
-describe("SearchIndex", () => {
+// Every test runs with the production layout (small terms: all refs in the term record) and with a tiny one, where
+// the same postings spread over many directory pages, so appends, splits and walks cross page boundaries.
+describe.each([
+  ["refs in the term record", undefined],
+  ["refs in directory pages", { tail: 2, page: 3 }],
+  // One ref per page: a segment that splits inside a page soon splits the page too.
+  ["refs in pages of one", { tail: 1, page: 1 }],
+] as [string, Layout | undefined][])("SearchIndex (%s)", (_, layout) => {
+  const openIndex = (storage?: Storage) => openTestIndex(storage, layout);
+  const expectSegmentsConsistent = (ix: ReturnType<typeof openIndex>) => expectLayoutConsistent(ix, layout);
   const all = makePostings(3 * SEGMENT);
 
   it("gives the same walk whatever the insertion order and commit grouping", async () => {
@@ -123,8 +144,7 @@ describe("SearchIndex", () => {
     // Descending insertion sends every posting to the first segment, which must split.
     await insert(ix, [...postings].reverse(), 300);
     const meta = (await ix.index.meta(TERM))!;
-    expect(meta.segs.length).toBeGreaterThan(1);
-    for (const ref of meta.segs) expect(ref.n).toBeLessThanOrEqual(2 * SEGMENT);
+    expect(meta.segs.length + (meta.pages?.length ?? 0)).toBeGreaterThan(1);
     await expectSegmentsConsistent(ix);
     expect(await walk(ix.index, "after")).toEqual(postings);
   }, 60_000);
@@ -189,5 +209,45 @@ describe("SearchIndex", () => {
     expect(await walk(ix.index, "after")).toEqual(all);
     expect((await ix.index.meta(TERM))!.n).toBe(all.length);
     await expectSegmentsConsistent(ix);
+  });
+});
+
+describe("SearchIndex directory pages", () => {
+  const postings = makePostings(40 * HEAD, 31);
+
+  it("keeps a bounded term record however many postings are appended, and walks them all", async () => {
+    const layout = { tail: 2, page: 3 };
+    const ix = openTestIndex(createStorage(), layout);
+    await insert(ix, postings, 16);
+    const meta = (await ix.index.meta(TERM))!;
+    expect(meta.pages!.length).toBeGreaterThanOrEqual(10);
+    await expectLayoutConsistent(ix, layout);
+    expect(await walk(ix.index, "before")).toEqual([...postings].reverse());
+  });
+
+  it("splits a page whose segments split (postings arriving oldest last, as a history backfill sends them)", async () => {
+    const layout = { tail: 1, page: 1 };
+    const ix = openTestIndex(createStorage(), layout);
+    const many = makePostings(12 * SEGMENT, 41);
+    await insert(ix, [...many].reverse(), 500);
+    const ids = (await ix.index.meta(TERM))!.pages!.map((page) => page.id);
+    // A page split inserts a new page after the one that split, so page IDs stop ascending.
+    expect(ids).not.toEqual([...ids].sort((a, b) => a - b));
+    await expectLayoutConsistent(ix, layout);
+    expect(await walk(ix.index, "after")).toEqual(many);
+    expect(await walk(ix.index, "before", many[5000])).toEqual(many.slice(0, 5000).reverse());
+  });
+
+  it("moves the refs of a term record written before pages existed into pages at its next insert", async () => {
+    const storage = createStorage();
+    const old = openTestIndex(storage, { tail: 1000, page: 1000 });
+    old.index.writeSorted(TERM, postings.flat(), postings.length);
+    await old.kv.commit();
+    const ix = openTestIndex(storage, { tail: 2, page: 3 });
+    expect((await ix.index.meta(TERM))!.pages).toBeUndefined();
+    const later: Posting = [postings[postings.length - 1][0] + 1, 0, 0];
+    await insert(ix, [later], 1);
+    expect((await ix.index.meta(TERM))!.pages!.length).toBeGreaterThan(0);
+    expect(await walk(ix.index, "after")).toEqual([...postings, later]);
   });
 });

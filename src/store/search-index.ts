@@ -28,11 +28,32 @@ export interface SegmentRef {
   n: number;
 }
 
+/** A directory page (`ixd:<term>:<id>`): a run of older segment refs moved out of the term record. */
+export interface PageRef {
+  id: number;
+  /** smallest posting of the page's first segment */
+  t: number;
+  c: number;
+  s: number;
+}
+
 export interface TermMeta {
   n: number;
   next: number;
+  /** The newest segments (all of them, for a term that never had more than TAIL + PAGE). */
   segs: SegmentRef[];
+  /** Older segments, in pages of about PAGE refs, oldest first; absent until the term first outgrew its record. */
+  pages?: PageRef[];
+  nextPage?: number;
 }
+
+/**
+ * Segment refs the term record keeps; past TAIL + PAGE, the oldest PAGE move to a directory page of their own.
+ * Why: every new head segment rewrites the term record, and a common word gains one every HEAD postings; with all
+ * refs in the record, that rewrite grew with the corpus (half a MB for the commonest word at 10M messages).
+ */
+export const TAIL = 128;
+export const PAGE = 256;
 
 export type Posting = [ts: number, chatNo: number, seq: number];
 
@@ -50,10 +71,69 @@ export function comparePosting(a: ArrayLike<number>, ai: number, b: ArrayLike<nu
   return a[ai] - b[bi] || a[ai + 1] - b[bi + 1] || a[ai + 2] - b[bi + 2];
 }
 
+const minOf = (ref: { t: number; c: number; s: number }): Posting => [ref.t, ref.c, ref.s];
+
+/** Index of the last ref whose smallest posting is ≤ p (-1 if p precedes them all). */
+function lastAtOrBefore(refs: readonly { t: number; c: number; s: number }[], p: ArrayLike<number>): number {
+  let lo = 0, hi = refs.length - 1, found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (comparePosting(minOf(refs[mid]), 0, p, 0) <= 0) { found = mid; lo = mid + 1; } else hi = mid - 1;
+  }
+  return found;
+}
+
+/**
+ * A term's segment refs in ascending order, as blocks: its directory pages, then the term record's own list (the
+ * last block). Pages are read through the cache when first needed.
+ */
+class Blocks {
+  readonly pages: PageRef[];
+
+  constructor(private readonly kv: Kv, private readonly term: string, readonly meta: TermMeta) {
+    this.pages = meta.pages ?? [];
+  }
+
+  get count() {
+    return this.pages.length + 1;
+  }
+
+  get last() {
+    return this.pages.length;
+  }
+
+  async refs(block: number): Promise<SegmentRef[]> {
+    if (block === this.last) return this.meta.segs;
+    return (await this.kv.get<SegmentRef[]>(keys.segmentPage(this.term, this.pages[block].id))) ?? [];
+  }
+
+  /** Smallest posting of a block (undefined for an empty record list). */
+  min(block: number): { t: number; c: number; s: number } | undefined {
+    return block === this.last ? this.meta.segs[0] : this.pages[block];
+  }
+
+  /** The block and position of the last segment whose smallest posting is ≤ p; block -1 if p precedes them all. */
+  async locate(p: ArrayLike<number>): Promise<{ block: number; at: number }> {
+    const first = this.meta.segs[0];
+    let block = first && comparePosting(minOf(first), 0, p, 0) <= 0 ? this.last : lastAtOrBefore(this.pages, p);
+    if (block < 0) return { block: -1, at: -1 };
+    return { block, at: lastAtOrBefore(await this.refs(block), p) };
+  }
+
+  /** Writes a changed page back. */
+  savePage(block: number, refs: SegmentRef[]) {
+    this.kv.put(keys.segmentPage(this.term, this.pages[block].id), refs);
+  }
+}
+
 export class SearchIndex {
   private queue: { terms: string[]; posting: Posting }[] = [];
 
-  constructor(private readonly kv: Kv) {}
+  /** `layout` is for tests, which need pages without writing hundreds of thousands of postings. */
+  constructor(
+    private readonly kv: Kv,
+    private readonly layout = { tail: TAIL, page: PAGE },
+  ) {}
 
   /** Queues postings; they are folded into segments by the next commit (see Kv.beforeCommit). */
   add(terms: string[], posting: Posting): void {
@@ -81,26 +161,31 @@ export class SearchIndex {
 
   private async insert(term: string, postings: Posting[]): Promise<void> {
     const meta: TermMeta = (await this.meta(term)) ?? { n: 0, next: 0, segs: [] };
+    const blocks = new Blocks(this.kv, term, meta);
     let metaChanged = meta.segs.length === 0;
     for (const p of postings) {
-      let i = Math.max(0, this.findSegment(meta, p));
-      let data = meta.segs.length ? ((await this.kv.get<number[]>(keys.segment(term, meta.segs[i].id))) ?? []) : [];
+      let { block, at } = await blocks.locate(p);
+      if (block < 0) ({ block, at } = { block: 0, at: 0 }); // before everything: into the very first segment
+      const refs = await blocks.refs(block);
+      at = Math.max(0, at);
+      let data = refs.length ? ((await this.kv.get<number[]>(keys.segment(term, refs[at].id))) ?? []) : [];
       // New postings almost always sort after everything. Once the last segment is full they open a small head
       // segment, so a commit rewrites a few KB per term instead of a full 1,024-posting segment. Only a posting
       // past the last segment's largest may do so: segments must not overlap.
-      const isLast = i === meta.segs.length - 1;
-      if (meta.segs.length === 0 || (isLast && meta.segs[i].n >= HEAD && comparePosting(p, 0, data, data.length - 3) > 0)) {
-        meta.segs.push({ id: meta.next++, t: p[0], c: p[1], s: p[2], n: 0 });
-        i = meta.segs.length - 1;
+      const isLast = block === blocks.last && at === refs.length - 1;
+      if (refs.length === 0 || (isLast && refs[at].n >= HEAD && comparePosting(p, 0, data, data.length - 3) > 0)) {
+        refs.push({ id: meta.next++, t: p[0], c: p[1], s: p[2], n: 0 });
+        at = refs.length - 1;
         data = [];
         metaChanged = true;
       }
-      const ref = meta.segs[i];
+      const ref = refs[at];
       const key = keys.segment(term, ref.id);
       insertSorted(data, p);
       ref.n = data.length / 3;
-      if (comparePosting(p, 0, [ref.t, ref.c, ref.s], 0) < 0) {
+      if (comparePosting(p, 0, minOf(ref), 0) < 0) {
         [ref.t, ref.c, ref.s] = p;
+        if (at === 0 && block < blocks.last) [blocks.pages[block].t, blocks.pages[block].c, blocks.pages[block].s] = p;
         metaChanged = true;
       }
       if (ref.n > 2 * SEGMENT) {
@@ -108,27 +193,43 @@ export class SearchIndex {
         const tail = data.splice(half);
         const split: SegmentRef = { id: meta.next++, t: tail[0], c: tail[1], s: tail[2], n: tail.length / 3 };
         ref.n = data.length / 3;
-        meta.segs.splice(i + 1, 0, split);
+        refs.splice(at + 1, 0, split);
         this.kv.put(keys.segment(term, split.id), tail);
         metaChanged = true;
       }
       this.kv.put(key, data);
+      if (block < blocks.last) {
+        if (refs.length > 2 * this.layout.page) this.splitPage(term, meta, block, refs);
+        else blocks.savePage(block, refs);
+      }
     }
     meta.n += postings.length;
+    if (meta.segs.length > this.layout.tail + this.layout.page) {
+      this.movePage(term, meta, meta.segs.splice(0, this.layout.page));
+      metaChanged = true;
+    }
     // Counts only steer the choice of the rarest term, so a count change alone does not rewrite the meta record
     // (the cached copy stays exact; after a restart it may lag by the head segment's postings).
     if (metaChanged) this.kv.put(keys.term(term), meta);
   }
 
-  /** Index of the last segment whose smallest posting is ≤ p (-1 if p precedes them all). */
-  private findSegment(meta: TermMeta, p: ArrayLike<number>): number {
-    let lo = 0, hi = meta.segs.length - 1, found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const s = meta.segs[mid];
-      if (comparePosting([s.t, s.c, s.s], 0, p, 0) <= 0) { found = mid; lo = mid + 1; } else hi = mid - 1;
-    }
-    return found;
+  /** Appends a page of the oldest refs of the term record (they are older than every page's, as it is newest). */
+  private movePage(term: string, meta: TermMeta, refs: SegmentRef[]) {
+    meta.pages ??= [];
+    meta.nextPage ??= 0;
+    const page: PageRef = { id: meta.nextPage++, t: refs[0].t, c: refs[0].c, s: refs[0].s };
+    meta.pages.push(page);
+    this.kv.put(keys.segmentPage(term, page.id), refs);
+  }
+
+  /** A page that grew past twice its size (segments split inside it) becomes two. */
+  private splitPage(term: string, meta: TermMeta, block: number, refs: SegmentRef[]) {
+    const upper = refs.splice(refs.length >> 1);
+    const page: PageRef = { id: meta.nextPage!++, t: upper[0].t, c: upper[0].c, s: upper[0].s };
+    meta.pages!.splice(block + 1, 0, page);
+    this.kv.put(keys.segmentPage(term, meta.pages![block].id), refs);
+    this.kv.put(keys.segmentPage(term, page.id), upper);
+    this.kv.put(keys.term(term), meta);
   }
 
   /**
@@ -138,34 +239,49 @@ export class SearchIndex {
   async *walk(term: string, direction: "before" | "after", from: Posting | null, bounds: { after?: number; before?: number } = {}): AsyncGenerator<number[]> {
     const meta = await this.meta(term);
     if (!meta) return;
-    const segs = meta.segs;
+    const blocks = new Blocks(this.kv, term, meta);
     if (direction === "before") {
-      let i = from ? this.findSegment(meta, from) : segs.length - 1;
-      for (; i >= 0; i--) {
-        // A segment holds postings ≥ its own min and < the next one's min.
-        const next = segs[i + 1];
-        if (bounds.after !== undefined && next && next.t <= bounds.after) return;
-        if (bounds.before !== undefined && segs[i].t >= bounds.before) continue;
-        const data = (await this.kv.get<number[]>(keys.segment(term, segs[i].id))) ?? [];
-        const out: number[] = [];
-        for (let j = data.length - 3; j >= 0; j -= 3) {
-          if (from && comparePosting(data, j, from, 0) >= 0) continue;
-          out.push(data[j], data[j + 1], data[j + 2]);
+      let { block, at } = from ? await blocks.locate(from) : { block: blocks.last, at: -2 };
+      // The segment after the current one (a segment holds postings ≥ its own min and < the next one's min).
+      let newer: { t: number } | undefined;
+      if (block >= 0) {
+        const refs = await blocks.refs(block);
+        if (at === -2) at = refs.length - 1;
+        newer = refs[at + 1] ?? blocks.min(block + 1);
+      }
+      for (; block >= 0; block--) {
+        const refs = await blocks.refs(block);
+        for (let i = at === -2 ? refs.length - 1 : at; i >= 0; i--) {
+          if (bounds.after !== undefined && newer && newer.t <= bounds.after) return;
+          newer = refs[i];
+          if (bounds.before !== undefined && refs[i].t >= bounds.before) continue;
+          const data = (await this.kv.get<number[]>(keys.segment(term, refs[i].id))) ?? [];
+          const out: number[] = [];
+          for (let j = data.length - 3; j >= 0; j -= 3) {
+            if (from && comparePosting(data, j, from, 0) >= 0) continue;
+            out.push(data[j], data[j + 1], data[j + 2]);
+          }
+          if (out.length) yield out;
         }
-        if (out.length) yield out;
+        at = -2;
       }
     } else {
-      let i = from ? Math.max(0, this.findSegment(meta, from)) : 0;
-      if (!from && bounds.after !== undefined) i = Math.max(0, this.findSegment(meta, [bounds.after, 0, 0]));
-      for (; i < segs.length; i++) {
-        if (bounds.before !== undefined && segs[i].t >= bounds.before) return;
-        const data = (await this.kv.get<number[]>(keys.segment(term, segs[i].id))) ?? [];
-        const out: number[] = [];
-        for (let j = 0; j < data.length; j += 3) {
-          if (from && comparePosting(data, j, from, 0) <= 0) continue;
-          out.push(data[j], data[j + 1], data[j + 2]);
+      const start = from ?? (bounds.after !== undefined ? ([bounds.after, 0, 0] as Posting) : null);
+      let { block, at } = start ? await blocks.locate(start) : { block: 0, at: 0 };
+      if (block < 0) ({ block, at } = { block: 0, at: 0 });
+      for (; block < blocks.count; block++) {
+        const refs = await blocks.refs(block);
+        for (let i = Math.max(0, at); i < refs.length; i++) {
+          if (bounds.before !== undefined && refs[i].t >= bounds.before) return;
+          const data = (await this.kv.get<number[]>(keys.segment(term, refs[i].id))) ?? [];
+          const out: number[] = [];
+          for (let j = 0; j < data.length; j += 3) {
+            if (from && comparePosting(data, j, from, 0) <= 0) continue;
+            out.push(data[j], data[j + 1], data[j + 2]);
+          }
+          if (out.length) yield out;
         }
-        if (out.length) yield out;
+        at = 0;
       }
     }
   }
@@ -181,6 +297,8 @@ export class SearchIndex {
       meta.segs.push({ id, t: data[0], c: data[1], s: data[2], n: end - start });
       this.kv.put(keys.segment(term, id), data);
     }
+    // The same layout as insertion reaches: whole pages of the oldest refs while the record would hold too many.
+    while (meta.segs.length > this.layout.tail + this.layout.page) this.movePage(term, meta, meta.segs.splice(0, this.layout.page));
     this.kv.put(keys.term(term), meta);
   }
 }
