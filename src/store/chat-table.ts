@@ -4,8 +4,9 @@ import type { ChatRecord } from "./records.ts";
  * Every chat, in memory, in list order (lastActivity desc, then no desc).
  *
  * Why in memory: chat lists, filters and the per-posting chat checks of message search all need chat fields for
- * thousands of chats per request; 10,000 chat records are a few MB. The records themselves are persisted by their
- * owners (`chat:<no>`); this is the index over them, rebuilt at start-up.
+ * thousands of chats per request: 100,000 chats take about 130 MB of heap, their participants shared. The records
+ * themselves are persisted by their owners (`chat:<no>`); this is the index over them, rebuilt at start-up from
+ * the chat snapshot (chat-snapshot.ts).
  */
 export class ChatTable {
   private readonly byNo = new Map<number, ChatRecord>();
