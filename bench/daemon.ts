@@ -1,6 +1,6 @@
 /** Child processes of the benchmark: the inboxd CLI (seed, token, serve) and the bare baseline server. */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { join } from "node:path";
@@ -154,4 +154,22 @@ export async function waitUntilServing(child: import("node:child_process").Child
     if (performance.now() - started > 60_000) throw new Error(`inboxd not ready after 60 s:\n${output()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** PIDs of every process below `pid` (from /proc/PID/task/TID/children). */
+export function descendants(pid: number): number[] {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const children = tids.flatMap((tid) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").split(" ").filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  });
+  return children.flatMap((child) => [child, ...descendants(child)]);
 }

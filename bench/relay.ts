@@ -8,11 +8,11 @@
  * p50 and p99, median of the pairs), and the CPU the daemon, workerd, the generator and every other process took.
  */
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { startWorkerd, type WorkerdServer } from "../test/harness/workerd.ts";
-import { cpuSeconds, freePort, memory, ROOT, runCli, spawnNode, waitUntilServing } from "./daemon.ts";
+import { cpuSeconds, descendants, freePort, memory, ROOT, runCli, spawnNode, waitUntilServing } from "./daemon.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { formatReport, type Row } from "./report.ts";
 
@@ -78,24 +78,6 @@ let workerdPids: number[] = [];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const int = (x: number) => Math.round(x).toLocaleString("en-US");
 const signedMs = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}`;
-
-/** PIDs of every process below `pid` (from /proc/PID/task/TID/children). */
-function descendants(pid: number): number[] {
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return [];
-  }
-  const children = tids.flatMap((tid) => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").split(" ").filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
-  return children.flatMap((child) => [child, ...descendants(child)]);
-}
 
 /** This process's descendants whose program (argv[0], or for node the script) matches. */
 function childrenRunning(test: (argv: string[]) => boolean): number[] {

@@ -21,6 +21,8 @@ import { formatXmpp } from "./xmpp-report.ts";
 import { runWebBench, webRows } from "./web.ts";
 import { formatEvents, runEventsBench } from "./events.ts";
 import { formatRelay, killRelay, runRelayBench } from "./relay.ts";
+import { cleanupScale, parseSize, runScaleBench, SCALE_SECTIONS } from "./scale.ts";
+import { formatScale } from "./scale-report.ts";
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -33,7 +35,7 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
 
   --chats N          chats to seed (default 10000)
   --messages N       messages to seed (default 1000000)
-  --accounts N       accounts to seed (default 2)
+  --accounts N       accounts to seed (default 2; --scale: 3)
   --quick            smoke run: 1000 chats, 50000 messages, 2 s per measurement (unless given explicitly)
   --duration S       seconds measured per endpoint (default 5)
   --warmup S         seconds of discarded warm-up per endpoint (default 1)
@@ -67,6 +69,18 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --replay-events N  events the events section logs and replays (default 100000; --quick: 10000)
   --web-loads N      cold page loads of the web section, each in a fresh browser context and followed by a warm one
                      (default 20; --quick: 5)
+  --scale            scale mode instead of the sections above: the daemon at 10,000 chats / 1,000,000 messages and at
+                     100,000 chats / 10,000,000 messages side by side (seed time and peak RSS, ready after restart,
+                     RSS of the serving process tree, GET /v1/chats at 16 connections beside bare node:http, search
+                     for two common words at 4, sends at 16 to one chat and over 16 chats, data on disk), each size
+                     seeded, measured and deleted before the next; then the Worker's Durable Object in workerd
+                     (Miniflare), seeded through INBOXD_SEED at 1M: GET /v1/chats and search at 4 and 16 connections.
+                     --only scale (the daemon) or --only worker-scale (the Worker) runs one part, without --scale too.
+                     --quick: 2,000 / 50,000 and 20,000 / 500,000, the Worker at the smaller
+  --scale-sizes LIST the daemon's sizes, comma-separated: 1m, 10m or CHATSxMESSAGES (default 1m,10m)
+  --scale-worker-size SIZE  the Worker's size, the same forms (default 1m)
+  --scale-dir DIR    keep each size's data in DIR/<size> (the Worker's in DIR/worker-<size>) and reuse it on later runs
+                     instead of seeding (the seed is then reported as skipped; sends of earlier runs stay in it)
   --keep DIR         seed into DIR and keep it; if DIR already holds inboxd.sqlite3, skip the seed and reuse it
                      (sends of earlier runs stay in it)
   --json FILE        also write the results as JSON
@@ -78,7 +92,7 @@ const { values: opts } = parseArgs({
   options: {
     chats: { type: "string" },
     messages: { type: "string" },
-    accounts: { type: "string", default: "2" },
+    accounts: { type: "string" },
     quick: { type: "boolean", default: false },
     duration: { type: "string" },
     warmup: { type: "string", default: "1" },
@@ -99,6 +113,10 @@ const { values: opts } = parseArgs({
     node: { type: "string" },
     "binding-rounds": { type: "string" },
     json: { type: "string" },
+    scale: { type: "boolean", default: false },
+    "scale-sizes": { type: "string" },
+    "scale-worker-size": { type: "string" },
+    "scale-dir": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -131,7 +149,13 @@ const replayEvents = num(opts["replay-events"], opts.quick ? 10_000 : 100_000);
 const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "events", "relay"];
 /** Sections that need neither the seeded data set nor its daemon. */
 const STANDALONE = ["bindings", "xmpp", "events", "relay"];
-const sections = new Set(opts.only ? opts.only.split(",").map((s) => s.trim()) : SECTIONS);
+const onlyList = opts.only?.split(",").map((s) => s.trim());
+/** Scale mode (--scale, or --only scale / worker-scale): its own run (bench/scale.ts), none of the sections above. */
+const scaleParts = opts.scale || onlyList?.some((s) => (SCALE_SECTIONS as readonly string[]).includes(s))
+  ? new Set<string>(onlyList ?? SCALE_SECTIONS)
+  : undefined;
+for (const s of scaleParts ?? []) if (!(SCALE_SECTIONS as readonly string[]).includes(s)) throw new Error(`--only: ${s} is not a part of scale mode (expected ${SCALE_SECTIONS.join(", ")})`);
+const sections = new Set(scaleParts ? [] : (onlyList ?? SECTIONS));
 for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
 const RESTARTS = 3;
@@ -181,6 +205,7 @@ function cleanup() {
   fanoutGenerator?.close();
   killXmpp();
   killRelay();
+  cleanupScale();
   killAll();
   rmSync(bodyFile, { force: true });
   rmSync(eventsDir, { recursive: true, force: true });
@@ -504,7 +529,28 @@ function measureSpend(): number {
   return run(2e6);
 }
 
-main()
+/** npm run bench -- --scale: the daemon at each size, then the Worker; one table (bench/scale-report.ts). */
+async function scaleMain(parts: Set<string>) {
+  if (opts.node) useNode(opts.node);
+  const run = await runScaleBench({
+    sizes: parts.has("scale") ? (opts["scale-sizes"] ?? "1m,10m").split(",").map((s) => parseSize(s, opts.quick)) : [],
+    workerSize: parts.has("worker-scale") ? parseSize(opts["scale-worker-size"] ?? "1m", opts.quick) : undefined,
+    scaleDir: opts["scale-dir"] && resolve(opts["scale-dir"]),
+    quick: opts.quick,
+    accounts: num(opts.accounts, 3),
+    seed: 11,
+    warmupSeconds: warmup,
+    durationSeconds: duration,
+    log,
+  });
+  console.log(`\n${formatScale(run, `node ${process.version} (inboxd on ${daemonNodeVersion()})`)}`);
+  if (opts.json) {
+    writeFileSync(opts.json, JSON.stringify(run, null, 2));
+    log(`wrote ${opts.json}`);
+  }
+}
+
+(scaleParts ? scaleMain(scaleParts) : main())
   .catch((error) => {
     console.error(`bench failed: ${error instanceof Error ? error.stack : error}`);
     process.exitCode = 1;

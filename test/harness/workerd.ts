@@ -20,6 +20,23 @@ export interface WorkerdServer {
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
+/** Bundles the Worker as wrangler does into `outdir/worker.js` (also used by the benchmark's Worker sections). */
+export async function bundleWorker(outdir: string): Promise<void> {
+  await build({
+    entryPoints: [join(root, "adapters/workers/worker.ts")],
+    outfile: join(outdir, "worker.js"),
+    bundle: true,
+    format: "esm",
+    // The workerd conditions pick packages' Workers builds; no node:* is marked external, so a core import of
+    // a Node builtin fails here instead of at deploy time.
+    platform: "browser",
+    conditions: ["workerd", "worker", "browser"],
+    target: "es2022",
+    external: ["cloudflare:*"],
+    logLevel: "silent",
+  });
+}
+
 /**
  * Bundles adapters/workers/worker.ts and runs it in workerd (Miniflare 4) on a free 127.0.0.1 port, with the
  * Durable Object binding of wrangler.toml and the admin token / seed vars. Storage belongs to this instance and is
@@ -48,19 +65,7 @@ export async function startWorkerd(options: {
   const reader = options.tokens?.find((t) => !t.scopes.includes("write"))?.token;
   const outdir = await mkdtemp(join(tmpdir(), "inboxd-workerd-"));
   try {
-    await build({
-      entryPoints: [join(root, "adapters/workers/worker.ts")],
-      outfile: join(outdir, "worker.js"),
-      bundle: true,
-      format: "esm",
-      // The workerd conditions pick packages' Workers builds; no node:* is marked external, so a core import of
-      // a Node builtin fails here instead of at deploy time.
-      platform: "browser",
-      conditions: ["workerd", "worker", "browser"],
-      target: "es2022",
-      external: ["cloudflare:*"],
-      logLevel: "silent",
-    });
+    await bundleWorker(outdir);
     const config: MiniflareOptions = {
       modules: true,
       scriptPath: join(outdir, "worker.js"),
@@ -119,7 +124,7 @@ export async function startWorkerd(options: {
 }
 
 /** Reads one string setting from wrangler.toml, so the harness and a deployment share the same runtime date. */
-async function wranglerSetting(name: string): Promise<string> {
+export async function wranglerSetting(name: string): Promise<string> {
   const toml = await readFile(join(root, "wrangler.toml"), "utf8");
   const match = new RegExp(`^${name}\\s*=\\s*"([^"]+)"`, "m").exec(toml);
   if (!match) throw new Error(`wrangler.toml has no ${name}`);
