@@ -8,7 +8,15 @@ import { deleteMessage, editMessage, getMessage, listMessages, sendMessage } fro
 import { searchMessages } from "../services/message-search.ts";
 import { addReaction, removeReaction } from "../services/reactions.ts";
 
-export const ListQuery = v.object({ cursor: v.optional(bounded(LIMITS.cursorBytes)), direction: v.optional(direction) });
+const messageCursor = v.pipe(
+  bounded(LIMITS.cursorBytes),
+  v.description(
+    "Opaque pagination cursor, used together with `direction`: a page's `oldestCursor` or `newestCursor`, a message's `sortKey`, " +
+      "or the ID of a message in this chat (the page then starts next to that message, which it does not include). " +
+      "A message of another chat, a deleted message or an unknown value is a 400 that says which.",
+  ),
+);
+export const ListQuery = v.object({ cursor: v.optional(messageCursor), direction: v.optional(direction) });
 export const SendBody = v.object({
   text: v.optional(bounded(LIMITS.textBytes)),
   replyToMessageID: v.optional(id),
@@ -69,7 +77,7 @@ export function messageRoutes(api: Api) {
       description: "Messages with every literal word of `query` (case-insensitive), newest first, at most 20 per page, with filters." },
       ({ rc, query }) => searchMessages(rc.app, query))
     .add({ method: "GET", path: "/v1/chats/:chatID/messages", operationId: "listMessages", summary: "List messages", tag, query: ListQuery, response: pageOf(Message),
-      description: "A chat's messages, newest first; `cursor` with `direction` pages older (`before`) or newer (`after`)." },
+      description: "A chat's messages, newest first, 20 per page; `cursor` with `direction` pages older (`before`) or newer (`after`) than a cursor or a message ID." },
       ({ rc, params, query }) => listMessages(rc.app, params.chatID, query.cursor, query.direction))
     .add({ method: "POST", path: "/v1/chats/:chatID/messages", operationId: "sendMessage", summary: "Send a message", tag, body: SendBody, response: SentMessage,
       description: "Text, a reply (`replyToMessageID`) and/or one uploaded attachment (`attachment.uploadID` from the asset upload)." },

@@ -45,12 +45,19 @@ export function fingerprint(value: unknown): string {
   return (h >>> 0).toString(36);
 }
 
-/** Message sortKeys double as message-list cursors (SDK 4.2.x pages with the last item's sortKey). */
+/**
+ * Message sortKeys double as message-list cursors (SDK 4.2.x pages with the last item's sortKey). They are digits
+ * only, which keeps them apart from message IDs (`<chat no>.<seq>`, with a dot) and from the other endpoints'
+ * cursors (base64url of a JSON array, which always starts with a letter: `[` encodes as `W`).
+ */
 export const SORT_KEY_WIDTH = 12;
 export function sortKeyOf(seq: number): string {
   return String(seq).padStart(SORT_KEY_WIDTH, "0");
 }
+export function isSortKey(cursor: string): boolean {
+  return /^\d{1,15}$/.test(cursor);
+}
 export function seqOfSortKey(cursor: string): number {
-  if (!/^\d{1,15}$/.test(cursor)) throw invalid();
+  if (!isSortKey(cursor)) throw invalid();
   return Number(cursor);
 }

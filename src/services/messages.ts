@@ -1,11 +1,12 @@
-import { badRequest, conflict, notFound, unprocessable } from "../http/errors.ts";
+import { badRequest, clip, conflict, notFound, unprocessable } from "../http/errors.ts";
+import { LIMITS } from "../http/limits.ts";
 import type { Message, Page } from "../schema/wire.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
 import { callNetwork, requireChat, type Context } from "./context.ts";
 import { attachmentFor, openAsset, takeUpload, type AssetRecord } from "./assets.ts";
 import type { Attachment } from "../schema/wire.ts";
-import { seqOfSortKey, sortKeyOf } from "./cursor.ts";
+import { isSortKey, seqOfSortKey, sortKeyOf } from "./cursor.ts";
 import { messageID, parseMessageID, presentMessage } from "./present.ts";
 import { canFetchOlderHistory, fetchOlderHistory } from "./history.ts";
 
@@ -34,13 +35,18 @@ export async function findMessage(ctx: Context, chat: ChatRecord, id: string): P
   return message;
 }
 
+/**
+ * A chat's messages, newest first, MESSAGE_PAGE at a time, from `cursor` (exclusive) in `direction`. The cursor is
+ * a sortKey or the ID of a message in the chat (see `cursorSeq`).
+ */
 export async function listMessages(ctx: Context, chatID: string, cursor: string | undefined, direction: "before" | "after" | undefined): Promise<Page<Message>> {
   const chat = requireChat(ctx, chatID);
   const dir = direction ?? "before";
+  const at = cursor === undefined ? undefined : await cursorSeq(ctx, chat, cursor);
   const items: MessageRecord[] = [];
   let hasMore = false;
   if (dir === "before") {
-    let seq = cursor === undefined ? chat.nextSeq - 1 : Math.min(seqOfSortKey(cursor) - 1, chat.nextSeq - 1);
+    let seq = at === undefined ? chat.nextSeq - 1 : Math.min(at - 1, chat.nextSeq - 1);
     for (; ; seq--) {
       if (seq < firstSeqOf(chat)) {
         // Past the oldest stored message: a full page only needs to know whether the network has more.
@@ -53,7 +59,7 @@ export async function listMessages(ctx: Context, chatID: string, cursor: string 
       items.push(m);
     }
   } else {
-    let seq = cursor === undefined ? firstSeqOf(chat) : seqOfSortKey(cursor) + 1;
+    let seq = at === undefined ? firstSeqOf(chat) : at + 1;
     for (; seq < chat.nextSeq; seq++) {
       const m = await ctx.db.message(chat.no, seq);
       if (!m || m.deleted) continue;
@@ -69,6 +75,43 @@ export async function listMessages(ctx: Context, chatID: string, cursor: string 
     newestCursor: items.length ? sortKeyOf(items[0].seq) : null,
   };
 }
+
+/**
+ * The position a message-list cursor stands for. Its three forms are told apart by shape alone, so none can be taken
+ * for another:
+ * - digits only: a sortKey — what `oldestCursor`/`newestCursor` and every message's `sortKey` are, and what SDK
+ *   4.2.x pages with. A position, not a message: it stays valid after its message is deleted.
+ * - `<chat no>.<seq>`: a message's API ID (a pending message's ID is the same ID). The dot never occurs in a sortKey,
+ *   nor in other endpoints' cursors (base64url). The vendor CLI pages "older than this message ID" this way.
+ * - anything else: the network's own ID of a message in this chat, as `GET …/messages/{id}` accepts it. inboxd
+ *   never hands network IDs out; one that happens to look like the first two forms reads as them.
+ * A message cursor must name a listed message of this chat: one of another chat, a deleted one, or no message at
+ * all is a 400 that says which, never a page from somewhere else.
+ */
+async function cursorSeq(ctx: Context, chat: ChatRecord, cursor: string): Promise<number> {
+  if (isSortKey(cursor)) return seqOfSortKey(cursor);
+  const quoted = clip(cursor);
+  const parsed = parseMessageID(cursor);
+  if (parsed && parsed.chatNo !== chat.no) {
+    const other = ctx.db.chats.get(parsed.chatNo);
+    if (other && (await ctx.db.message(other.no, parsed.seq)))
+      throw badCursor("message_in_another_chat", `cursor ${quoted} is a message of another chat (${other.id}), not of chat ${chat.id}`);
+    throw badCursor("unknown_message", `cursor ${quoted} is not the ID of a message in chat ${chat.id}`);
+  }
+  // A network ID is looked up only if it could be one: IDs are bounded like every ID the API takes.
+  const couldBeNetworkID = !parsed && new TextEncoder().encode(cursor).length <= LIMITS.idBytes;
+  const seq = parsed ? parsed.seq : couldBeNetworkID ? await ctx.db.kv.get<number>(keys.networkMessage(chat.no, cursor)) : undefined;
+  const message = seq === undefined ? undefined : await ctx.db.message(chat.no, seq);
+  if (message?.deleted) throw badCursor("message_deleted", `cursor ${quoted} is a deleted message of chat ${chat.id}: page from a message that is still listed`);
+  if (message) return message.seq;
+  if (parsed) throw badCursor("unknown_message", `cursor ${quoted} is not the ID of a message in chat ${chat.id}`);
+  throw badCursor(
+    "invalid_cursor",
+    `invalid cursor ${clip(cursor, 40)}: expected a page's oldestCursor or newestCursor, a message's sortKey, or the ID of a message in chat ${chat.id}`,
+  );
+}
+
+const badCursor = (code: string, message: string) => badRequest(message, [{ code, message, path: ["query", "cursor"] }]);
 
 export async function getMessage(ctx: Context, chatID: string, id: string): Promise<Message> {
   const chat = requireChat(ctx, chatID);

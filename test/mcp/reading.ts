@@ -62,6 +62,21 @@ export function readingTests(env: McpEnv) {
     }
   });
 
+  it("list_messages: a message's ID as cursor pages next to that message, like its sortKey; another chat's message is an error that says so", async () => {
+    const [chat, other] = (await chats()).filter((c) => c.type === "group");
+    const middle = (await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages`)).items[10];
+    for (const direction of ["before", "after"]) {
+      const byID = await ok(env.client, "list_messages", { chatID: chat.id, cursor: middle.id, direction });
+      const rest = await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages?cursor=${enc(middle.sortKey)}&direction=${direction}`);
+      expect(byID.structured.items.map((m: Message) => m.id), direction).toEqual(rest.items.map((m) => m.id));
+      expect(byID.structured.items.map((m: Message) => m.id)).not.toContain(middle.id);
+    }
+    const foreign = (await env.api.get<Page<Message>>(`${chatPath(other.id)}/messages`)).items[0];
+    const refused = await env.client.callTool({ name: "list_messages", arguments: { chatID: chat.id, cursor: foreign.id } });
+    expect(refused.isError).toBe(true);
+    expect((refused.content as { text: string }[])[0].text).toMatch(/400 INVALID_REQUEST.*another chat/);
+  });
+
   it("search_messages: literal words, the same hits as /v1/messages/search", async () => {
     const chat = (await chats())[env.lane + 2];
     const sample = (await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages`)).items.find((m) => (m.text ?? "").split(" ").length > 3)!;

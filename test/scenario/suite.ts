@@ -19,6 +19,7 @@ import { encodingScenarios } from "./encoding.ts";
 import { hardeningScenarios } from "./hardening.ts";
 import { makeClients, ok, randomToken, SEED, type Env, type Start, type SuiteOptions } from "./kit.ts";
 import { messageScenarios } from "./messages.ts";
+import { messageCursorScenarios } from "./message-cursors.ts";
 import { messageSearchScenarios } from "./message-search.ts";
 import { paginationScenarios } from "./pagination.ts";
 import { reactionScenarios } from "./reactions.ts";
@@ -68,6 +69,7 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
     messageSearchScenarios(env);
     unifiedSearchScenarios(env);
     paginationScenarios(env);
+    messageCursorScenarios(env);
     encodingScenarios(env);
     sdk4Scenarios(env);
     robustnessScenarios(env);

@@ -16,9 +16,14 @@ export const listMessagesTool = defineTool({
   name: "list_messages",
   title: "List a chat's messages",
   description:
-    "A chat's messages, 20 per page, starting with the newest; page back with the cursor the answer gives. " +
+    "A chat's messages, 20 per page, starting with the newest; page back with the cursor the answer gives, or start next to any " +
+    "message of the chat by passing its ID as cursor. " +
     `Texts longer than ${TEXT_CAP} characters are cut (get_message returns them whole).`,
-  input: v.object({ chatID, ...paging, direction: v.optional(describe(ListQuery.entries.direction.wrapped, '"before" (default): older than the cursor; "after": newer.')) }),
+  input: v.object({
+    chatID,
+    cursor: v.optional(describe(ListQuery.entries.cursor.wrapped, "A cursor from the previous page (oldestCursor or newestCursor), or the ID of a message of this chat: the page then starts next to it.")),
+    direction: v.optional(describe(ListQuery.entries.direction.wrapped, '"before" (default): older than the cursor; "after": newer.')),
+  }),
   output: MessagePage,
   readOnly: true,
   async run({ chatID, cursor, direction }, tc) {
