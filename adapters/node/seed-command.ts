@@ -69,7 +69,8 @@ async function seedStaging(staging: string, meta: unknown, options: { chats: num
     : undefined;
   try {
     if (meta) await storage.setItem(keys.meta, meta as never);
-    const db = await Db.open(storage, { cacheBytes: 256 * 1024 * 1024 });
+    // Seeding never reads a record back, so cached records would only hold memory.
+    const db = await Db.open(storage, { cacheBytes: 0 });
     bar?.start(options.messages, 0);
     let lastLine = 0;
     await seedDataset(db, {

@@ -1,7 +1,9 @@
 import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
+import { termsOf } from "../services/messages.ts";
 import { Db } from "../store/db.ts";
 import type { MessageRecord } from "../store/records.ts";
+import { comparePosting, type Posting } from "../store/search-index.ts";
 import { seedDataset, type SeedOptions } from "./dataset.ts";
 
 const NOW = Date.parse("2025-06-01T12:00:00Z");
@@ -87,6 +89,30 @@ describe("seedDataset", () => {
         expect(chatNo).toBe(chat.no);
         expect(target).toBeLessThan(seq);
       }
+  });
+
+  it("indexes every message under each of its terms, in posting order", async () => {
+    const { db } = await seeded(options);
+    const expected = new Map<string, Posting[]>();
+    for (const chat of db.chats.all())
+      for (let seq = 0; seq < chat.nextSeq; seq++) {
+        const m = (await db.message(chat.no, seq))!;
+        for (const term of termsOf(m)) {
+          if (!expected.has(term)) expected.set(term, []);
+          expected.get(term)!.push([m.ts, chat.no, m.seq]);
+        }
+      }
+    const written = (await db.storage.getKeys("ix:")).filter((key) => key.startsWith("ix:")).map((key) => key.slice(3));
+    expect(written.sort()).toEqual([...expected.keys()].sort());
+    // Some terms span several segments of 1,024 postings.
+    expect(expected.get("~all")).toHaveLength(3000);
+    for (const [term, postings] of expected) {
+      postings.sort((a, b) => comparePosting(a, 0, b, 0));
+      const found: number[] = [];
+      for await (const batch of db.index.walk(term, "after", null)) found.push(...batch);
+      expect(found, term).toEqual(postings.flat());
+      expect((await db.index.meta(term))!.n, term).toBe(postings.length);
+    }
   });
 
   it("survives a reopen of the same storage, and refuses to seed a store that holds data", async () => {
