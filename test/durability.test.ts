@@ -115,6 +115,13 @@ describe("the daemon under kill -9 and SIGTERM", () => {
       cursor = page.body.oldestCursor;
     }
     expect(found).toEqual(new Set(acked.map((a) => a.id)));
+    // The chat itself comes back as committed too: start-up reads chats from the snapshot plus the chats changed
+    // since it was written (store/chat-snapshot.ts), and this one changed 200 times after it.
+    const newest = (await again("GET", `/v1/chats/${encodeURIComponent(chatID)}/messages`)).body.items[0];
+    expect(acked.map((a) => a.id)).toContain(newest.id);
+    const chat = (await again("GET", `/v1/chats/${encodeURIComponent(chatID)}`)).body;
+    expect(chat.preview.id).toBe(newest.id);
+    expect((await again("GET", "/v1/chats")).body.items[0].id).toBe(chatID);
 
     // SIGTERM: a clean stop with exit code 0.
     restarted.child.kill("SIGTERM");
