@@ -114,4 +114,25 @@ describe("chat snapshot", () => {
     expect(await storage.getItem(keys.chatSnapshot)).toMatchObject({ gen: 0, dirty: [] });
     expect(byNo((await Db.open(storage)).chats.all())).toEqual(byNo(await storedChats(storage)));
   });
+
+  it("falls back to the chat records when a part is gone (a newer snapshot replaced it under a reader)", async () => {
+    const storage = createStorage();
+    const db = await writer(storage);
+    for (let n = 0; n < 3000; n++) addChat(db, n);
+    db.writeChatSnapshot();
+    await db.commit();
+    const head = (await storage.getItem<{ gen: number; parts: number }>(keys.chatSnapshot))!;
+    expect(head.parts).toBeGreaterThan(1);
+    await storage.removeItem(keys.chatSnapshotPart(head.gen, 0));
+    expect(byNo((await Db.open(storage)).chats.all())).toEqual(byNo(await storedChats(storage)));
+    // The writer notices too, and its next commit writes a whole snapshot again.
+    const restarted = await writer(storage);
+    await restarted.commit();
+    const now = (await storage.getItem<{ gen: number; parts: number }>(keys.chatSnapshot))!;
+    expect(now.gen).toBe(head.gen + 1);
+    expect((await storage.getKeys("chatsnap:")).filter((k) => k !== keys.chatSnapshot).sort()).toEqual(
+      Array.from({ length: now.parts }, (_, i) => keys.chatSnapshotPart(now.gen, i)).sort(),
+    );
+    expect(byNo((await Db.open(storage)).chats.all())).toEqual(byNo(await storedChats(storage)));
+  });
 });

@@ -38,6 +38,10 @@ interface Part {
 
 export class ChatSnapshot {
   private head: Head | undefined;
+  /** The newest generation seen, whole or not: a new snapshot never reuses its part keys. */
+  private lastGen = -1;
+  /** A head found with a part missing: the next snapshot removes its remaining parts. */
+  private broken: Head | undefined;
   private readonly dirty = new Set<number>();
 
   constructor(private readonly kv: Kv) {}
@@ -48,21 +52,28 @@ export class ChatSnapshot {
   }
 
   /**
-   * The chats as committed, from the snapshot and the chats changed since; undefined when the store has no
-   * snapshot (one written before snapshots existed, or an empty one), which the caller reads record by record.
+   * The chats as committed, from the snapshot and the chats changed since; undefined when the store has no whole
+   * snapshot (one written before snapshots existed, or a part gone), which the caller reads record by record.
    */
   async load(storage: Storage): Promise<ChatRecord[] | undefined> {
     this.dirty.clear();
     this.head = (await storage.getItem<Head>(keys.chatSnapshot)) ?? undefined;
     if (!this.head) return undefined;
     const { gen, parts, dirty } = this.head;
+    this.lastGen = gen;
     const partKeys = Array.from({ length: parts }, (_, i) => keys.chatSnapshotPart(gen, i));
     const byNo = new Map<number, ChatRecord>();
     const users: User[] = [];
     // One part at a time: each part's text is garbage once parsed, so the start-up never holds the whole text.
     for (const key of partKeys) {
       const part = await readPart(storage, key);
-      if (!part) throw new Error(`chat snapshot ${gen} is missing a part`);
+      if (!part) {
+        // A reader beside the daemon (a CLI command) can see a head whose parts a newer snapshot has just replaced.
+        // Either way the chat records have it all: read those, and the writer makes a new snapshot.
+        this.broken = this.head;
+        this.head = undefined;
+        return undefined;
+      }
       for (const user of part.u) users.push(Object.freeze(user));
       for (const [indices, record] of part.c) {
         const chat = record as ChatRecord;
@@ -96,8 +107,8 @@ export class ChatSnapshot {
    * can change between the parts and the head.
    */
   write(chats: readonly ChatRecord[]): void {
-    const previous = this.head;
-    const gen = previous ? previous.gen + 1 : 0;
+    const previous = this.head ?? this.broken;
+    const gen = ++this.lastGen;
     const userIndex = new Map<User, number>();
     const byText = new Map<string, number>();
     const parts: string[] = [];
@@ -141,6 +152,7 @@ export class ChatSnapshot {
     parts.forEach((text, i) => this.kv.putUncached(keys.chatSnapshotPart(gen, i), new RawJson(text)));
     if (previous) for (let i = 0; i < previous.parts; i++) this.kv.remove(keys.chatSnapshotPart(previous.gen, i));
     this.head = { v: 1, gen, parts: parts.length, dirty: [] };
+    this.broken = undefined;
     this.dirty.clear();
     this.kv.put(keys.chatSnapshot, this.head);
   }
