@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import os from "node:os";
 import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { bundleWorker, wranglerSetting } from "../test/harness/workerd.ts";
+import { bundleWorker, workerOptions } from "../test/harness/workerd.ts";
 import { Miniflare, type MiniflareOptions } from "miniflare";
 import { getOnce } from "./daemon.ts";
 import type { LoadGenerator } from "./load.ts";
@@ -80,21 +80,13 @@ export async function runWorkerScale(o: {
   try {
     await bundleWorker(outdir);
     const config: MiniflareOptions = {
-      modules: true,
-      scriptPath: join(outdir, "worker.js"),
-      modulesRoot: outdir,
-      compatibilityDate: await wranglerSetting("compatibility_date"),
-      durableObjects: { INBOX: { className: "InboxObject", useSQLite: true }, RELAY: { className: "RelayObject", useSQLite: true } },
-      r2Buckets: ["ASSETS"],
-      r2Persist: false,
+      ...(await workerOptions(outdir)),
       bindings: {
         INBOXD_ADMIN_TOKEN: token,
         INBOXD_SEED: JSON.stringify({ chats: o.size.chats, messages: o.size.messages, accounts: o.accounts, seed: o.seed }),
         INBOXD_RATE_LIMIT: "off",
       },
       durableObjectsPersist: o.persistDir,
-      host: "127.0.0.1",
-      port: 0,
       handleStructuredLogs: ({ level, message }: { level: string; message: string }) => void log(`workerd ${level}: ${message.trim().slice(0, 2000)}`),
     };
     /** A new workerd on the persisted storage: ms to listening, and its URL. */

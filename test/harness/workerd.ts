@@ -20,6 +20,22 @@ export interface WorkerdServer {
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
+/** Miniflare's options for the bundle in `outdir` as wrangler.toml binds it, on a free loopback port. */
+export async function workerOptions(outdir: string) {
+  return {
+    modules: true,
+    scriptPath: join(outdir, "worker.js"),
+    // Module names are paths relative to modulesRoot (default: cwd); one outside it ("../tmp/…") kills workerd.
+    modulesRoot: outdir,
+    compatibilityDate: await wranglerSetting("compatibility_date"),
+    durableObjects: { INBOX: { className: "InboxObject", useSQLite: true }, RELAY: { className: "RelayObject", useSQLite: true } },
+    r2Buckets: ["ASSETS"],
+    r2Persist: false,
+    host: "127.0.0.1",
+    port: 0,
+  } satisfies MiniflareOptions;
+}
+
 /** Bundles the Worker as wrangler does into `outdir/worker.js` (also used by the benchmark's Worker sections). */
 export async function bundleWorker(outdir: string): Promise<void> {
   await build({
@@ -67,14 +83,7 @@ export async function startWorkerd(options: {
   try {
     await bundleWorker(outdir);
     const config: MiniflareOptions = {
-      modules: true,
-      scriptPath: join(outdir, "worker.js"),
-      // Module names are paths relative to modulesRoot (default: cwd); one outside it ("../tmp/…") kills workerd.
-      modulesRoot: outdir,
-      compatibilityDate: await wranglerSetting("compatibility_date"),
-      durableObjects: { INBOX: { className: "InboxObject", useSQLite: true }, RELAY: { className: "RelayObject", useSQLite: true } },
-      r2Buckets: ["ASSETS"],
-      r2Persist: false,
+      ...(await workerOptions(outdir)),
       bindings: {
         ...(admin ? { INBOXD_ADMIN_TOKEN: admin } : {}),
         ...(reader ? { INBOXD_READ_TOKEN: reader } : {}),
@@ -87,8 +96,6 @@ export async function startWorkerd(options: {
       },
       // false = a temporary directory of this Miniflare instance: kept across restart(), deleted by dispose().
       durableObjectsPersist: false,
-      host: "127.0.0.1",
-      port: 0,
       // Miniflare checks that the handler returns nothing.
       ...(options.onLog ? { handleStructuredLogs: (log: { level: string; message: string }) => void options.onLog!(log) } : {}),
     };
@@ -124,7 +131,7 @@ export async function startWorkerd(options: {
 }
 
 /** Reads one string setting from wrangler.toml, so the harness and a deployment share the same runtime date. */
-export async function wranglerSetting(name: string): Promise<string> {
+async function wranglerSetting(name: string): Promise<string> {
   const toml = await readFile(join(root, "wrangler.toml"), "utf8");
   const match = new RegExp(`^${name}\\s*=\\s*"([^"]+)"`, "m").exec(toml);
   if (!match) throw new Error(`wrangler.toml has no ${name}`);
