@@ -238,6 +238,27 @@ describe("SearchIndex directory pages", () => {
     expect(await walk(ix.index, "before", many[5000])).toEqual(many.slice(0, 5000).reverse());
   });
 
+  it("finishes a walk over the segments it started with while commits move refs to new pages", async () => {
+    const layout = { tail: 2, page: 3 };
+    const ix = openTestIndex(createStorage(), layout);
+    await insert(ix, postings, 64);
+    const pagesBefore = (await ix.index.meta(TERM))!.pages!.length;
+    for (const direction of ["before", "after"] as const) {
+      const walker = ix.index.walk(TERM, direction, null);
+      const seen: number[] = [...(await walker.next()).value!];
+      // Enough newer postings that the term record sheds refs into new pages while the walk is paused.
+      const later = Array.from({ length: 12 * HEAD }, (_, i): Posting => [postings[postings.length - 1][0] + 1 + i + (direction === "after" ? 0 : 1e9), 0, 0]);
+      await insert(ix, later, HEAD);
+      for await (const batch of walker) seen.push(...batch);
+      const walked: Posting[] = [];
+      for (let j = 0; j < seen.length; j += 3) walked.push([seen[j], seen[j + 1], seen[j + 2]]);
+      // Every posting there was when the walk began, once and in order (an after-walk may also see newer ones).
+      const expected = direction === "before" ? [...postings].reverse() : postings;
+      expect(walked.slice(0, expected.length)).toEqual(expected);
+    }
+    expect((await ix.index.meta(TERM))!.pages!.length).toBeGreaterThan(pagesBefore);
+  });
+
   it("moves the refs of a term record written before pages existed into pages at its next insert", async () => {
     const storage = createStorage();
     const old = openTestIndex(storage, { tail: 1000, page: 1000 });

@@ -88,10 +88,10 @@ function lastAtOrBefore(refs: readonly { t: number; c: number; s: number }[], p:
  * last block). Pages are read through the cache when first needed.
  */
 class Blocks {
-  readonly pages: PageRef[];
+  constructor(private readonly kv: Kv, private readonly term: string, readonly meta: TermMeta) {}
 
-  constructor(private readonly kv: Kv, private readonly term: string, readonly meta: TermMeta) {
-    this.pages = meta.pages ?? [];
+  get pages(): PageRef[] {
+    return this.meta.pages ?? [];
   }
 
   get count() {
@@ -174,6 +174,7 @@ export class SearchIndex {
       // past the last segment's largest may do so: segments must not overlap.
       const isLast = block === blocks.last && at === refs.length - 1;
       if (refs.length === 0 || (isLast && refs[at].n >= HEAD && comparePosting(p, 0, data, data.length - 3) > 0)) {
+        // Appending leaves every ref a walk holds where it was (see walk()).
         refs.push({ id: meta.next++, t: p[0], c: p[1], s: p[2], n: 0 });
         at = refs.length - 1;
         data = [];
@@ -193,19 +194,20 @@ export class SearchIndex {
         const tail = data.splice(half);
         const split: SegmentRef = { id: meta.next++, t: tail[0], c: tail[1], s: tail[2], n: tail.length / 3 };
         ref.n = data.length / 3;
-        refs.splice(at + 1, 0, split);
+        // A new list rather than a splice: a walk in progress keeps the list it started with (see walk()).
+        const grown = [...refs.slice(0, at + 1), split, ...refs.slice(at + 1)];
+        if (block === blocks.last) meta.segs = grown;
+        else if (grown.length > 2 * this.layout.page) this.splitPage(term, meta, block, grown);
+        else blocks.savePage(block, grown);
         this.kv.put(keys.segment(term, split.id), tail);
         metaChanged = true;
-      }
+      } else if (block < blocks.last) blocks.savePage(block, refs);
       this.kv.put(key, data);
-      if (block < blocks.last) {
-        if (refs.length > 2 * this.layout.page) this.splitPage(term, meta, block, refs);
-        else blocks.savePage(block, refs);
-      }
     }
     meta.n += postings.length;
-    if (meta.segs.length > this.layout.tail + this.layout.page) {
-      this.movePage(term, meta, meta.segs.splice(0, this.layout.page));
+    // A loop: a record written before pages existed sheds all its excess refs at its first insert.
+    while (meta.segs.length > this.layout.tail + this.layout.page) {
+      this.movePage(term, meta, this.layout.page);
       metaChanged = true;
     }
     // Counts only steer the choice of the rarest term, so a count change alone does not rewrite the meta record
@@ -213,23 +215,28 @@ export class SearchIndex {
     if (metaChanged) this.kv.put(keys.term(term), meta);
   }
 
-  /** Appends a page of the oldest refs of the term record (they are older than every page's, as it is newest). */
-  private movePage(term: string, meta: TermMeta, refs: SegmentRef[]) {
-    meta.pages ??= [];
+  /**
+   * Moves the term record's `count` oldest refs to a new last page (they are newer than every page's refs: the
+   * record holds the newest). New lists, not in-place changes, so a walk in progress keeps a consistent view.
+   */
+  private movePage(term: string, meta: TermMeta, count: number) {
+    const refs = meta.segs.slice(0, count);
     meta.nextPage ??= 0;
     const page: PageRef = { id: meta.nextPage++, t: refs[0].t, c: refs[0].c, s: refs[0].s };
-    meta.pages.push(page);
+    meta.segs = meta.segs.slice(count);
+    meta.pages = [...(meta.pages ?? []), page];
     this.kv.put(keys.segmentPage(term, page.id), refs);
   }
 
-  /** A page that grew past twice its size (segments split inside it) becomes two. */
+  /** A page that grew past twice its size (segments split inside it) becomes two: its lower half and a new page. */
   private splitPage(term: string, meta: TermMeta, block: number, refs: SegmentRef[]) {
-    const upper = refs.splice(refs.length >> 1);
+    const half = refs.length >> 1;
+    const upper = refs.slice(half);
     const page: PageRef = { id: meta.nextPage!++, t: upper[0].t, c: upper[0].c, s: upper[0].s };
-    meta.pages!.splice(block + 1, 0, page);
-    this.kv.put(keys.segmentPage(term, meta.pages![block].id), refs);
+    const pages = meta.pages!;
+    meta.pages = [...pages.slice(0, block + 1), page, ...pages.slice(block + 1)];
+    this.kv.put(keys.segmentPage(term, pages[block].id), refs.slice(0, half));
     this.kv.put(keys.segmentPage(term, page.id), upper);
-    this.kv.put(keys.term(term), meta);
   }
 
   /**
@@ -239,7 +246,9 @@ export class SearchIndex {
   async *walk(term: string, direction: "before" | "after", from: Posting | null, bounds: { after?: number; before?: number } = {}): AsyncGenerator<number[]> {
     const meta = await this.meta(term);
     if (!meta) return;
-    const blocks = new Blocks(this.kv, term, meta);
+    // The lists as they are now: a commit during the walk replaces them rather than changing them (insert() only
+    // appends in place), so the walk goes on over a consistent set of segments.
+    const blocks = new Blocks(this.kv, term, { ...meta });
     if (direction === "before") {
       let { block, at } = from ? await blocks.locate(from) : { block: blocks.last, at: -2 };
       // The segment after the current one (a segment holds postings ≥ its own min and < the next one's min).
@@ -298,7 +307,7 @@ export class SearchIndex {
       this.kv.put(keys.segment(term, id), data);
     }
     // The same layout as insertion reaches: whole pages of the oldest refs while the record would hold too many.
-    while (meta.segs.length > this.layout.tail + this.layout.page) this.movePage(term, meta, meta.segs.splice(0, this.layout.page));
+    while (meta.segs.length > this.layout.tail + this.layout.page) this.movePage(term, meta, this.layout.page);
     this.kv.put(keys.term(term), meta);
   }
 }
