@@ -2,7 +2,7 @@ import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
 import { termsOf } from "../services/messages.ts";
 import { Db } from "../store/db.ts";
-import type { MessageRecord } from "../store/records.ts";
+import { keys, type MessageRecord } from "../store/records.ts";
 import { comparePosting, type Posting } from "../store/search-index.ts";
 import { seedDataset, type SeedOptions } from "./dataset.ts";
 
@@ -122,5 +122,20 @@ describe("seedDataset", () => {
     const reopened = await Db.open(storage);
     expect(await fingerprintOf(reopened)).toEqual(await fingerprintOf(db));
     await expect(seedDataset(reopened, options)).rejects.toThrow(/empty/);
+  });
+
+  it("seeds an app's store (which keeps a chat snapshot) without listing every chat as changed, ending with a snapshot", async () => {
+    const storage = createStorage();
+    const db = await Db.open(storage);
+    db.keepsChatSnapshot = true;
+    await db.commit(); // the app's first commit: an empty snapshot
+    let largestHead = 0;
+    const onProgress = async () => (largestHead = Math.max(largestHead, JSON.stringify(await storage.getItem(keys.chatSnapshot)).length));
+    await seedDataset(db, { chats: 300, messages: 60_000, seed: 4, now: NOW, onProgress: () => void onProgress() });
+    expect(largestHead).toBeLessThan(100);
+    const head = (await storage.getItem<{ dirty: number[]; parts: number }>(keys.chatSnapshot))!;
+    expect(head.dirty).toEqual([]);
+    const restarted = await Db.open(storage);
+    expect(restarted.chats.all().map((c) => [c.no, c.lastActivity, c.preview?.seq])).toEqual(db.chats.all().map((c) => [c.no, c.lastActivity, c.preview?.seq]));
   });
 });

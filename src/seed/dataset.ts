@@ -41,9 +41,11 @@ const RADIX = 4096;
  */
 export async function seedDataset(db: Db, options: SeedOptions): Promise<void> {
   if (db.accounts.length || db.chats.size) throw new Error("the store already holds data; seed needs an empty data directory");
-  // One chat snapshot at the end, rather than one per 2,048 chats written (as an app's store would otherwise do).
+  // One chat snapshot at the end, rather than one per 2,048 chats written (as an app's store would otherwise do),
+  // and none meanwhile: an app's store has one already, whose list of changed chats would grow with every chat.
   const keepsChatSnapshot = db.keepsChatSnapshot;
   db.keepsChatSnapshot = false;
+  db.forgetChatSnapshot();
   try {
     await seedInto(db, options);
   } finally {

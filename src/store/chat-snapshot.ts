@@ -93,6 +93,18 @@ export class ChatSnapshot {
     return [...byNo.values()];
   }
 
+  /**
+   * Drops the snapshot in the next commit, so that start-up reads the chat records until a new one is written: for
+   * bulk writes (seed into an app's store), where listing every changed chat in the head would only grow it.
+   */
+  forget(): void {
+    if (!this.head) return;
+    this.broken = this.head;
+    this.head = undefined;
+    this.dirty.clear();
+    this.kv.remove(keys.chatSnapshot);
+  }
+
   /** Records that chat `no` changed (or went away) in the commit being prepared. */
   changed(no: number): void {
     if (!this.head || this.dirty.has(no)) return;

@@ -79,6 +79,11 @@ export class Db {
     this.snapshot.write(this.chats.all());
   }
 
+  /** Drops the chat snapshot in the next commit (before a bulk load such as `seed`; see ChatSnapshot.forget). */
+  forgetChatSnapshot(): void {
+    this.snapshot.forget();
+  }
+
   private async readEveryChat(): Promise<ChatRecord[]> {
     const chatKeys = Array.from({ length: this.meta.nextChatNo }, (_, no) => keys.chat(no));
     const records: ChatRecord[] = [];
