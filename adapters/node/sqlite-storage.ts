@@ -34,13 +34,16 @@ export async function openSqliteStorage(
     `INSERT INTO ${TABLE} (key, value, created_at, updated_at) VALUES (?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
      ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = CURRENT_TIMESTAMP`,
   );
-  // Keys are ASCII (records.ts encodeKeyPart), so every key under a prefix sorts below prefix + U+FFFF.
+  // Every key under a prefix sorts from the prefix up to (not including) the prefix with its last character
+  // raised by one; the callers' prefixes end in ":".
   const keysFrom = sqlite.prepare(`SELECT key FROM ${TABLE} WHERE key >= ? AND key < ?`);
+  const allKeys = sqlite.prepare(`SELECT key FROM ${TABLE}`);
+  const after = (prefix: string) => prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
   const driver: Driver = {
     ...base,
     name: "sqlite-wal",
     getItem: (key) => (select.get(key) as { value: string } | undefined)?.value ?? null,
-    getKeys: (prefix = "") => (keysFrom.all(prefix, `${prefix}\uffff`) as { key: string }[]).map((row) => row.key),
+    getKeys: (prefix = "") => ((prefix ? keysFrom.all(prefix, after(prefix)) : allKeys.all()) as { key: string }[]).map((row) => row.key),
     setItem: (key, value) => {
       upsert.run(key, value);
     },
