@@ -173,3 +173,22 @@ export function descendants(pid: number): number[] {
   });
   return children.flatMap((child) => [child, ...descendants(child)]);
 }
+
+/** This process's descendants whose command line matches. */
+export function childrenRunning(test: (argv: string[]) => boolean): number[] {
+  return descendants(process.pid).filter((pid) => {
+    try {
+      return test(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0"));
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Busy CPU seconds of the whole machine so far: the first line of /proc/stat but idle and iowait (CLK_TCK = 100). */
+export function machineBusySeconds(): number {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].split(/\s+/).slice(1).map(Number);
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -8,11 +8,10 @@
  * p50 and p99, median of the pairs), and the CPU the daemon, workerd, the generator and every other process took.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { startWorkerd, type WorkerdServer } from "../test/harness/workerd.ts";
-import { cpuSeconds, descendants, freePort, memory, ROOT, runCli, spawnNode, waitUntilServing } from "./daemon.ts";
+import { childrenRunning, cpuSeconds, freePort, machineBusySeconds, median, memory, ROOT, runCli, spawnNode, waitUntilServing } from "./daemon.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { formatReport, type Row } from "./report.ts";
 
@@ -75,26 +74,8 @@ const CLI = join(ROOT, "adapters/node/cli.ts");
 /** The workerd processes of the running relay, for killRelay() when the bench is interrupted. */
 let workerdPids: number[] = [];
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const int = (x: number) => Math.round(x).toLocaleString("en-US");
 const signedMs = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}`;
-
-/** This process's descendants whose program (argv[0], or for node the script) matches. */
-function childrenRunning(test: (argv: string[]) => boolean): number[] {
-  return descendants(process.pid).filter((pid) => {
-    try {
-      return test(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0"));
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** Busy CPU seconds of the whole machine so far: the first line of /proc/stat but idle and iowait (CLK_TCK = 100). */
-function machineBusySeconds(): number {
-  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].split(/\s+/).slice(1).map(Number);
-  return (user + nice + system + irq + softirq + steal) / 100;
-}
 
 /** Kills the relay's workerd processes by PID (for an interrupted bench; a finished one has stopped Miniflare). */
 export function killRelay(): void {

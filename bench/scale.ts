@@ -13,7 +13,7 @@
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
-import { cpuSeconds, createToken, descendants, memory, ROOT, spawnNode, startBaseline, startDaemon, type Daemon } from "./daemon.ts";
+import { childrenRunning, cpuSeconds, createToken, descendants, machineBusySeconds, median, memory, ROOT, spawnNode, startBaseline, startDaemon, type Daemon } from "./daemon.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { COMMON_WORDS, listChatIDs, segment } from "./workload.ts";
 import { killWorkerScale, runWorkerScale, type WorkerScaleResult } from "./worker-scale.ts";
@@ -138,17 +138,6 @@ export function cleanupScale(): void {
   tempDirs.clear();
 }
 
-/** This process's descendants whose command line matches. */
-export function childrenRunning(test: (argv: string[]) => boolean): number[] {
-  return descendants(process.pid).filter((pid) => {
-    try {
-      return test(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0"));
-    } catch {
-      return false;
-    }
-  });
-}
-
 const statusKB = (pid: number, key: string) => {
   try {
     return Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
@@ -179,12 +168,6 @@ function treeCpu(pids: number[]): number {
   }, 0);
 }
 
-/** Busy CPU seconds of the whole machine so far: the first line of /proc/stat but idle and iowait (CLK_TCK = 100). */
-function machineBusySeconds(): number {
-  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].split(/\s+/).slice(1).map(Number);
-  return (user + nice + system + irq + softirq + steal) / 100;
-}
-
 /** Bytes the files under `path` take on disk (allocated blocks). */
 export function diskBytes(path: string): number {
   let stat;
@@ -198,7 +181,6 @@ export function diskBytes(path: string): number {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
  * One load phase against `serverPids`' URL, with the CPU of the server's process tree, the generator, this process

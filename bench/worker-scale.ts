@@ -16,9 +16,9 @@ import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { bundleWorker, workerOptions } from "../test/harness/workerd.ts";
 import { Miniflare, type MiniflareOptions } from "miniflare";
-import { getOnce } from "./daemon.ts";
+import { childrenRunning, getOnce, median } from "./daemon.ts";
 import type { LoadGenerator } from "./load.ts";
-import { childrenRunning, diskBytes, measurePhase, median, RESTARTS, scaleWorkload, sleep, treePeak, treeRss, type Phase, type ScaleSize } from "./scale.ts";
+import { diskBytes, measurePhase, RESTARTS, scaleWorkload, sleep, treePeak, treeRss, type Phase, type ScaleSize } from "./scale.ts";
 
 export interface WorkerScaleResult {
   size: ScaleSize;
