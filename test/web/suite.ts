@@ -64,7 +64,13 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
     };
     const openChat = async (title: string | RegExp) => {
       await page.getByRole("searchbox", { name: "Search chats" }).fill(typeof title === "string" ? title : "");
-      await rows().filter({ hasText: title }).first().click();
+      const row = rows().filter({ hasText: title }).first();
+      const chatID = await row.getAttribute("data-chat-id");
+      await row.click();
+      // The chat view is made anew for each chat: until the list marks this row as the open chat, the messages on
+      // screen may still be the previous chat's, and a composer filled then is replaced by an empty one (the send
+      // of the next step never happened, an intermittent failure of the Echo test).
+      await expect.poll(() => page.locator(`[role="option"][data-chat-id="${chatID}"]`).getAttribute("aria-selected"), { timeout: 10_000 }).toBe("true");
       await expect.poll(() => messages().count(), { timeout: 10_000 }).toBeGreaterThan(0);
     };
 
