@@ -25,7 +25,9 @@ export async function openSqliteStorage(
 ): Promise<{ storage: Storage; binding: SqliteBinding; close(): Promise<void> }> {
   const database = createDatabase(binding.connector(path));
   const sync = process.env.INBOXD_SQLITE_SYNC === "FULL" ? "FULL" : "NORMAL";
-  await database.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384;`);
+  // busy_timeout comes first: node:sqlite waits 0 ms by default, and switching to WAL needs a lock that another
+  // process opening or closing the same file (a CLI command beside the daemon) can hold for a moment.
+  await database.exec(`PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA cache_size=-16384;`);
   const base = db0Driver({ database, tableName: TABLE });
   await base.hasItem("", {}); // lets the db0 driver create its table before statements are prepared
   const sqlite = (await database.getInstance()) as SqliteDatabase;
