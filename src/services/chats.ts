@@ -302,9 +302,9 @@ export async function markRead(ctx: Context, chatID: string, messageID?: string)
   const chat = requireChat(ctx, chatID);
   await ctx.db.withChat(chat.no, async () => {
     const through = messageID ? (await findMessage(ctx, chat, messageID)).seq : chat.nextSeq - 1;
-    chat.lastReadSeq = Math.max(chat.lastReadSeq, through);
-    chat.markedUnread = false;
-    chat.unreadCount = await countUnread(ctx, chat);
+    const lastReadSeq = Math.max(chat.lastReadSeq, through);
+    const unreadCount = await countUnread(ctx, chat, lastReadSeq);
+    Object.assign(chat, { lastReadSeq, unreadCount, markedUnread: false });
     ctx.db.saveChat(chat);
   });
   await ctx.db.commit();
@@ -319,8 +319,9 @@ export async function markUnread(ctx: Context, chatID: string, messageID?: strin
   const chat = requireChat(ctx, chatID);
   await ctx.db.withChat(chat.no, async () => {
     if (messageID) {
-      chat.lastReadSeq = (await findMessage(ctx, chat, messageID)).seq - 1;
-      chat.unreadCount = await countUnread(ctx, chat);
+      const lastReadSeq = (await findMessage(ctx, chat, messageID)).seq - 1;
+      const unreadCount = await countUnread(ctx, chat, lastReadSeq);
+      Object.assign(chat, { lastReadSeq, unreadCount });
     }
     chat.markedUnread = true;
     ctx.db.saveChat(chat);

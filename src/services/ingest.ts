@@ -153,9 +153,8 @@ async function readOnAnotherDevice(ctx: Context, chat: ChatRecord, networkMessag
   await ctx.db.withChat(chat.no, async () => {
     const seq = await ctx.db.kv.get<number>(keys.networkMessage(chat.no, networkMessageID));
     if (seq === undefined || seq <= chat.lastReadSeq) return;
-    chat.lastReadSeq = seq;
-    chat.markedUnread = false;
-    chat.unreadCount = await countUnread(ctx, chat);
+    const unreadCount = await countUnread(ctx, chat, seq);
+    Object.assign(chat, { lastReadSeq: seq, unreadCount, markedUnread: false });
     ctx.db.saveChat(chat);
   });
   await ctx.db.commit();

@@ -26,13 +26,22 @@ export function termsOf(m: MessageRecord): string[] {
 
 /** Finds a message by API ID, sortKey-free pending ID (the same thing here) or network message ID. */
 export async function findMessage(ctx: Context, chat: ChatRecord, id: string): Promise<MessageRecord> {
-  const parsed = parseMessageID(id);
-  let seq: number | undefined;
-  if (parsed && parsed.chatNo === chat.no) seq = parsed.seq;
-  else if (!parsed) seq = await ctx.db.kv.get<number>(keys.networkMessage(chat.no, id));
-  const message = seq === undefined ? undefined : await ctx.db.message(chat.no, seq);
+  const message = await lookupMessage(ctx, chat, id);
   if (!message || message.deleted) throw notFound(`message ${id} in chat ${chat.id}`);
   return message;
+}
+
+/**
+ * The stored record that `id` names in this chat, deleted or not: an API ID (`<chat no>.<seq>`) of this chat, or a
+ * network message ID. An API ID of another chat names nothing here. Callers turn a miss into their own error.
+ */
+async function lookupMessage(ctx: Context, chat: ChatRecord, id: string): Promise<MessageRecord | undefined> {
+  const parsed = parseMessageID(id);
+  if (parsed) return parsed.chatNo === chat.no ? ctx.db.message(chat.no, parsed.seq) : undefined;
+  // A network ID is looked up only if it could be one: IDs are bounded like every ID the API takes.
+  if (new TextEncoder().encode(id).length > LIMITS.idBytes) return undefined;
+  const seq = await ctx.db.kv.get<number>(keys.networkMessage(chat.no, id));
+  return seq === undefined ? undefined : ctx.db.message(chat.no, seq);
 }
 
 /**
@@ -98,10 +107,7 @@ async function cursorSeq(ctx: Context, chat: ChatRecord, cursor: string): Promis
       throw badCursor("message_in_another_chat", `cursor ${quoted} is a message of another chat (${other.id}), not of chat ${chat.id}`);
     throw badCursor("unknown_message", `cursor ${quoted} is not the ID of a message in chat ${chat.id}`);
   }
-  // A network ID is looked up only if it could be one: IDs are bounded like every ID the API takes.
-  const couldBeNetworkID = !parsed && new TextEncoder().encode(cursor).length <= LIMITS.idBytes;
-  const seq = parsed ? parsed.seq : couldBeNetworkID ? await ctx.db.kv.get<number>(keys.networkMessage(chat.no, cursor)) : undefined;
-  const message = seq === undefined ? undefined : await ctx.db.message(chat.no, seq);
+  const message = await lookupMessage(ctx, chat, cursor);
   if (message?.deleted) throw badCursor("message_deleted", `cursor ${quoted} is a deleted message of chat ${chat.id}: page from a message that is still listed`);
   if (message) return message.seq;
   if (parsed) throw badCursor("unknown_message", `cursor ${quoted} is not the ID of a message in chat ${chat.id}`);
@@ -264,10 +270,14 @@ async function newestVisible(ctx: Context, chat: ChatRecord, below: number): Pro
   return undefined;
 }
 
-/** How many messages from others are unread after the chat's read position (what unreadCount shows). */
-export async function countUnread(ctx: Context, chat: ChatRecord): Promise<number> {
+/**
+ * How many messages from others are unread after a read position (what unreadCount shows); the chat's own by
+ * default. Callers that move the position count first and then change the chat in one step with saveChat: a
+ * commit that another request triggers during the count must not store (or snapshot) half a change.
+ */
+export async function countUnread(ctx: Context, chat: ChatRecord, lastReadSeq = chat.lastReadSeq): Promise<number> {
   let n = 0;
-  for (let seq = chat.lastReadSeq + 1; seq < chat.nextSeq; seq++) {
+  for (let seq = lastReadSeq + 1; seq < chat.nextSeq; seq++) {
     const m = await ctx.db.message(chat.no, seq);
     if (m && !m.deleted && !m.isSender) n++;
   }
