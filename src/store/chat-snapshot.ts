@@ -81,15 +81,11 @@ export class ChatSnapshot {
         byNo.set(chat.no, chat);
       }
     }
-    for (let i = 0; i < dirty.length; i += 2000) {
-      const batch = dirty.slice(i, i + 2000);
-      const values = await storage.getItems<ChatRecord>(batch.map(keys.chat));
-      values.forEach(({ value }, j) => {
-        if (value) byNo.set(batch[j], value as ChatRecord);
-        else byNo.delete(batch[j]);
-      });
-      for (const no of batch) this.dirty.add(no);
-    }
+    await readChatRecords(storage, dirty, (no, chat) => {
+      if (chat) byNo.set(no, chat);
+      else byNo.delete(no);
+      this.dirty.add(no);
+    });
     return [...byNo.values()];
   }
 
@@ -180,4 +176,16 @@ async function readPart(storage: Storage, key: string): Promise<Part | undefined
   const raw = await driver.getItem(key.slice(base.length));
   if (raw === null || raw === undefined) return undefined;
   return (typeof raw === "string" ? JSON.parse(raw) : raw) as Part;
+}
+
+/**
+ * Reads the stored records of these chat numbers, 2,000 keys per read (one query each on SQLite, and few enough
+ * values per call for a Durable Object), and hands each to `each` in order: undefined for a chat that is gone.
+ */
+export async function readChatRecords(storage: Storage, nos: number[], each: (no: number, chat: ChatRecord | undefined) => void): Promise<void> {
+  for (let i = 0; i < nos.length; i += 2000) {
+    const batch = nos.slice(i, i + 2000);
+    const values = await storage.getItems<ChatRecord>(batch.map(keys.chat));
+    values.forEach(({ value }, j) => each(batch[j], (value as ChatRecord | null) ?? undefined));
+  }
 }

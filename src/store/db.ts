@@ -4,7 +4,7 @@ import { Kv } from "./kv.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
-import { ChatSnapshot } from "./chat-snapshot.ts";
+import { ChatSnapshot, readChatRecords } from "./chat-snapshot.ts";
 import type { DomainEvent } from "../events/protocol.ts";
 
 /**
@@ -85,18 +85,14 @@ export class Db {
   }
 
   private async readEveryChat(): Promise<ChatRecord[]> {
-    const chatKeys = Array.from({ length: this.meta.nextChatNo }, (_, no) => keys.chat(no));
     const records: ChatRecord[] = [];
-    for (let i = 0; i < chatKeys.length; i += 2000) {
-      const batch = await this.storage.getItems<ChatRecord>(chatKeys.slice(i, i + 2000));
-      for (const { value } of batch) {
-        if (!value) continue;
-        const chat = value as ChatRecord;
-        // Chats stored before previews were excerpts may still hold a whole message text.
-        chat.preview = previewOf(chat.preview);
-        records.push(chat);
-      }
-    }
+    const everyNo = Array.from({ length: this.meta.nextChatNo }, (_, no) => no);
+    await readChatRecords(this.storage, everyNo, (_, chat) => {
+      if (!chat) return;
+      // Chats stored before previews were excerpts may still hold a whole message text.
+      chat.preview = previewOf(chat.preview);
+      records.push(chat);
+    });
     return records;
   }
 
