@@ -55,24 +55,29 @@ export async function searchMessages(ctx: Context, q: MessageSearch): Promise<Me
   // The other query words are checked against their own postings first (merge join), so common-word pairs
   // load only the messages that contain both.
   const probes = words.filter((w) => w !== driver).map((w) => new PostingProbe(ctx.db.index.walk(w, dir, from, { after: q.dateAfter, before: q.dateBefore }), dir));
-  if (driver) {
-    outer: for await (const batch of ctx.db.index.walk(driver, dir, from, { after: q.dateAfter, before: q.dateBefore })) {
-      for (let j = 0; j < batch.length; j += 3) {
-        const ts = batch[j];
-        if (q.dateAfter !== undefined && !(ts > q.dateAfter)) { if (dir === "before") break outer; continue; }
-        if (q.dateBefore !== undefined && !(ts < q.dateBefore)) { if (dir === "after") break outer; continue; }
-        const chat = ctx.db.chats.get(batch[j + 1]);
-        if (!chat || !chatOk(chat)) continue;
-        let inAll = true;
-        for (const probe of probes) if (!(await probe.has(batch, j))) { inAll = false; break; }
-        if (!inAll) continue;
-        const message = await ctx.db.message(chat.no, batch[j + 2]);
-        if (!message || message.deleted || message.ts !== ts) continue;
-        if (!messageOk(ctx, chat, message, words, q, media)) continue;
-        if (found.length === pageSize) { hasMore = true; break outer; }
-        found.push({ chat, message });
+  try {
+    if (driver) {
+      outer: for await (const batch of ctx.db.index.walk(driver, dir, from, { after: q.dateAfter, before: q.dateBefore })) {
+        for (let j = 0; j < batch.length; j += 3) {
+          const ts = batch[j];
+          if (q.dateAfter !== undefined && !(ts > q.dateAfter)) { if (dir === "before") break outer; continue; }
+          if (q.dateBefore !== undefined && !(ts < q.dateBefore)) { if (dir === "after") break outer; continue; }
+          const chat = ctx.db.chats.get(batch[j + 1]);
+          if (!chat || !chatOk(chat)) continue;
+          let inAll = true;
+          for (const probe of probes) if (!(await probe.has(batch, j))) { inAll = false; break; }
+          if (!inAll) continue;
+          const message = await ctx.db.message(chat.no, batch[j + 2]);
+          if (!message || message.deleted || message.ts !== ts) continue;
+          if (!messageOk(ctx, chat, message, words, q, media)) continue;
+          if (found.length === pageSize) { hasMore = true; break outer; }
+          found.push({ chat, message });
+        }
       }
     }
+  } finally {
+    // A probe is seldom read to the end of its walk; closing it tells the index that the walk is over.
+    await Promise.all(probes.map((probe) => probe.close()));
   }
   if (dir === "after") found.reverse();
   const chats: Record<string, Chat> = {};

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { prng } from "../connectors/sandbox/corpus.ts";
 import { Kv } from "./kv.ts";
 import { keys } from "./records.ts";
-import { HEAD, PAGE, SEGMENT, SearchIndex, TAIL, tokenize, type Posting, type SegmentRef, type TermMeta } from "./search-index.ts";
+import { HEAD, PAGE, PostingProbe, SEGMENT, SearchIndex, TAIL, tokenize, type Posting, type SegmentRef, type TermMeta } from "./search-index.ts";
 
 const TERM = "word";
 
@@ -69,6 +69,12 @@ async function expectLayoutConsistent(ix: ReturnType<typeof openTestIndex>, layo
     refs.push(...pageRefs);
   }
   refs.push(...meta.segs);
+  // Nothing stored that the term no longer names: a split's old segment or page goes at the first commit without
+  // a walk running (this one, if the test left none open).
+  await ix.kv.commit();
+  const stored = async (prefix: string) => (await ix.storage.getKeys(prefix)).map((key) => Number(key.slice(prefix.length))).sort((a, b) => a - b);
+  expect(await stored(`ixs:${TERM}:`), "stored segments").toEqual(refs.map((ref) => ref.id).sort((a, b) => a - b));
+  expect(await stored(`ixd:${TERM}:`), "stored pages").toEqual((meta.pages ?? []).map((page) => page.id).sort((a, b) => a - b));
   let previousMax: Posting | null = null;
   for (const ref of refs) {
     expect(ref.n).toBeLessThanOrEqual(2 * SEGMENT);
@@ -257,6 +263,58 @@ describe("SearchIndex directory pages", () => {
       expect(walked.slice(0, expected.length)).toEqual(expected);
     }
     expect((await ix.index.meta(TERM))!.pages!.length).toBeGreaterThan(pagesBefore);
+  });
+
+  // A history back-fill adds old postings: they split segments (and, in pages, the pages) at the far end of a walk
+  // that a search has paused. The walk must still see every posting its lists held when it began.
+  it.each([
+    ["refs in the term record", undefined],
+    ["refs in directory pages", { tail: 2, page: 3 }],
+    ["refs in pages of one", { tail: 1, page: 1 }],
+  ] as [string, Layout | undefined][])("finishes a walk paused while a back-fill splits the segments and pages ahead of it (%s)", async (_, layout) => {
+    const original = Array.from({ length: 24 * HEAD }, (_, i): Posting => [1_700_000_000_000 + i * 10_000, 0, i]);
+    for (const direction of ["before", "after"] as const) {
+      const ix = openTestIndex(createStorage(), layout);
+      await insert(ix, original, HEAD);
+      const walker = ix.index.walk(TERM, direction, null);
+      const seen: number[] = [...(await walker.next()).value!];
+      // Ahead of the walk: older than everything for a walk from the newest, just below the newest for one from
+      // the oldest. Newest first, as a back-fill sends them.
+      const edge = direction === "before" ? original[0][0] - 1 : original[original.length - 1][0] - 1;
+      const backfill = Array.from({ length: 3 * SEGMENT }, (_, i): Posting => [edge - i, 1, i]);
+      const segmentsBefore = (await ix.index.meta(TERM))!.next;
+      await insert(ix, backfill, 256);
+      for await (const batch of walker) seen.push(...batch);
+
+      const walked: Posting[] = [];
+      for (let j = 0; j < seen.length; j += 3) walked.push([seen[j], seen[j + 1], seen[j + 2]]);
+      const ordered = direction === "before" ? [...walked].sort(cmp).reverse() : [...walked].sort(cmp);
+      expect(walked, "in walk order, each posting once").toEqual(ordered);
+      expect(new Set(walked.map(String)).size).toBe(walked.length);
+      const expected = direction === "before" ? [...original].reverse() : original;
+      expect(walked.filter((p) => p[1] === 0)).toEqual(expected);
+      // The back-fill did split segments while the walk was paused (a split adds at least one).
+      expect((await ix.index.meta(TERM))!.next - segmentsBefore).toBeGreaterThanOrEqual(2);
+      await expectLayoutConsistent(ix, layout);
+      expect(await walk(ix.index, "after")).toEqual([...original, ...backfill].sort(cmp));
+    }
+  });
+
+  it("drops what a split replaced once the walks that could read it are closed, also a probe's unfinished walk", async () => {
+    const layout = { tail: 1, page: 1 };
+    const ix = openTestIndex(createStorage(), layout);
+    const original = makePostings(8 * HEAD, 51);
+    await insert(ix, original, HEAD);
+    const probe = new PostingProbe(ix.index.walk(TERM, "before", null), "before");
+    expect(await probe.has(original[original.length - 1])).toBe(true);
+    const backfill = Array.from({ length: 3 * SEGMENT }, (_, i): Posting => [original[0][0] - 1 - i, 9, i]);
+    await insert(ix, backfill, 256);
+    const segmentKeys = async () => (await ix.storage.getKeys(`ixs:${TERM}:`)).length;
+    const held = await segmentKeys();
+    await probe.close();
+    await ix.kv.commit();
+    expect(await segmentKeys()).toBeLessThan(held);
+    await expectLayoutConsistent(ix, layout);
   });
 
   it("moves the refs of a term record written before pages existed into pages at its next insert", async () => {

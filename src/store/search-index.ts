@@ -128,6 +128,9 @@ class Blocks {
 
 export class SearchIndex {
   private queue: { terms: string[]; posting: Posting }[] = [];
+  /** Walks begun and not yet finished or closed; segments and pages they may still read wait in `retired`. */
+  private walking = 0;
+  private retired: string[] = [];
 
   /** `layout` is for tests, which need pages without writing hundreds of thousands of postings. */
   constructor(
@@ -146,6 +149,8 @@ export class SearchIndex {
 
   /** Folds queued postings into their segments. Only ever called from a commit, so it has no concurrent writer. */
   async applyQueued(): Promise<void> {
+    // Before this commit's own splits, so that what they retire outlives the walks running now.
+    this.dropRetired();
     if (this.queue.length === 0) return;
     const queue = this.queue;
     this.queue = [];
@@ -181,7 +186,6 @@ export class SearchIndex {
         metaChanged = true;
       }
       const ref = refs[at];
-      const key = keys.segment(term, ref.id);
       insertSorted(data, p);
       ref.n = data.length / 3;
       if (comparePosting(p, 0, minOf(ref), 0) < 0) {
@@ -190,19 +194,26 @@ export class SearchIndex {
         metaChanged = true;
       }
       if (ref.n > 2 * SEGMENT) {
+        // Both halves become new segments, and the one that split stays as it was until no walk can hold it: a
+        // walk in progress reads the segments of the lists it started with (see walk()), so rewriting this one to
+        // its lower half would hide the upper half from that walk.
         const half = Math.floor(ref.n / 2) * 3;
-        const tail = data.splice(half);
-        const split: SegmentRef = { id: meta.next++, t: tail[0], c: tail[1], s: tail[2], n: tail.length / 3 };
-        ref.n = data.length / 3;
-        // A new list rather than a splice: a walk in progress keeps the list it started with (see walk()).
-        const grown = [...refs.slice(0, at + 1), split, ...refs.slice(at + 1)];
+        const halves = [data.slice(0, half), data.slice(half)].map((part) => {
+          const split: SegmentRef = { id: meta.next++, t: part[0], c: part[1], s: part[2], n: part.length / 3 };
+          this.kv.put(keys.segment(term, split.id), part);
+          return split;
+        });
+        this.retire(keys.segment(term, ref.id));
+        // A new list rather than a splice, for the same reason.
+        const grown = [...refs.slice(0, at), ...halves, ...refs.slice(at + 1)];
         if (block === blocks.last) meta.segs = grown;
         else if (grown.length > 2 * this.layout.page) this.splitPage(term, meta, block, grown);
         else blocks.savePage(block, grown);
-        this.kv.put(keys.segment(term, split.id), tail);
         metaChanged = true;
-      } else if (block < blocks.last) blocks.savePage(block, refs);
-      this.kv.put(key, data);
+        continue;
+      }
+      if (block < blocks.last) blocks.savePage(block, refs);
+      this.kv.put(keys.segment(term, ref.id), data);
     }
     meta.n += postings.length;
     // A loop: a record written before pages existed sheds all its excess refs at its first insert.
@@ -228,15 +239,31 @@ export class SearchIndex {
     this.kv.put(keys.segmentPage(term, page.id), refs);
   }
 
-  /** A page that grew past twice its size (segments split inside it) becomes two: its lower half and a new page. */
+  /**
+   * A page that grew past twice its size (segments split inside it) becomes two new pages. The old one stays until
+   * no walk can hold it, as a split segment does (see insert()).
+   */
   private splitPage(term: string, meta: TermMeta, block: number, refs: SegmentRef[]) {
     const half = refs.length >> 1;
-    const upper = refs.slice(half);
-    const page: PageRef = { id: meta.nextPage!++, t: upper[0].t, c: upper[0].c, s: upper[0].s };
+    const halves = [refs.slice(0, half), refs.slice(half)].map((part) => {
+      const page: PageRef = { id: meta.nextPage!++, t: part[0].t, c: part[0].c, s: part[0].s };
+      this.kv.put(keys.segmentPage(term, page.id), part);
+      return page;
+    });
     const pages = meta.pages!;
-    meta.pages = [...pages.slice(0, block + 1), page, ...pages.slice(block + 1)];
-    this.kv.put(keys.segmentPage(term, pages[block].id), refs.slice(0, half));
-    this.kv.put(keys.segmentPage(term, page.id), upper);
+    this.retire(keys.segmentPage(term, pages[block].id));
+    meta.pages = [...pages.slice(0, block), ...halves, ...pages.slice(block + 1)];
+  }
+
+  /** Keeps a replaced segment or page for the walks running now; the first commit with no walk running drops it. */
+  private retire(key: string) {
+    this.retired.push(key);
+  }
+
+  private dropRetired() {
+    if (this.walking > 0) return;
+    for (const key of this.retired) this.kv.remove(key);
+    this.retired = [];
   }
 
   /**
@@ -244,10 +271,21 @@ export class SearchIndex {
    * `before` walks newest → oldest, `after` oldest → newest. `bounds` prunes whole segments by time.
    */
   async *walk(term: string, direction: "before" | "after", from: Posting | null, bounds: { after?: number; before?: number } = {}): AsyncGenerator<number[]> {
+    // Counted until it ends or its consumer closes it (for await does on break; PostingProbe.close otherwise).
+    this.walking++;
+    try {
+      yield* this.walkSegments(term, direction, from, bounds);
+    } finally {
+      this.walking--;
+    }
+  }
+
+  private async *walkSegments(term: string, direction: "before" | "after", from: Posting | null, bounds: { after?: number; before?: number }): AsyncGenerator<number[]> {
     const meta = await this.meta(term);
     if (!meta) return;
     // The lists as they are now: a commit during the walk replaces them rather than changing them (insert() only
-    // appends in place), so the walk goes on over a consistent set of segments.
+    // appends in place), and keeps the segments and pages they name (see retire()), so the walk goes on over a
+    // consistent set of segments.
     const blocks = new Blocks(this.kv, term, { ...meta });
     if (direction === "before") {
       let { block, at } = from ? await blocks.locate(from) : { block: blocks.last, at: -2 };
@@ -334,6 +372,12 @@ export class PostingProbe {
     private readonly source: AsyncGenerator<number[]>,
     private readonly direction: "before" | "after",
   ) {}
+
+  /** Ends the walk early (a probe is seldom read to its end), so the index knows it no longer runs. */
+  async close(): Promise<void> {
+    this.done = true;
+    await this.source.return(undefined);
+  }
 
   /** True when the term has posting `key`. Keys must be passed in walk order. */
   async has(key: ArrayLike<number>, keyAt = 0): Promise<boolean> {
