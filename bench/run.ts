@@ -310,7 +310,7 @@ async function main() {
   if (sections.has("endpoints")) {
     work = await buildWorkload(daemon.url, token);
     ({ chatIDs, echoChatIDs } = work);
-    log(`workload: ${work.chatIDs.length} chats, ${work.rareWords.length} rare words (of ${work.rareTries} tried: ${work.rareWords.slice(0, 6).map((w) => `${w.word}×${w.hits}`).join(" ")} …), account ${work.accountID}, dateAfter ${work.dateAfter}`);
+    log(`workload: ${work.chatIDs.length} chats, ${work.rareWords.length} rare words (of ${work.rareTries} tried: ${work.rareWords.slice(0, 6).map((w) => `${w.word}×${w.hits}${w.more ? "+" : ""}`).join(" ")} …), account ${work.accountID}, dateAfter ${work.dateAfter}`);
     writeFileSync(bodyFile, work.chatsBody);
     const baselineServer = await startBaseline(bodyFile);
     const bare = await measure(`  bare node:http, same ${work.chatsBody.length} B body`, baselineServer.pid, baselineServer.url, [{ method: "GET", path: "/" }], readConcurrency, false);

@@ -208,8 +208,8 @@ export async function measurePhase(
 /**
  * What the scale phases need, from the seeded data: the first GET /v1/chats page byte for byte (the baseline answers
  * with it), chat IDs (bench/workload.ts's shuffled order, Echo chats apart) and the two-common-words searches (every
- * pair of COMMON_WORDS, as bench/workload.ts's searchCommon). Not buildWorkload itself: it also looks for rare words
- * (1–20 hits), of which a 10M data set has none among the 1,500 it tries, and fails.
+ * pair of COMMON_WORDS, as bench/workload.ts's searchCommon). Not buildWorkload itself: its rare-word hunt costs
+ * up to 1,500 searches that no scale phase uses.
  */
 export async function scaleWorkload(url: string, token: string) {
   const res = await fetch(`${url}/v1/chats`, { headers: { authorization: `Bearer ${token}` } });

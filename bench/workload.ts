@@ -1,6 +1,7 @@
 /**
  * Builds the request lists from the seeded data itself: chat IDs from paging GET /v1/chats, rare words sampled
- * from message pages and confirmed by search (1–20 hits), common words, and the first account.
+ * from message pages and confirmed by search (1–20 hits, or the least common found where no word is that rare),
+ * common words, and the first account.
  */
 import type { RequestSpec } from "./load.ts";
 
@@ -19,7 +20,9 @@ export interface Workload {
   echoChatIDs: string[];
   accountID: string;
   dateAfter: string;
-  rareWords: { word: string; hits: number }[];
+  /** Words with 1–20 search hits; at sizes where there are none, words seen once in the sample (`more`: a page
+   * of hits and more). */
+  rareWords: { word: string; hits: number; more?: boolean }[];
   rareTries: number;
   requests: Record<"chats" | "chat" | "messages" | "searchRare" | "searchCommon" | "searchFiltered" | "send", RequestSpec[]>;
 }
@@ -100,14 +103,19 @@ export async function buildWorkload(url: string, token: string): Promise<Workloa
   }
   const candidates = shuffle([...counts].filter(([w, n]) => n === 1 && /^\p{L}+$/u.test(w)).map(([w]) => w));
   const rareWords: Workload["rareWords"] = [];
+  // Words seen once in the sample that have more than a page of hits: used only if no word has 1–20. At 10M
+  // messages every word of the sandbox's 30,000-word vocabulary occurs hundreds of times.
+  const uncommon: Workload["rareWords"] = [];
   let rareTries = 0;
   for (const word of candidates) {
     if (rareWords.length >= RARE_WORDS || rareTries >= MAX_RARE_TRIES) break;
     rareTries++;
     const found = await json(`/v1/messages/search?query=${encodeURIComponent(word)}`);
     if (found.items.length >= 1 && !found.hasMore) rareWords.push({ word, hits: found.items.length });
+    else if (found.hasMore && uncommon.length < RARE_WORDS) uncommon.push({ word, hits: found.items.length, more: true });
   }
-  if (rareWords.length === 0) throw new Error(`no word with 1–20 search hits among ${rareTries} candidates`);
+  if (rareWords.length === 0 && uncommon.length === 0) throw new Error(`no word with search hits among ${rareTries} candidates`);
+  const rarest = rareWords.length ? rareWords : uncommon;
 
   const get = (path: string): RequestSpec => ({ method: "GET", path });
   const search = (params: Record<string, string>) => get(`/v1/messages/search?${new URLSearchParams(params)}`);
@@ -118,13 +126,13 @@ export async function buildWorkload(url: string, token: string): Promise<Workloa
     echoChatIDs,
     accountID,
     dateAfter,
-    rareWords,
+    rareWords: rarest,
     rareTries,
     requests: {
       chats: [get("/v1/chats")],
       chat: chatIDs.map((id) => get(`/v1/chats/${segment(id)}`)),
       messages: chatIDs.map((id) => get(`/v1/chats/${segment(id)}/messages`)),
-      searchRare: rareWords.map(({ word }) => search({ query: word })),
+      searchRare: rarest.map(({ word }) => search({ query: word })),
       searchCommon: shuffle(pairs).map((query) => search({ query })),
       searchFiltered: COMMON_WORDS.slice(0, 4).map((query) => search({ query, accountIDs: accountID, dateAfter })),
       send: chatIDs.map((id) => ({
