@@ -141,7 +141,7 @@ export const WS_PROTOCOL = "inboxd.v1";
 export async function createApp(options: AppOptions): Promise<App> {
   const db = await Db.open(options.storage, { cacheBytes: options.cacheBytes });
   // The app is the store's one writer, so it keeps the chat snapshot that makes the next start fast. A store
-  // without one (written before snapshots existed) gets it with the first commit.
+  // without one (written before snapshots existed) gets it over the first commits, beginning with this one.
   db.keepsChatSnapshot = true;
   await db.commit();
   const bridges = new BridgeRuntime();
@@ -318,6 +318,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     },
     async close() {
       await bridges.stop();
+      // A snapshot half written stays unnamed; the next start's first build removes its parts.
+      db.keepsChatSnapshot = false;
       await db.commit();
     },
   };

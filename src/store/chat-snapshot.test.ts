@@ -1,6 +1,6 @@
 import { createStorage, type Storage } from "unstorage";
 import { describe, expect, it } from "vitest";
-import { DIRTY_LIMIT } from "./chat-snapshot.ts";
+import { DIRTY_LIMIT, type SnapshotLayout } from "./chat-snapshot.ts";
 import { Db } from "./db.ts";
 import { keys, type ChatRecord } from "./records.ts";
 import type { User } from "../schema/wire.ts";
@@ -32,16 +32,52 @@ async function storedChats(storage: Storage): Promise<ChatRecord[]> {
 
 const byNo = (chats: readonly ChatRecord[]) => JSON.parse(JSON.stringify([...chats].sort((a, b) => a.no - b.no)));
 
-async function writer(storage: Storage): Promise<Db> {
-  const db = await Db.open(storage);
+async function writer(storage: Storage, snapshotLayout?: SnapshotLayout): Promise<Db> {
+  const db = await Db.open(storage, { snapshotLayout });
   db.keepsChatSnapshot = true;
   return db;
 }
 
+/** Parts of about 25 chats, 4 per commit: a snapshot of a few thousand chats takes tens of commits to write. */
+const STEPPED: SnapshotLayout = { partBytes: 8 * 1024, partsPerCommit: 4 };
+
+type StoredHead = { gen: number; parts: number; dirty: number[] };
+const storedHead = async (storage: Storage) => (await storage.getItem<StoredHead>(keys.chatSnapshot)) ?? { gen: -1, parts: 0, dirty: [] };
+const partKeys = async (storage: Storage) => (await storage.getKeys("chatsnap:")).filter((k) => k !== keys.chatSnapshot).sort();
+const namedParts = (head: StoredHead) => Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)).sort();
+
+const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/** Commits, and goes on until a snapshot being written is done (as the writer's own timer would, between requests). */
+async function finishBuild(db: Db, storage: Storage) {
+  const done = async () => (await storage.getItem(keys.chatSnapshot)) !== null && (await partKeys(storage)).length === (await storedHead(storage)).parts;
+  for (let i = 0; i === 0 || (i < 10_000 && !(await done())); i++) {
+    await db.commit();
+    await nextTurn(); // the writer takes one step per turn of the event loop
+  }
+}
+
+/** 3,000 chats in a stepped snapshot, then enough distinct changes (not yet committed) to make the next one due. */
+async function snapshotDue() {
+  const storage = createStorage();
+  const db = await writer(storage, STEPPED);
+  const chats = Array.from({ length: 3000 }, (_, n) => addChat(db, n));
+  await finishBuild(db, storage);
+  const first = await storedHead(storage);
+  for (const chat of chats.slice(0, DIRTY_LIMIT + 1)) {
+    chat.title = `Renamed ${chat.no}`;
+    db.saveChat(chat);
+  }
+  return { storage, db, chats, first };
+}
+
 describe("chat snapshot", () => {
-  it("gives a restart exactly the committed chats, through changes, removals and re-snapshots", async () => {
+  it.each([
+    ["in one commit", undefined],
+    ["in steps over many commits", STEPPED],
+  ] as [string, SnapshotLayout | undefined][])("gives a restart exactly the committed chats, through changes, removals and re-snapshots written %s", async (_, layout) => {
     const storage = createStorage();
-    const db = await writer(storage);
+    const db = await writer(storage, layout);
     let random = 7;
     const next = () => (random = (random * 48271) % 2147483647) / 2147483647;
     const chats: ChatRecord[] = [];
@@ -58,6 +94,10 @@ describe("chat snapshot", () => {
         const [chat] = chats.splice(Math.floor(next() * chats.length), 1);
         await db.dropChat(chat);
       }
+      if (round % 13 === 0) {
+        await db.commit();
+        await nextTurn();
+      }
       if (round % 97 === 0) {
         await db.commit();
         const restarted = await Db.open(storage);
@@ -65,15 +105,59 @@ describe("chat snapshot", () => {
         expect(restarted.chats.all().map((c) => c.no)).toEqual(db.chats.all().map((c) => c.no));
       }
     }
-    await db.commit();
+    await finishBuild(db, storage);
     const restarted = await Db.open(storage);
     expect(byNo(restarted.chats.all())).toEqual(byNo(db.chats.all()));
     // Only the live snapshot's parts are kept.
-    const head = (await storage.getItem<{ gen: number; parts: number; dirty: number[] }>(keys.chatSnapshot))!;
+    const head = await storedHead(storage);
     expect(head.gen).toBeGreaterThanOrEqual(2);
-    expect((await storage.getKeys("chatsnap:")).filter((k) => k !== keys.chatSnapshot).sort()).toEqual(
-      Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)).sort(),
-    );
+    if (layout) expect(head.parts).toBeGreaterThan(20 * layout.partsPerCommit);
+    expect(await partKeys(storage)).toEqual(namedParts(head));
+  });
+
+  it("writes a new snapshot a few parts per commit, going on by itself, and keeps the old one until the last part", async () => {
+    const { storage, db, chats, first } = await snapshotDue();
+    await db.commit();
+    // One commit began the new snapshot: it wrote at most its share of parts, and the old head still holds.
+    expect(await storedHead(storage)).toMatchObject({ gen: first.gen, parts: first.parts });
+    const written = (await partKeys(storage)).filter((k) => k.startsWith(`chatsnap:${first.gen + 1}:`));
+    expect(written.length).toBeGreaterThan(0);
+    expect(written.length).toBeLessThanOrEqual(STEPPED.partsPerCommit);
+    // A chat changed while the snapshot is being written is read from its record at start-up.
+    chats[0].title = "Changed during the build";
+    db.saveChat(chats[0]);
+    await db.commit();
+    // A commit in the same turn of the event loop takes no step: requests run between steps.
+    expect((await partKeys(storage)).filter((k) => k.startsWith(`chatsnap:${first.gen + 1}:`))).toEqual(written);
+    // The rest is written by commits the writer starts itself.
+    await expect.poll(async () => (await storedHead(storage)).gen, { timeout: 10_000 }).toBe(first.gen + 1);
+    const head = await storedHead(storage);
+    expect(head.dirty).toContain(chats[0].no);
+    expect(await partKeys(storage)).toEqual(namedParts(head));
+    const restarted = await Db.open(storage);
+    expect(byNo(restarted.chats.all())).toEqual(byNo(await storedChats(storage)));
+    expect(restarted.chats.get(chats[0].no)!.title).toBe("Changed during the build");
+  });
+
+  it("starts from the committed snapshot after a crash in the middle of writing a new one, and removes the parts it left", async () => {
+    const { storage, db, chats, first } = await snapshotDue();
+    const unnamed = async () => (await partKeys(storage)).length - first.parts;
+    while ((await unnamed()) < 3 * STEPPED.partsPerCommit) {
+      await db.commit();
+      await nextTurn();
+    }
+    // The writer "dies" here (it is never used again): parts of the next generation are stored, no head names them.
+    db.keepsChatSnapshot = false;
+    expect(await storedHead(storage)).toMatchObject({ gen: first.gen, parts: first.parts });
+    const restarted = await writer(storage, STEPPED);
+    expect(byNo(restarted.chats.all())).toEqual(byNo(await storedChats(storage)));
+    // Most chats go, so the next snapshot has fewer parts than the one cut short: it cannot simply overwrite them.
+    for (const chat of restarted.chats.all().slice(50)) await restarted.dropChat(chat);
+    await finishBuild(restarted, storage);
+    const head = await storedHead(storage);
+    expect(head.gen).toBe(first.gen + 1);
+    expect(await partKeys(storage)).toEqual(namedParts(head));
+    expect(byNo((await Db.open(storage)).chats.all())).toEqual(byNo(await storedChats(storage)));
   });
 
   it("leaves out what was never committed, as after a kill -9", async () => {

@@ -15,10 +15,16 @@ import { keys, type ChatRecord } from "./records.ts";
  * (`dirty`): a chat's number joins it in the same commit as the chat's first change after a snapshot, and start-up
  * reads those chats from their own records. So a `kill -9` at any point leaves a snapshot plus a list that together
  * give exactly the committed chats. The list only grows when a chat changes for the first time since the last
- * snapshot (a busy chat costs nothing more); past DIRTY_LIMIT chats the snapshot is written again, in one commit with
- * an empty list.
+ * snapshot (a busy chat costs nothing more); past DIRTY_LIMIT chats a new snapshot is written.
+ *
+ * A new snapshot is written in steps, a few parts per commit (`advance`), so that at 100,000 chats (73 MB) no single
+ * commit holds the daemon for a second. Meanwhile the committed head stays the truth; the new one lists every chat
+ * changed since its first part was written, and replaces it in the commit that writes its last part. Parts left by
+ * a build that a crash cut short are removed when the next build begins.
  */
 export const PART_BYTES = 512 * 1024;
+/** Parts a build writes per commit: about 1 MB, some 20 ms of serialising and writing. */
+export const PARTS_PER_COMMIT = 2;
 /** Changed chats read one by one at start-up, at most (a few tens of ms); past it the next commit re-snapshots. */
 export const DIRTY_LIMIT = 2048;
 
@@ -36,17 +42,44 @@ interface Part {
   c: [number[], Omit<ChatRecord, "participants">][];
 }
 
+/** A snapshot being written: the chats to go in it, how far it got, and the part being filled. */
+interface Build {
+  gen: number;
+  /** Chat numbers in table order when the build began; chats made since are in `changed`. */
+  order: number[];
+  at: number;
+  parts: number;
+  /** Chats changed (made, altered, removed) since the build began: the new head's list. */
+  changed: Set<number>;
+  userIndex: Map<User, number>;
+  byText: Map<string, number>;
+  nextUser: number;
+  users: string[];
+  rows: string[];
+  bytes: number;
+}
+
+export interface SnapshotLayout {
+  partBytes: number;
+  partsPerCommit: number;
+}
+
 export class ChatSnapshot {
   private head: Head | undefined;
+  private build: Build | undefined;
   /** The newest generation seen, whole or not: a new snapshot never reuses its part keys. */
   private lastGen = -1;
   /** A head found with a part missing: the next snapshot removes its remaining parts. */
   private broken: Head | undefined;
   private readonly dirty = new Set<number>();
 
-  constructor(private readonly kv: Kv) {}
+  /** `layout` is for tests, which need builds of many parts and steps without 100,000 chats. */
+  constructor(
+    private readonly kv: Kv,
+    private readonly layout: SnapshotLayout = { partBytes: PART_BYTES, partsPerCommit: PARTS_PER_COMMIT },
+  ) {}
 
-  /** True once enough chats changed since the snapshot that the next commit should write a new one. */
+  /** True once enough chats changed since the snapshot that a new one should be written. */
   get due(): boolean {
     return !this.head || this.dirty.size > DIRTY_LIMIT;
   }
@@ -57,6 +90,7 @@ export class ChatSnapshot {
    */
   async load(storage: Storage): Promise<ChatRecord[] | undefined> {
     this.dirty.clear();
+    this.cancelBuild();
     this.head = (await storage.getItem<Head>(keys.chatSnapshot)) ?? undefined;
     if (!this.head) return undefined;
     const { gen, parts, dirty } = this.head;
@@ -94,6 +128,7 @@ export class ChatSnapshot {
    * bulk writes (seed into an app's store), where listing every changed chat in the head would only grow it.
    */
   forget(): void {
+    this.cancelBuild();
     if (!this.head) return;
     this.broken = this.head;
     this.head = undefined;
@@ -103,6 +138,7 @@ export class ChatSnapshot {
 
   /** Records that chat `no` changed (or went away) in the commit being prepared. */
   changed(no: number): void {
+    this.build?.changed.add(no);
     if (!this.head || this.dirty.has(no)) return;
     this.dirty.add(no);
     this.head.dirty.push(no);
@@ -110,59 +146,121 @@ export class ChatSnapshot {
   }
 
   /**
-   * Puts a new snapshot of `chats` (the whole table, as it is now) into the commit being prepared, with an empty
-   * list of changed chats, and removes the previous snapshot's parts in the same commit. Synchronous, so no chat
+   * Puts a whole new snapshot of `chats` (the table as it is now) into the commit being prepared, replacing the
+   * previous one in that commit: after a bulk load (seed), where one big commit is expected. Synchronous, so no chat
    * can change between the parts and the head.
    */
   write(chats: readonly ChatRecord[]): void {
-    const previous = this.head ?? this.broken;
-    const gen = ++this.lastGen;
-    const userIndex = new Map<User, number>();
-    const byText = new Map<string, number>();
-    const parts: string[] = [];
-    let users: string[] = [];
-    let rows: string[] = [];
-    let bytes = 0;
-    let nextUser = 0;
+    this.cancelBuild();
+    this.begin(chats);
+    const byNo = new Map(chats.map((chat) => [chat.no, chat]));
+    this.writeParts((no) => byNo.get(no), Infinity);
+  }
+
+  /**
+   * Called as each commit is prepared (Db's beforeCommit, by the store's one writer): begins a new snapshot when one
+   * is due, and puts the build's next parts into this commit. True while the build has more to write: the caller
+   * commits again soon, also when nothing else does.
+   */
+  async advance(chats: { all(): readonly ChatRecord[]; get(no: number): ChatRecord | undefined }): Promise<boolean> {
+    if (!this.build) {
+      if (!this.due) return false;
+      const build = this.begin(chats.all());
+      await this.removeStrayParts();
+      if (this.build !== build) return false; // cancelled (a seed began) while the listing was read
+    }
+    this.writeParts((no) => chats.get(no), this.layout.partsPerCommit);
+    return this.build !== undefined;
+  }
+
+  private begin(chats: readonly ChatRecord[]): Build {
+    return (this.build = {
+      gen: ++this.lastGen,
+      order: chats.map((chat) => chat.no),
+      at: 0,
+      parts: 0,
+      changed: new Set(),
+      userIndex: new Map(),
+      byText: new Map(),
+      nextUser: 0,
+      users: [],
+      rows: [],
+      bytes: 0,
+    });
+  }
+
+  /**
+   * Serialises the build's next chats into `maxParts` more parts (the part being filled carries over to the next
+   * step); after its last part, the new head replaces the old one in the same commit.
+   */
+  private writeParts(chatOf: (no: number) => ChatRecord | undefined, maxParts: number): void {
+    const build = this.build!;
     const flush = () => {
-      parts.push(`{"u":[${users.join(",")}],"c":[${rows.join(",")}]}`);
-      users = [];
-      rows = [];
-      bytes = 0;
+      this.kv.putUncached(keys.chatSnapshotPart(build.gen, build.parts++), new RawJson(`{"u":[${build.users.join(",")}],"c":[${build.rows.join(",")}]}`));
+      build.users = [];
+      build.rows = [];
+      build.bytes = 0;
     };
-    for (const chat of chats) {
+    for (let written = 0; build.at < build.order.length; build.at++) {
+      if (written === maxParts) return;
+      // Gone since the build began: then it is in `changed`, and start-up reads its (missing) record.
+      const chat = chatOf(build.order[build.at]);
+      if (!chat) continue;
       const indices: number[] = [];
       const fresh: string[] = [];
       for (const user of chat.participants) {
-        let index = userIndex.get(user);
+        let index = build.userIndex.get(user);
         if (index === undefined) {
           // Equal users held as separate objects (chats read one by one) are stored once too.
           const text = JSON.stringify(user);
-          index = byText.get(text);
+          index = build.byText.get(text);
           if (index === undefined) {
-            index = nextUser++;
-            byText.set(text, index);
+            index = build.nextUser++;
+            build.byText.set(text, index);
             fresh.push(text);
           }
-          userIndex.set(user, index);
+          build.userIndex.set(user, index);
         }
         indices.push(index);
       }
       const { participants: _, ...rest } = chat;
       const row = `[${JSON.stringify(indices)},${JSON.stringify(rest)}]`;
       const size = row.length + fresh.reduce((sum, text) => sum + text.length + 1, 0);
-      if (bytes > 0 && bytes + size > PART_BYTES) flush();
-      users.push(...fresh);
-      rows.push(row);
-      bytes += size + 1;
+      if (build.bytes > 0 && build.bytes + size > this.layout.partBytes) {
+        flush();
+        written++;
+      }
+      build.users.push(...fresh);
+      build.rows.push(row);
+      build.bytes += size + 1;
     }
-    if (bytes > 0 || parts.length === 0) flush();
-    parts.forEach((text, i) => this.kv.putUncached(keys.chatSnapshotPart(gen, i), new RawJson(text)));
+    if (build.bytes > 0 || build.parts === 0) flush();
+    const previous = this.head ?? this.broken;
     if (previous) for (let i = 0; i < previous.parts; i++) this.kv.remove(keys.chatSnapshotPart(previous.gen, i));
-    this.head = { v: 1, gen, parts: parts.length, dirty: [] };
-    this.broken = undefined;
+    this.head = { v: 1, gen: build.gen, parts: build.parts, dirty: [...build.changed] };
     this.dirty.clear();
+    for (const no of build.changed) this.dirty.add(no);
+    this.broken = undefined;
+    this.build = undefined;
     this.kv.put(keys.chatSnapshot, this.head);
+  }
+
+  /** Drops a partly written snapshot: its parts are removed, and the committed head stays as it is. */
+  private cancelBuild(): void {
+    const build = this.build;
+    if (!build) return;
+    this.build = undefined;
+    for (let i = 0; i < build.parts; i++) this.kv.remove(keys.chatSnapshotPart(build.gen, i));
+  }
+
+  /**
+   * Removes parts that no head names, left by a build that a crash cut short, in the commit that begins the next
+   * build. One of its generation is rewritten by the new build, which reuses the number: no head ever named it.
+   */
+  private async removeStrayParts(): Promise<void> {
+    const named = new Set<string>();
+    for (const head of [this.head, this.broken]) if (head) for (let i = 0; i < head.parts; i++) named.add(keys.chatSnapshotPart(head.gen, i));
+    for (const key of await this.kv.storage.getKeys(`${keys.chatSnapshot}:`)) if (!named.has(key)) this.kv.remove(key);
   }
 }
 

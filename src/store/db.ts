@@ -4,7 +4,7 @@ import { Kv } from "./kv.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
-import { ChatSnapshot, readChatRecords } from "./chat-snapshot.ts";
+import { ChatSnapshot, readChatRecords, type SnapshotLayout } from "./chat-snapshot.ts";
 import type { DomainEvent } from "../events/protocol.ts";
 
 /**
@@ -28,6 +28,7 @@ export class Db {
   private meta: MetaRecord = { schema: 1, nextChatNo: 0 };
   private readonly locks = new Map<number, Promise<unknown>>();
   private changes = new ChangeSet();
+  private snapshotStep: ReturnType<typeof setTimeout> | undefined;
   /**
    * Commit observers (the event hub): `snapshot` runs at the instant a commit takes its batch, so what it derives
    * matches exactly what is being written; `committed` gets that result once the batch is durable.
@@ -41,13 +42,15 @@ export class Db {
    */
   readonly pages = new Map<string, Uint8Array>();
 
-  private constructor(readonly storage: Storage, cacheBytes?: number) {
+  private constructor(readonly storage: Storage, cacheBytes?: number, snapshotLayout?: SnapshotLayout) {
     this.kv = new Kv(storage, { cacheBytes });
     this.index = new SearchIndex(this.kv);
-    this.snapshot = new ChatSnapshot(this.kv);
+    this.snapshot = new ChatSnapshot(this.kv, snapshotLayout);
     this.kv.beforeCommit = async () => {
       await this.index.applyQueued();
-      if (this.keepsChatSnapshot && this.snapshot.due) this.snapshot.write(this.chats.all());
+      // One step of a snapshot being written per turn of the event loop at most: commits can follow each other
+      // without one (sends joining them), and a step in each would hold requests up as one big snapshot did.
+      if (this.keepsChatSnapshot && this.snapshotStep === undefined && (await this.snapshot.advance(this.chats))) this.commitSnapshotStepSoon();
     };
     this.kv.takeBatchNotes = () => {
       const taken = this.changes;
@@ -57,8 +60,8 @@ export class Db {
     this.kv.afterCommit = (result) => this.observer?.committed(result);
   }
 
-  static async open(storage: Storage, options: { cacheBytes?: number } = {}): Promise<Db> {
-    const db = new Db(storage, options.cacheBytes);
+  static async open(storage: Storage, options: { cacheBytes?: number; snapshotLayout?: SnapshotLayout } = {}): Promise<Db> {
+    const db = new Db(storage, options.cacheBytes, options.snapshotLayout);
     await db.reload();
     return db;
   }
@@ -72,6 +75,17 @@ export class Db {
     const records = (await this.snapshot.load(this.storage)) ?? (await this.readEveryChat());
     this.chats.load(records);
     this.forgetPresented();
+  }
+
+  /**
+   * A snapshot being written goes on in the first commit after a timer, with or without other writes, so that
+   * requests and network events run between the steps.
+   */
+  private commitSnapshotStepSoon(): void {
+    this.snapshotStep ??= setTimeout(() => {
+      this.snapshotStep = undefined;
+      if (this.keepsChatSnapshot) this.commit().catch(() => undefined); // a failed commit is retried by the next
+    }, 0);
   }
 
   /** Puts a snapshot of every chat into the next commit (after a bulk load such as `seed`). */
