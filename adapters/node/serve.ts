@@ -2,6 +2,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
+import { limitHeapGrowth } from "./heap-growth.ts";
 import { xmppOverTCP } from "./xmpp-tcp.ts";
 import { arrival, peerAddress, requestFor, type NodeRequest } from "./peer.ts";
 import { LOOPBACK_PROXIES, trustedProxies, type ProxyTrust } from "./forwarded.ts";
@@ -209,6 +210,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });
+  limitHeapGrowth();
   const sockets = attachWebSockets(server.node!.server! as import("node:http").Server, app, { proxy });
   handOver(app);
   const relay = options.relay ? dialRelay(app, { ...options.relay, log: options.print }) : undefined;
