@@ -2,6 +2,7 @@
 import type { LoadResult } from "./load.ts";
 import { READ_CONCURRENCY, SEARCH_CONCURRENCY, SEND_CONCURRENCY, SPREAD_CHATS, type Phase, type ScaleRun, type ScaleSizeFailure, type ScaleSizeResult } from "./scale.ts";
 import type { WorkerScaleResult } from "./worker-scale.ts";
+import { RESNAPSHOT_CHATS } from "./resnapshot.ts";
 
 /** The issue's targets, judged on the largest size measured (10M / 100k chats in a full run). */
 export const TARGETS = {
@@ -91,6 +92,8 @@ function daemonTable(run: ScaleRun, ok: ScaleSizeResult[]): string[] {
     (r) => spread(r) >= TARGETS.spreadSendsPerSecond && clean(r.phases.sendSpread));
   if (ref) add(`  as % of the same at ${ref.size.label}`, (r) => (r === ref ? "—" : pct(spread(r) / spread(ref))), `≥ ${pct(TARGETS.spreadShareOfSmallest)}`, (r) => spread(r) / spread(ref) >= TARGETS.spreadShareOfSmallest);
   add("  p50 / p99", (r) => latency(r.phases.sendSpread.result));
+  add(`longest wait while a new chat snapshot is written (${RESNAPSHOT_CHATS} chats changed)`, (r) => (r.resnapshot ? `${r.resnapshot.max.toFixed(1)} ms` : "—"), "report");
+  add("  GET /v1/accounts every 2 ms meanwhile: p50 / p99", (r) => (r.resnapshot ? `${r.resnapshot.p50.toFixed(2)} / ${r.resnapshot.p99.toFixed(2)} ms` : "—"));
   add("data on disk (data dir), after the seed", (r) => bytes(r.disk.afterSeedBytes), "report");
   add("  after the run (sends, tokens)", (r) => bytes(r.disk.afterRunBytes));
 

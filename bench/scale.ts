@@ -8,13 +8,15 @@
  * first start, then RESTARTS restarts (ms from spawn to the first 200 on GET /v1/chats, each listed); the RSS of the
  * serving process tree (the daemon and any descendants) idle after the last restart and after the load; GET /v1/chats
  * at 16 connections beside bare node:http answering the same bytes; search for two common words at 4; sends at 16 to
- * one chat and spread over 16 chats (a 13-word text); the data dir's size on disk. Printed by bench/scale-report.ts.
+ * one chat and spread over 16 chats (a 13-word text); then how long requests wait while a new chat snapshot is
+ * written (bench/resnapshot.ts); the data dir's size on disk. Printed by bench/scale-report.ts.
  */
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { childrenRunning, cpuSeconds, createToken, descendants, machineBusySeconds, median, memory, ROOT, spawnNode, startBaseline, startDaemon, type Daemon } from "./daemon.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
+import { measureResnapshot, type ResnapshotResult } from "./resnapshot.ts";
 import { COMMON_WORDS, listChatIDs, segment } from "./workload.ts";
 import { killWorkerScale, runWorkerScale, type WorkerScaleResult } from "./worker-scale.ts";
 
@@ -84,6 +86,8 @@ export interface ScaleSizeResult {
   chatsBodyBytes: number;
   sendText: string;
   phases: { bare: Phase; chats: Phase; search: Phase; sendOne: Phase; sendSpread: Phase };
+  /** Requests' waits while a new chat snapshot is written (bench/resnapshot.ts); absent in results of older runs. */
+  resnapshot?: ResnapshotResult;
   /** 1-minute load average before and after this size (the machine is shared). */
   loadavg: { before: number; after: number };
   seconds: number;
@@ -321,6 +325,9 @@ export async function runScaleSize(o: {
     const sendSpread = await phase(`POST send, ${SPREAD_CHATS} chats`, pid, daemon.url, targets.slice(0, SPREAD_CHATS).map(send), SEND_CONCURRENCY);
     const afterLoad = treeRss(daemon.pid);
     const daemonPeakMB = memory(daemon.pid).peakMB;
+    // After the RSS figures: it is not part of the load they are judged on.
+    const resnapshot = await measureResnapshot(daemon.url, token, SEND_TEXT);
+    log(`re-snapshot: ${resnapshot.chats} chats changed in ${resnapshot.sendSeconds.toFixed(1)} s; longest wait ${resnapshot.max.toFixed(1)} ms`);
     await daemon.stop();
     daemon = undefined;
     const result: ScaleSizeResult = {
@@ -335,6 +342,7 @@ export async function runScaleSize(o: {
       chatsBodyBytes: work.chatsBody.length,
       sendText: SEND_TEXT,
       phases: { bare, chats, search, sendOne, sendSpread },
+      resnapshot,
       loadavg: { before: loadBefore, after: os.loadavg()[0] },
       seconds: (performance.now() - started) / 1000,
     };
