@@ -5,6 +5,7 @@ import http from "node:http";
 import net from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DAEMON_NODE_OPTIONS } from "../adapters/node/heap-growth.ts";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "adapters/node/cli.ts");
@@ -28,7 +29,8 @@ const BUILT_CLI = join(ROOT, "dist/node/inboxd.mjs");
  * source maps for its stack traces; any other script (the bench's own workers) through tsx.
  */
 export function spawnNode(file: string, args: string[], nodeArgs: string[] = []): ChildProcess {
-  const run = file === CLI ? ["--enable-source-maps", BUILT_CLI] : ["--import", "tsx", file];
+  // The CLI with the node options the `inboxd` command's first line gives every command (seed and serve included).
+  const run = file === CLI ? [...DAEMON_NODE_OPTIONS, "--enable-source-maps", BUILT_CLI] : ["--import", "tsx", file];
   return track(spawn(inboxdNode, [...nodeArgs, ...run, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
 }
 

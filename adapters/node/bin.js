@@ -1,6 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=16
 // The `inboxd` command: runs the built daemon and command line (dist/node/inboxd.mjs, made by adapters/node/build.ts
-// in `npm ci` and before `npm start`), plain JavaScript with no TypeScript loader at run time.
+// in `npm ci` and before `npm start`), plain JavaScript with no TypeScript loader at run time. The first line's node
+// option is the daemon's (adapters/node/heap-growth.ts).
 import { existsSync } from "node:fs";
 import * as nodeModule from "node:module";
 import { homedir } from "node:os";
