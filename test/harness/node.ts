@@ -13,7 +13,13 @@ import type { AppOptions } from "../../src/app.ts";
 export interface NodeHarness {
   url: string;
   dataDir: string;
-  server: RunningServer;
+  /** The running daemon (a new one after each restart). */
+  readonly server: RunningServer;
+  /**
+   * Stops the daemon and starts it again on the same port and data directory, as a person restarting it would:
+   * connections drop, and clients find it again at the same address.
+   */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -35,22 +41,33 @@ export async function startNode(options: {
   allowHosts?: string[];
 }): Promise<NodeHarness> {
   const dataDir = await prepareDataDir(options);
-  const server = await startServer({
-    port: 0,
-    host: "127.0.0.1",
-    dbPath: databasePath(dataDir),
-    allowHosts: options.allowHosts ?? [],
-    remoteAccess: options.remoteAccess,
-    verbose: options.verbose ?? false,
-    tuning: options.tuning,
-    rateLimit: options.rateLimit ?? false,
-    eventLog: options.eventLog,
-    print: () => undefined,
-  });
+  const listen = (port: number) =>
+    startServer({
+      port,
+      host: "127.0.0.1",
+      dbPath: databasePath(dataDir),
+      allowHosts: options.allowHosts ?? [],
+      remoteAccess: options.remoteAccess,
+      verbose: options.verbose ?? false,
+      tuning: options.tuning,
+      rateLimit: options.rateLimit ?? false,
+      eventLog: options.eventLog,
+      print: () => undefined,
+    });
+  let server = await listen(0);
+  const port = Number(new URL(server.url).port);
   return {
     url: server.url,
     dataDir,
-    server,
+    get server() {
+      return server;
+    },
+    async restart() {
+      await server.close();
+      // As test/xmpp/node.test.ts restarts its daemon. Another program asking the kernel for a free port meanwhile
+      // could be given this one (about one chance in the ~28,000 ephemeral ports): listen() then says so.
+      server = await listen(port);
+    },
     async stop() {
       await server.close();
       rmSync(dataDir, { recursive: true, force: true });

@@ -11,6 +11,7 @@ webSuite(
     const node = await startNode({ tokens: [{ token: admin, scopes: ["read", "write"] }, { token: victim, scopes: ["read"] }], seed: WEB_SEED, tuning: { sandboxQrDelayMs: 10 * 60_000 } });
     return {
       url: node.url,
+      restart: () => node.restart(),
       stop: () => node.stop(),
       signIn: async (page, next) => void (await page.goto(`${await ownerSignInLink(node, ROOT)}&${new URLSearchParams({ next })}`)),
     };
