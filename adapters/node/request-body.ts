@@ -107,18 +107,19 @@ export function bodyOf(req: IncomingMessage, timeouts: BodyTimeouts = BODY_TIMEO
 }
 
 /**
- * Called with the app's response for a request whose body the app did not read to its end. Answers the response
- * to send (with `Connection: close` when the rest is too large to drop on a kept-alive connection) and drops the
- * rest of the body once the response is written.
+ * Called with the app's response for a request whose body the app did not read to its end (`received` bytes of it
+ * have arrived). Answers the response to send (with `Connection: close` when the rest is too large to drop on a
+ * kept-alive connection) and drops the rest of the body once the response is written.
  */
-export function finishBody(req: IncomingMessage, res: ServerResponse, body: RequestBody, response: Response): Response {
+export function finishBody(req: IncomingMessage, res: ServerResponse, received: number, response: Response): Response {
   const declared = Number(req.headers["content-length"] ?? NaN);
-  const remaining = Number.isFinite(declared) ? declared - body.received() : Infinity;
-  const keepAlive = remaining <= KEEP_ALIVE_DRAIN_BYTES;
+  const remaining = Number.isFinite(declared) ? declared - received : Infinity;
+  // A client that asked for `Connection: close` (or spoke HTTP/1.0) gets it: its socket ends after this response.
+  const keepAlive = remaining <= KEEP_ALIVE_DRAIN_BYTES && res.shouldKeepAlive;
   const socket = req.socket;
   if (!keepAlive) {
-    // Node destroys a `Connection: close` socket as soon as the response is flushed, which resets the connection
-    // while the client is still sending; end it (half-close) instead and let the drain below finish it.
+    // Node destroys a closing socket as soon as the response is flushed, which resets the connection while the
+    // client is still sending; end it (half-close) instead and let the drain below finish it.
     socket.destroySoon = () => socket.end();
   }
   res.once("finish", () => drain(req, socket, keepAlive));

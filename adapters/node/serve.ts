@@ -64,15 +64,19 @@ async function handle(starting: App | Promise<App>, request: Request, timeouts: 
       return toErrorResponse(badRequest("an HTTP/1.1 request needs a Host header", [{ code: "required", message: "Host is required", path: ["headers", "host"] }]));
     const app = await starting;
     if (!node) return await app.fetch(request);
-    const bodiless = request.method === "GET" || request.method === "HEAD";
-    // Without remote access a GET goes as srvx made it: nothing to rewrite on the hot path.
-    if (bodiless && !proxy) return await app.fetch(request);
+    if (request.method === "GET" || request.method === "HEAD") {
+      // Without remote access a GET goes as srvx made it: nothing to rewrite on the hot path.
+      const seen = proxy && arrival(request.url, request.headers, node.req.socket?.remoteAddress, proxy);
+      const response = await app.fetch(seen && seen.proxied ? requestFor(seen, { method: request.method }) : request);
+      // The app never reads a GET's or HEAD's body; one a client sent anyway is dropped like any unread body, so
+      // that a client still sending it (with `Connection: close`, say) reads the answer instead of a reset.
+      return node.req.complete ? response : finishBody(node.req, node.res, node.req.readableLength, response);
+    }
     const seen = arrival(request.url, request.headers, node.req.socket?.remoteAddress, proxy);
-    if (bodiless) return await app.fetch(seen.proxied ? requestFor(seen, { method: request.method }) : request);
     const body = bodyOf(node.req, timeouts);
     const forwarded = requestFor(seen, { method: request.method, body: body.stream, duplex: "half" } as RequestInit);
     const response = await app.fetch(forwarded);
-    return body.complete() ? response : finishBody(node.req, node.res, body, response);
+    return body.complete() ? response : finishBody(node.req, node.res, body.received(), response);
   } catch (error) {
     return toErrorResponse(error); // srvx's own answer to a throw is a bare 500
   }

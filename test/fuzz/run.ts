@@ -3,6 +3,7 @@
  * ({code, message, details?: {issues: [{code, message, path}]}}) with a bounded message, every answer within
  * ANSWER_LIMIT_MS (a stalled connection shows up as a missing answer), and the daemon still answering at the end.
  */
+import { request, type Dispatcher } from "undici";
 import type { FuzzRequest } from "./generate.ts";
 
 export const ANSWER_LIMIT_MS = 2_000;
@@ -24,9 +25,9 @@ export interface FuzzResult {
   slowest: string;
 }
 
-function judge(request: FuzzRequest, status: number, contentType: string, text: string): string | undefined {
+function judge(sent: FuzzRequest, status: number, contentType: string, text: string): string | undefined {
   if (status >= 500) return `server error ${status}`;
-  if (status < 400 || request.method === "HEAD") {
+  if (status < 400 || sent.method === "HEAD") {
     if (/json/.test(contentType) && text) {
       try {
         JSON.parse(text);
@@ -69,25 +70,26 @@ export async function runFuzz(options: {
   let next = 0;
   async function worker() {
     while (next < options.requests.length) {
-      const request = options.requests[next++];
+      const fuzz = options.requests[next++];
       const started = performance.now();
       try {
-        const response = await fetch(`${options.url}${request.path}`, {
-          method: request.method,
-          headers: { authorization: `Bearer ${options.token}`, ...request.headers },
-          body: request.body,
+        // undici's request rather than fetch: fetch refuses a body on GET and HEAD, which the fuzzer sends too.
+        const response = await request(`${options.url}${fuzz.path}`, {
+          method: fuzz.method as Dispatcher.HttpMethod,
+          headers: { authorization: `Bearer ${options.token}`, ...fuzz.headers },
+          body: fuzz.body,
           signal: AbortSignal.timeout(ANSWER_LIMIT_MS),
         });
-        const text = await response.text();
+        const text = await response.body.text();
         const ms = performance.now() - started;
-        result.statuses[response.status] = (result.statuses[response.status] ?? 0) + 1;
-        if (ms > result.slowestMs) [result.slowestMs, result.slowest] = [ms, request.label];
-        const reason = judge(request, response.status, response.headers.get("content-type") ?? "", text);
-        if (reason) result.failures.push({ label: request.label, reason, status: response.status, body: text.slice(0, 300) });
+        result.statuses[response.statusCode] = (result.statuses[response.statusCode] ?? 0) + 1;
+        if (ms > result.slowestMs) [result.slowestMs, result.slowest] = [ms, fuzz.label];
+        const reason = judge(fuzz, response.statusCode, String(response.headers["content-type"] ?? ""), text);
+        if (reason) result.failures.push({ label: fuzz.label, reason, status: response.statusCode, body: text.slice(0, 300) });
       } catch (error) {
         const cause = (error as { cause?: { code?: string } }).cause?.code;
         const reason = (error as Error).name === "TimeoutError" ? `no answer within ${ANSWER_LIMIT_MS} ms` : `${(error as Error).message}${cause ? ` (${cause})` : ""}`;
-        result.failures.push({ label: request.label, reason });
+        result.failures.push({ label: fuzz.label, reason });
       }
       result.sent++;
       if (result.sent % 250 === 0) options.onProgress?.(result.sent, result.failures.length);
