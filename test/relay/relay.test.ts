@@ -1,8 +1,10 @@
 /**
  * The relay (issue 18, part 2): the Worker in relay mode, run by workerd through Miniflare, and the real daemon
  * (`inboxd serve --relay URL` as a child process) dialing out to it. Remote clients talk to the Worker only: the
- * official SDK, a /v1/ws client, an MCP client running OAuth, an event stream. Then the daemon is killed (503 at
- * once) and started again (200 once it has dialed back in), and a wrong pairing secret is refused without being logged.
+ * official SDK, a /v1/ws client, an MCP client running OAuth, an event stream. Then the daemon is killed (503 as
+ * soon as the relay sees its connection close) and started again (200 once it has dialed back in), and a wrong
+ * pairing secret is refused without being logged. The per-address rate limit is checked on a relay of its own, with
+ * a budget so low that no refill comes while the test runs.
  */
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
@@ -11,6 +13,7 @@ import { prepareDataDir } from "../harness/node.ts";
 import { killAll, startServing, type ServingProcess } from "../harness/process.ts";
 import { startWorkerd, type WorkerdServer } from "../harness/workerd.ts";
 import { connect } from "../events/kit.ts";
+import { HEARTBEAT_TIMEOUT_MS } from "../../src/relay/protocol.ts";
 import { liveEvents, mcpOAuth, sdkRoundTrip } from "../remote/kit.ts";
 
 const SECRET = randomBytes(24).toString("base64url");
@@ -23,9 +26,9 @@ let dataDir: string;
 let daemon: ServingProcess | undefined;
 const relayLogs: { level: string; message: string }[] = [];
 
-/** `inboxd serve --relay` on the prepared data dir, as a person runs it (the secret from the environment). */
-const serve = (secret = SECRET) =>
-  startServing(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", "0", "--rate-limit", "off", "--relay", relay.url], {
+/** `inboxd serve --relay` on a prepared data dir, as a person runs it (the secret from the environment). */
+const serve = (secret = SECRET, to = { relay: relay.url, dataDir }) =>
+  startServing(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", to.dataDir, "--port", "0", "--rate-limit", "off", "--relay", to.relay], {
     env: { ...process.env, INBOXD_RELAY_SECRET: secret },
   });
 /** Resolves once the daemon says it dialed in (also outside a test: expect.poll is not allowed in beforeAll). */
@@ -57,10 +60,8 @@ afterAll(async () => {
 let asset = "";
 
 describe("the relay Worker without a daemon", () => {
-  it("answers 503 RELAY_OFFLINE at once, saying what to start", async () => {
-    const started = performance.now();
+  it("answers 503 RELAY_OFFLINE, saying what to start", async () => {
     const res = await get("/v1/chats");
-    expect(performance.now() - started).toBeLessThan(1_000);
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("5");
     expect(await res.json()).toMatchObject({ code: "RELAY_OFFLINE", message: expect.stringContaining("inboxd serve --relay") });
@@ -127,13 +128,11 @@ describe("the daemon dialed in to the relay", () => {
     expect((await get("/v1/chats?limit=1")).status).toBe(200);
   });
 
-  it("refuses a streamed body that grows past the limit with 413, at once", async () => {
-    const started = performance.now();
+  it("refuses a streamed body that grows past the limit with 413", async () => {
     // A multipart upload the daemon reads as it comes (and would take far beyond 2 MiB).
     const res = await fetch(`${relay.url}/v1/assets/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "multipart/form-data; boundary=relay-test" }, body: chunks(40, 64 * 1024), duplex: "half" } as RequestInit);
     expect(res.status).toBe(413);
     expect(((await res.json()) as { message: string }).message).toContain(`the relay forwards request bodies of at most ${MAX_BODY} bytes`);
-    expect(performance.now() - started).toBeLessThan(10_000);
     expect((await get("/v1/chats?limit=1")).status).toBe(200);
   });
 
@@ -180,33 +179,59 @@ describe("the daemon dialed in to the relay", () => {
     await mcpOAuth({ origin: relay.url, token }, asset);
   });
 
-  it("rate-limits per client address before forwarding (429 with retry-after), other addresses unaffected", async () => {
-    const from = (address: string) => fetch(`${relay.url}/v1/info`, { headers: { "cf-connecting-ip": address } });
-    const statuses: number[] = [];
-    let limited: Response | undefined;
-    for (let i = 0; i < 260 && !limited; i++) {
-      const res = await from("203.0.113.50");
-      statuses.push(res.status);
-      if (res.status === 429) limited = res;
-    }
-    expect(statuses).toContain(429);
-    expect(statuses.indexOf(429)).toBeGreaterThanOrEqual(150); // the default burst of 200, refilling at 50/s meanwhile
-    // (Read from the refusal itself: a token refills every 20 ms, so a later request on a busy machine may pass.)
-    expect(Number(limited!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect((await from("198.51.100.60")).status).toBe(200);
-  });
-
-  it("answers 503 within a second of the daemon being killed, and 200 again once a restarted daemon dials back in", async () => {
+  it("answers 503 once the daemon is killed (the relay sees its connection close), and 200 again once a restarted daemon dials back in", async () => {
     expect(await daemon!.stop("SIGKILL")).toBeNull();
-    const killedAt = performance.now();
-    let res = await get("/v1/chats?limit=1");
-    while (res.status === 200 && performance.now() - killedAt < 1_000) res = await get("/v1/chats?limit=1");
-    expect(res.status).toBe(503);
-    expect(performance.now() - killedAt).toBeLessThan(1_000);
+    // The relay's own watchdog would give up on a silent daemon only after HEARTBEAT_TIMEOUT_MS, longer than this
+    // waits: a 503 within it is the closed connection noticed. A request sent into the connection before the relay
+    // saw it close fails with 502 RELAY_DISCONNECTED; nothing is answered as if the daemon were there.
+    const statuses: number[] = [];
+    const status = async () => statuses[statuses.push((await get("/v1/chats?limit=1")).status) - 1];
+    await expect.poll(status, { timeout: HEARTBEAT_TIMEOUT_MS / 2, interval: 50 }).toBe(503);
+    expect(statuses.filter((s) => s !== 502 && s !== 503)).toEqual([]);
     daemon = await serve();
     await connected(daemon);
     expect((await get("/v1/chats?limit=1")).status).toBe(200);
   }, 30_000);
+});
+
+describe("the relay's per-address rate limit", () => {
+  /**
+   * INBOXD_RELAY_RATE_LIMIT: one request per 1,000 s, so a burst of one. No request's budget comes back while the
+   * test runs (its timeout is 30 s), however slowly the machine answers; the arithmetic of bursts and refills is
+   * src/http/rate-limit.test.ts's, on a clock it moves by hand.
+   */
+  const RATE = 0.001;
+  let limited: WorkerdServer;
+  let limitedDir: string;
+  let behind: ServingProcess | undefined;
+
+  beforeAll(async () => {
+    limited = await startWorkerd({ vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: SECRET, INBOXD_RELAY_RATE_LIMIT: String(RATE) } });
+    limitedDir = await prepareDataDir({ tokens: [{ token, scopes: ["read", "write"] }] });
+    behind = await serve(SECRET, { relay: limited.url, dataDir: limitedDir });
+    await connected(behind);
+  }, 60_000);
+  afterAll(async () => {
+    await behind?.stop("SIGTERM");
+    await limited?.stop();
+    if (limitedDir) rmSync(limitedDir, { recursive: true, force: true });
+  });
+
+  it("refuses an address past its budget before forwarding (429 with retry-after, named as the relay's), other addresses unaffected", async () => {
+    const from = (address: string) => fetch(`${limited.url}/v1/info`, { headers: { authorization: `Bearer ${token}`, "cf-connecting-ip": address } });
+    const first = await from("203.0.113.50");
+    expect(first.status).toBe(200);
+    // The daemon's answer, forwarded.
+    expect(((await first.json()) as { server: unknown }).server).toMatchObject({ base_url: limited.url, remote_access: true });
+    for (let i = 0; i < 3; i++) {
+      const refused = await from("203.0.113.50");
+      expect(refused.status).toBe(429);
+      // The relay's refusal (the daemon runs with --rate-limit off, and counts tokens, not addresses).
+      expect(await refused.json()).toMatchObject({ code: "RATE_LIMITED", message: expect.stringContaining(`this address may make ${RATE} requests per second with bursts of up to 1`) });
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(900);
+    }
+    expect((await from("198.51.100.60")).status).toBe(200);
+  });
 });
 
 /** A request body of `count` chunks of `size` bytes, streamed (no Content-Length). */
