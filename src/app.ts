@@ -308,7 +308,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         response = errorResponseFor(url, error);
       }
       if (isV0Path(url.pathname)) response = v0Response(response, url);
-      if (request.method === "HEAD" && response.body) response = withoutBody(response);
+      if (request.method === "HEAD" && response.body) response = await withoutBody(response);
       if (discovery) response = withDiscoveryCors(response);
       if (response.status === 401) response.headers.set("www-authenticate", challenge(url.origin));
       await discardUnreadBody(request);
@@ -330,10 +330,17 @@ function errorResponseFor(url: URL, error: unknown): Response {
   return isV0Path(url.pathname) ? v0ErrorResponse(error) : toErrorResponse(error);
 }
 
-/** A HEAD answer: GET's status and headers, its body (possibly a stream just opened) cancelled. */
-function withoutBody(response: Response): Response {
-  void response.body?.cancel().catch(() => {});
-  return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
+/**
+ * A HEAD answer: GET's status and headers, its body (possibly a stream just opened) cancelled. A JSON body's length
+ * is said as GET's Content-Length would be: without one (or chunked framing), Node's own HTTP client does not reuse
+ * the connection after a HEAD. Other bodies without a length may be endless streams (SSE), so they are not read.
+ */
+async function withoutBody(response: Response): Promise<Response> {
+  const headers = new Headers(response.headers);
+  if (!headers.has("content-length") && /^application\/json/.test(headers.get("content-type") ?? ""))
+    headers.set("content-length", String((await response.arrayBuffer()).byteLength));
+  else void response.body?.cancel().catch(() => {});
+  return new Response(null, { status: response.status, statusText: response.statusText, headers });
 }
 
 function toResponse(result: unknown): Response {

@@ -14,6 +14,19 @@ export class BlobTooLargeError extends Error {
   }
 }
 
+/**
+ * Thrown by a storage whose items are files (the daemon's, adapters/node/asset-storage.ts) for an item that is not a
+ * regular file of the store — a symlink planted there, a FIFO, a directory — instead of reading through it.
+ */
+export class NotAStoredFileError extends Error {
+  constructor(readonly path: string) {
+    super(`not a regular file of the asset store (a symlink or another kind of file): ${path}`);
+  }
+}
+
+/** A chunk of a blob that is not in the store (removed from under the daemon). */
+export class MissingChunkError extends Error {}
+
 export class BlobStore {
   constructor(private readonly storage: Storage) {}
 
@@ -68,6 +81,15 @@ export class BlobStore {
       await this.remove(id, chunks + 1);
       throw error;
     }
+  }
+
+  /**
+   * Makes sure every chunk holding bytes [start, end] is in the store, so that a stream of them does not break off
+   * after an answer has begun: throws MissingChunkError, or the storage's NotAStoredFileError.
+   */
+  async check(id: string, start: number, end: number): Promise<void> {
+    for (let n = Math.floor(start / CHUNK_BYTES); n <= Math.floor(end / CHUNK_BYTES); n++)
+      if (!(await this.storage.hasItem(chunkKey(id, n)))) throw new MissingChunkError(`asset ${id} is missing chunk ${n}`);
   }
 
   /** Streams bytes [start, end] (inclusive) of a blob, reading one chunk at a time on demand. */

@@ -1,11 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { serveBytes, type ServedBytes } from "./serve-bytes.ts";
 
-/** A file of `size` bytes whose byte i is `i & 0xff`; `reads` records every read(start, end) the server made. */
+/**
+ * A file of `size` bytes whose byte i is `i & 0xff`; `reads` records every read(start, end) the server made, `checks`
+ * every check(start, end).
+ */
 function file(size: number, extra: Partial<ServedBytes> = {}) {
   const reads: [number, number][] = [];
+  const checks: [number, number][] = [];
   const bytes: ServedBytes = {
     size,
+    async check(start, end) {
+      checks.push([start, end]);
+    },
     mimeType: "image/png",
     etag: `"abc-${size}"`,
     lastModified: Date.UTC(2025, 0, 2, 3, 4, 5, 678),
@@ -26,16 +33,16 @@ function file(size: number, extra: Partial<ServedBytes> = {}) {
     },
     ...extra,
   };
-  return { bytes, reads };
+  return { bytes, reads, checks };
 }
 
 const expected = (start: number, end: number) => Array.from({ length: end - start + 1 }, (_, k) => (start + k) & 0xff);
 
 async function serve(size: number, headers: Record<string, string> = {}, method = "GET", extra: Partial<ServedBytes> = {}) {
-  const { bytes, reads } = file(size, extra);
-  const res = serveBytes(new Request("http://127.0.0.1/v1/assets/serve?url=x", { method, headers }), bytes);
+  const { bytes, reads, checks } = file(size, extra);
+  const res = await serveBytes(new Request("http://127.0.0.1/v1/assets/serve?url=x", { method, headers }), bytes);
   const body = res.body ? new Uint8Array(await res.arrayBuffer()) : null;
-  return { res, body, reads, status: res.status, h: (name: string) => res.headers.get(name) };
+  return { res, body, reads, checks, status: res.status, h: (name: string) => res.headers.get(name) };
 }
 
 describe("serveBytes: whole file", () => {
@@ -209,5 +216,25 @@ describe("serveBytes: conditional requests", () => {
 
   it("a conditional hit with a Range header is still 304 (the cached copy is current)", async () => {
     await notModified({ "if-none-match": '"abc-300"', range: "bytes=0-9" });
+  });
+});
+
+describe("serveBytes: the bytes are checked before any answer that stands for them", () => {
+  it("checks the range answered (206), the whole file (200, HEAD, 304), nothing for 416 or an empty file", async () => {
+    expect((await serve(1000, { range: "bytes=10-19" })).checks).toEqual([[10, 19]]);
+    expect((await serve(1000)).checks).toEqual([[0, 999]]);
+    expect((await serve(1000, {}, "HEAD")).checks).toEqual([[0, 999]]);
+    expect((await serve(1000, { "if-none-match": '"abc-1000"' })).checks).toEqual([[0, 999]]);
+    expect((await serve(1000, { range: "bytes=2000-" })).checks).toEqual([]);
+    expect((await serve(0)).checks).toEqual([]);
+  });
+
+  it("a failed check is thrown (for the route's error answer) before anything is read, whatever the request", async () => {
+    const refused = new Error("not a regular file");
+    for (const [headers, method] of [[{}, "GET"], [{}, "HEAD"], [{ range: "bytes=0-9" }, "GET"], [{ "if-none-match": '"abc-100"' }, "GET"]] as const) {
+      const { bytes, reads } = file(100, { check: () => Promise.reject(refused) });
+      await expect(serveBytes(new Request("http://127.0.0.1/x", { method, headers }), bytes), `${method} ${JSON.stringify(headers)}`).rejects.toBe(refused);
+      expect(reads).toEqual([]);
+    }
   });
 });

@@ -9,10 +9,15 @@ export interface ServedBytes {
   etag: string;
   lastModified: number;
   fileName: string;
+  /**
+   * Throws (an ApiError, answered instead) unless bytes [start, end] can all be read: called before any answer that
+   * stands for them — 200, 206, 304 and HEAD alike — so a stream never breaks off after its headers.
+   */
+  check(start: number, end: number): Promise<void>;
   read(start: number, end: number): ReadableStream<Uint8Array>;
 }
 
-export function serveBytes(request: Request, bytes: ServedBytes): Response {
+export async function serveBytes(request: Request, bytes: ServedBytes): Promise<Response> {
   const headers = new Headers({
     "content-type": bytes.mimeType,
     etag: bytes.etag,
@@ -28,7 +33,11 @@ export function serveBytes(request: Request, bytes: ServedBytes): Response {
   const notModified = ifNoneMatch
     ? ifNoneMatch.split(",").some((tag) => tag.trim() === "*" || tag.trim().replace(/^W\//, "") === bytes.etag)
     : ifModifiedSince !== null && Math.floor(bytes.lastModified / 1000) <= Math.floor(Date.parse(ifModifiedSince) / 1000);
-  if (notModified) return new Response(null, { status: 304, headers });
+  const last = bytes.size - 1;
+  if (notModified) {
+    if (last >= 0) await bytes.check(0, last);
+    return new Response(null, { status: 304, headers });
+  }
 
   const range = request.headers.get("range");
   const ifRange = request.headers.get("if-range");
@@ -44,11 +53,13 @@ export function serveBytes(request: Request, bytes: ServedBytes): Response {
       const [start, end] = parsed;
       headers.set("content-range", `bytes ${start}-${end}/${bytes.size}`);
       headers.set("content-length", String(end - start + 1));
+      await bytes.check(start, end);
       return new Response(request.method === "HEAD" ? null : bytes.read(start, end), { status: 206, headers });
     }
   }
   headers.set("content-length", String(bytes.size));
-  const body = request.method === "HEAD" || bytes.size === 0 ? null : bytes.read(0, bytes.size - 1);
+  if (last >= 0) await bytes.check(0, last);
+  const body = request.method === "HEAD" || bytes.size === 0 ? null : bytes.read(0, last);
   return new Response(body, { status: 200, headers });
 }
 

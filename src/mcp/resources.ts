@@ -5,7 +5,7 @@
  */
 import { ErrorCode, McpError, type ReadResourceResult, type Resource, type ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
 import { ApiError } from "../http/errors.ts";
-import { resolveAsset } from "../services/assets.ts";
+import { checkAssetBytes, resolveAsset } from "../services/assets.ts";
 import type { Context } from "../services/context.ts";
 import { RESOURCE_BYTES, base64Of, serveURL } from "./tools/assets.ts";
 import { pageOfChats } from "./tools/chats.ts";
@@ -56,6 +56,7 @@ export async function readResource(uri: string, tc: ToolContext, allowed: Allowe
       const record = await resolveAsset(tc.app, tc.app.assets, `mxc://inboxd/${asset[1]}`);
       if (record.size > RESOURCE_BYTES)
         throw new McpError(ErrorCode.InvalidParams, `the file has ${record.size} bytes, more than ${RESOURCE_BYTES}: GET ${serveURL(tc.origin, record)} with the bearer token`);
+      await checkAssetBytes(tc.app.assets, record);
       return { contents: [{ uri, mimeType: record.mimeType, blob: await base64Of(tc.app, record) }] };
     }
   } catch (error) {

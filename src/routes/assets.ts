@@ -6,7 +6,7 @@ import type { Api, RequestContext } from "../http/route-kit.ts";
 import { serveBytes } from "../http/serve-bytes.ts";
 import { refuseDeclaredLength } from "../http/validate.ts";
 import { Upload } from "../schema/bridges.ts";
-import { assetKey, MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, uploadBase64, type AssetConfig } from "../services/assets.ts";
+import { assetKey, checkAssetBytes, MAX_BASE64_BYTES, presentUpload, resolveAsset, retypeAsset, srcURL, storeAsset, uploadBase64, type AssetConfig } from "../services/assets.ts";
 
 export const Base64Body = v.object({
   content: v.pipe(v.string(), v.minLength(1, "content must not be empty")),
@@ -36,6 +36,7 @@ export function assetRoutes(api: Api, config: AssetConfig) {
       200: bytes("The file."),
       206: bytes("The requested range."),
       304: { description: "Not modified." },
+      403: { description: "NOT_A_STORED_FILE: the asset's stored file is not a regular file of the asset store (a symbolic link planted in the daemon's asset directory is never followed); or PATH_NOT_ALLOWED: a file:// URL outside it." },
       416: { description: "Range not satisfiable." },
     },
   };
@@ -68,7 +69,11 @@ export function assetRoutes(api: Api, config: AssetConfig) {
     .add({ method: "POST", path: "/v1/assets/download", operationId: "downloadAsset", summary: "Download a file", tag, body: UrlBody,
       response: v.strictObject({ srcURL: v.pipe(v.string(), v.description("Where the file is now: a file:// URL on the daemon, localmxc:// in the Worker; /v1/assets/serve serves both.")) }),
       description: "Fetches an attachment's bytes (an mxc:// or localmxc:// URL) onto this device." },
-      async ({ rc, body }) => ({ srcURL: srcURL(config, await resolveAsset(rc.app, config, body.url)) }))
+      async ({ rc, body }) => {
+        const asset = await resolveAsset(rc.app, config, body.url);
+        await checkAssetBytes(config, asset);
+        return { srcURL: srcURL(config, asset) };
+      })
     .add({ method: "GET", operationId: "serveAsset", summary: "Serve a file", ...serveDoc }, ({ req, rc, query }) => serve(req as unknown as Request, rc, query.url))
     .add({ method: "HEAD", operationId: "serveAssetHead", extension: true, summary: "Serve a file (headers only)", ...serveDoc }, ({ req, rc, query }) => serve(req as unknown as Request, rc, query.url));
 
@@ -80,6 +85,7 @@ export function assetRoutes(api: Api, config: AssetConfig) {
       etag: `"${asset.id}-${asset.size}"`,
       lastModified: asset.createdAt,
       fileName: asset.fileName,
+      check: (start, end) => checkAssetBytes(config, asset, start, end),
       read: (start, end) => config.blobs.read(asset.id, start, end),
     });
   }

@@ -1,4 +1,4 @@
-import { BlobStore, BlobTooLargeError } from "../assets/blob-store.ts";
+import { BlobStore, BlobTooLargeError, MissingChunkError, NotAStoredFileError } from "../assets/blob-store.ts";
 import { inspect } from "../assets/inspect.ts";
 import { LIMITS } from "../http/limits.ts";
 import { ApiError, badRequest, notFound, unprocessable } from "../http/errors.ts";
@@ -137,11 +137,35 @@ export function openAsset(config: AssetConfig, asset: AssetRecord): ReadableStre
   return asset.size ? config.blobs.read(asset.id, 0, asset.size - 1) : new ReadableStream({ start: (c) => c.close() });
 }
 
-/** Takes an upload for sending: it must exist and not have been sent yet. */
+/**
+ * Makes sure bytes [start, end] of an asset (all of it by default) can be read from the store before any of them is
+ * answered or handed to a network, so that a broken store is a clear error instead of a stream cut off midway: 403
+ * when a stored file is not a regular file of the store (a symlink planted in the daemon's asset directory is
+ * never followed), 404 when the bytes are gone.
+ */
+export async function checkAssetBytes(config: AssetConfig, asset: AssetRecord, start = 0, end = asset.size - 1): Promise<void> {
+  if (asset.size === 0) return;
+  try {
+    await config.blobs.check(asset.id, start, end);
+  } catch (error) {
+    if (error instanceof NotAStoredFileError)
+      throw new ApiError(403, "NOT_A_STORED_FILE", `the stored file of asset ${asset.id} is not a regular file of the asset store (a symbolic link or another kind of file), so it is not read`);
+    if (error instanceof MissingChunkError) throw new ApiError(404, "NOT_FOUND", `the stored bytes of asset ${asset.id} are missing`);
+    throw error;
+  }
+}
+
+/** Takes an upload for sending: it must exist, not have been sent yet, and have its bytes in the store. */
 export async function takeUpload(ctx: Context, uploadID: string): Promise<AssetRecord> {
-  const asset = await ctx.db.kv.get<AssetRecord>(assetKey(uploadID));
-  if (!asset || asset.kind !== "upload") throw unprocessable(`unknown uploadID ${uploadID}`, ["body", "attachment", "uploadID"]);
-  if (asset.usedAt !== undefined) throw unprocessable(`uploadID ${uploadID} was already sent; upload the file again`, ["body", "attachment", "uploadID"]);
+  const unsent = async () => {
+    const asset = await ctx.db.kv.get<AssetRecord>(assetKey(uploadID));
+    if (!asset || asset.kind !== "upload") throw unprocessable(`unknown uploadID ${uploadID}`, ["body", "attachment", "uploadID"]);
+    if (asset.usedAt !== undefined) throw unprocessable(`uploadID ${uploadID} was already sent; upload the file again`, ["body", "attachment", "uploadID"]);
+    return asset;
+  };
+  await checkAssetBytes(ctx.assets, await unsent());
+  // Read again, with no wait before it is marked used: another send may have taken it during the check.
+  const asset = await unsent();
   asset.usedAt = ctx.now();
   ctx.db.kv.put(assetKey(uploadID), asset);
   const pending = (await ctx.db.kv.get<Record<string, number>>(PENDING)) ?? {};

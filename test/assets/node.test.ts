@@ -6,7 +6,8 @@
  */
 import { mkdirSync, readFileSync, rmSync, symlinkSync, existsSync, writeFileSync } from "node:fs";
 import { assetStorage } from "../../adapters/node/asset-storage.ts";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import http from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +17,7 @@ import { MiB } from "./env.ts";
 import { binaryBlob, png, sha256, text } from "./fixtures.ts";
 import { Api, b64, multipartType, randomToken, sleep, streamedUpload, type Upload } from "./kit.ts";
 import { assetSuite } from "./suite.ts";
+import { call, connect } from "../mcp/kit.ts";
 
 assetSuite<NodeHarness>({
   name: "node",
@@ -29,11 +31,12 @@ describe("node only: file:// URLs never reach other files", () => {
   let api: Api;
   let assetDir: string;
   let up: Upload;
+  let token: string;
   const bytes = text("the only bytes a file:// URL may give");
   const secrets = () => [readFileSync("/etc/passwd", "utf8").split("\n")[0], "SQLite format 3", readFileSync("/etc/hostname", "utf8").trim()].filter((s) => s.length > 3);
 
   beforeAll(async () => {
-    const token = randomToken("rw");
+    token = randomToken("rw");
     server = await startNode({ seed: { chats: 4, messages: 20, accounts: 1, seed: 2 }, tokens: [{ token, scopes: ["read", "write"] }] });
     api = new Api(server.url, token);
     assetDir = join(server.dataDir, "assets");
@@ -117,7 +120,7 @@ describe("node only: file:// URLs never reach other files", () => {
     expect(sha256(inside.bytes)).toBe(sha256(bytes));
   });
 
-  it("an asset whose chunk file was replaced by a symlink is not served through it", async () => {
+  it("an asset whose stored file was replaced by a symlink (or a FIFO): 403 NOT_A_STORED_FILE everywhere, on a connection that stays usable", async () => {
     const secret = "a file outside the asset directory: never served";
     const outside = join(server.dataDir, "outside.txt");
     writeFileSync(outside, secret);
@@ -125,16 +128,65 @@ describe("node only: file:// URLs never reach other files", () => {
     const chunk = join(assetDir, `${victim.uploadID}_0`);
     rmSync(chunk);
     symlinkSync(outside, chunk);
-    const r = await api.serve(victim.srcURL).catch((error: Error) => ({ status: 0, bytes: new Uint8Array(), error }));
-    expect(new TextDecoder().decode(r.bytes)).not.toContain(secret);
-    expect(r.status === 200 ? r.bytes.length : 0, "no bytes of the link's target").toBeLessThan(secret.length);
+    const refused = (status: number, body: string, what: string) => {
+      expect(status, `${what}: ${body}`).toBe(403);
+      expect(body, what).not.toContain(secret);
+      expect(JSON.parse(body), what).toMatchObject({ code: "NOT_A_STORED_FILE", message: expect.stringContaining("not a regular file of the asset store") });
+    };
+    // One kept-alive socket: every refusal is a whole answer, and the next request goes on the same connection.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const onSocket = (method: string, path: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(`${server.url}${path}`, { method, agent, headers: { authorization: `Bearer ${token}`, ...headers } }, (res) => {
+          let body = "";
+          res.setEncoding("utf8").on("data", (piece: string) => (body += piece)).on("end", () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on("socket", (socket) => sockets.add(socket)).on("error", reject).end();
+      });
+    const serve = `/v1/assets/serve?url=${encodeURIComponent(victim.srcURL)}`;
+    const etag = `"${victim.uploadID}-${victim.fileSize}"`;
+    for (const [what, headers] of [["GET", {}], ["a range", { range: "bytes=0-4" }], ["If-None-Match", { "if-none-match": etag }], ["If-Modified-Since", { "if-modified-since": new Date(Date.now() + 86_400_000).toUTCString() }]] as const) {
+      const r = await onSocket("GET", serve, headers);
+      refused(r.status, r.body, what);
+    }
+    const head = await onSocket("HEAD", serve);
+    expect(head.status, "HEAD").toBe(403);
+    const download = await api.raw("POST", "/v1/assets/download", { json: { url: `mxc://inboxd/${victim.uploadID}` } });
+    refused(download.status, download.text, "POST /v1/assets/download");
+    const chatID = (await api.ok<{ items: { id: string }[] }>("GET", "/v1/chats")).items[0].id;
+    const sent = await api.send(chatID, { text: "with the swapped file", attachment: { uploadID: victim.uploadID } });
+    refused(sent.status, sent.text, "sending it as an attachment");
+    const mcp = await connect(server.url, token, "streamable");
+    try {
+      const tool = await call(mcp, "download_asset", { url: `mxc://inboxd/${victim.uploadID}` });
+      expect(tool.isError, tool.text).toBe(true);
+      expect(tool.text).toContain("not a regular file of the asset store");
+      expect(tool.text).not.toContain(secret);
+      await expect(mcp.readResource({ uri: `inboxd://assets/${victim.uploadID}` })).rejects.toThrow(/not a regular file of the asset store/);
+    } finally {
+      await mcp.close();
+    }
+    const after = await onSocket("GET", "/v1/accounts");
+    expect(after.status).toBe(200);
+    expect(sockets.size, "every request on one kept-alive connection").toBe(1);
+    agent.destroy();
+
+    // A FIFO in its place is refused the same way, without the read hanging on it.
+    const fifo = await api.uploadBytes(text("bytes to be swapped for a FIFO"), "fifo.txt");
+    const fifoChunk = join(assetDir, `${fifo.uploadID}_0`);
+    rmSync(fifoChunk);
+    execFileSync("mkfifo", [fifoChunk]);
+    const r = await api.serve(fifo.srcURL);
+    refused(r.status, new TextDecoder().decode(r.bytes), "a FIFO");
+
     // A directory under the asset directory that is a link does not lead anywhere either.
     mkdirSync(join(server.dataDir, "elsewhere"));
     symlinkSync(join(server.dataDir, "elsewhere"), join(assetDir, "linkeddir"));
     writeFileSync(join(server.dataDir, "elsewhere", "x"), secret);
     const blobs = assetStorage(assetDir);
-    expect(await blobs.getItemRaw("linkeddir:x")).toBeNull();
-    await expect(blobs.setItemRaw("linkeddir:y", new Uint8Array([1]))).rejects.toThrow(/symlink/);
+    await expect(blobs.getItemRaw("linkeddir:x")).rejects.toThrow(/not a regular file of the asset store/);
+    await expect(blobs.setItemRaw("linkeddir:y", new Uint8Array([1]))).rejects.toThrow(/not a regular file of the asset store/);
   });
 
   it("every srcURL the server hands out can be served back, whatever the file name", async () => {

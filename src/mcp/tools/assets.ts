@@ -3,7 +3,7 @@ import * as v from "valibot";
 import type { ContentBlock } from "@modelcontextprotocol/sdk/types.js";
 import { Base64Body, UrlBody } from "../../routes/assets.ts";
 import { Upload } from "../../schema/bridges.ts";
-import { mxcURL, openAsset, resolveAsset, type AssetRecord } from "../../services/assets.ts";
+import { checkAssetBytes, mxcURL, openAsset, resolveAsset, type AssetRecord } from "../../services/assets.ts";
 import type { Context } from "../../services/context.ts";
 import { code, plain } from "../format.ts";
 import { describe } from "../schemas.ts";
@@ -64,6 +64,7 @@ export const downloadAssetTool = defineTool({
   readOnly: true,
   async run({ url }, tc) {
     const asset = await resolveAsset(tc.app, tc.app.assets, url);
+    await checkAssetBytes(tc.app.assets, asset);
     const inline = INLINE_TYPES.test(asset.mimeType) && asset.size <= INLINE_IMAGE_BYTES;
     const structured = {
       url,
