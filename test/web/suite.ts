@@ -143,9 +143,11 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       expect(target, "the seed has a chat with 45–200 messages").toBeDefined();
       await hash(`#/chat/${encodeURIComponent(target!.id)}`);
       await expect.poll(() => messages().count()).toBe(20);
-      for (let i = 0; i < 20 && (await messages().count()) < target!.total; i++) {
+      // Each scroll to the top loads the page before; wait for it to come, however long that takes, before the next.
+      for (let shown = 20; shown < target!.total; ) {
         await page.locator(".messages").evaluate((el) => (el.scrollTop = 0));
-        await page.waitForTimeout(150);
+        await expect.poll(() => messages().count(), { timeout: 10_000 }).toBeGreaterThan(shown);
+        shown = await messages().count();
       }
       await expect.poll(() => messages().count()).toBe(target!.total);
       await expect(page.getByText("Start of the conversation").isVisible()).resolves.toBe(true);
@@ -424,8 +426,11 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
     it("revoking its own app signs the page out, back to the sign-in button", async () => {
       await hash("#/settings");
       signedOut = true;
+      const revoked = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes("/v1/authorized-apps/"));
       await page.getByRole("button", { name: "Revoke inboxd web inbox" }).click();
-      // Token checks are remembered for at most a second; the next load finds the token gone and no refresh left.
+      expect((await revoked).status()).toBe(200);
+      // Token checks are remembered for at most a second, counted from the revocation's answer (a check made before
+      // it is forgotten by then); the next load finds the token gone and no refresh left.
       await page.waitForTimeout(1100);
       await page.reload();
       await page.getByRole("button", { name: "Sign in" }).waitFor({ timeout: 10_000 });
