@@ -31,6 +31,7 @@ import { webhookRoutes } from "./routes/webhooks.ts";
 import { assetRoutes } from "./routes/assets.ts";
 import { appRoutes } from "./routes/app.ts";
 import { BlobStore } from "./assets/blob-store.ts";
+import type { LocalFiles } from "./assets/local-files.ts";
 import { cleanupUploads, MAX_UPLOAD_BYTES, UPLOAD_TTL_MS, type AssetConfig } from "./services/assets.ts";
 import { isV0Path, v0Components, v0ErrorBodies, v0ErrorResponse, v0Response, v0Routes } from "./v0/index.ts";
 import { mcpRoutes, type McpOptions } from "./mcp/index.ts";
@@ -69,7 +70,7 @@ export interface AppOptions extends GuardOptions {
    * Where asset bytes go (raw items; default: memory) and, on the daemon, the directory whose file:// URLs name
    * them. Uploads never sent are deleted after `uploadTtlMs` (default 24 h).
    */
-  assets?: { storage: Storage; dir?: string; maxUploadBytes?: number; uploadTtlMs?: number };
+  assets?: { storage: Storage; dir?: string; maxUploadBytes?: number; uploadTtlMs?: number; localFiles?: LocalFiles };
   /**
    * XMPP: transports besides WebSocket (the daemon adds TCP with STARTTLS, adapters/node/xmpp-tcp.ts), and how many
    * messages of each archive a first connect reads (default 10,000; older ones load when a client pages back).
@@ -151,6 +152,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const assets: AssetConfig = {
     blobs: new BlobStore(options.assets?.storage ?? createStorage()),
     assetDir: options.assets?.dir,
+    localFiles: options.assets?.localFiles,
     maxUploadBytes: options.assets?.maxUploadBytes ?? MAX_UPLOAD_BYTES,
     uploadTtlMs: options.assets?.uploadTtlMs ?? UPLOAD_TTL_MS,
     downloads: new Map(),

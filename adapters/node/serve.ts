@@ -10,6 +10,7 @@ import { baseURL, signInLink } from "./open-command.ts";
 import { createToken, listTokens } from "../../src/services/tokens.ts";
 import { openSqliteStorage } from "./sqlite-storage.ts";
 import { assetStorage } from "./asset-storage.ts";
+import { localFiles } from "./local-files.ts";
 import { answerClientErrors, BODY_TIMEOUTS, bodyOf, finishBody, HEADERS_TIMEOUT_MS, MAX_HEADER_BYTES, ReasonPhraseResponse, type BodyTimeouts } from "./request-body.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { dialRelay } from "./relay-client.ts";
@@ -195,11 +196,12 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     timer = setTimeout(() => void app?.wake().catch((error) => process.stderr.write(`inboxd: wake failed: ${error}\n`)), Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1));
     timer.unref();
   };
-  // Asset bytes: files under <data dir>/assets, never through a symlink (asset-storage.ts).
+  // Asset bytes: files under <data dir>/assets, never through a symlink (asset-storage.ts); local files that a
+  // client names as a chat picture (local-files.ts).
   const assetDir = join(dirname(options.dbPath), "assets");
   app = await createApp({
     schedule,
-    assets: { storage: assetStorage(assetDir), dir: assetDir },
+    assets: { storage: assetStorage(assetDir), dir: assetDir, localFiles },
     storage,
     allowedHosts: options.allowHosts,
     remoteAccess: proxy !== undefined || options.relay !== undefined,

@@ -46,6 +46,8 @@ export const LIMITS = {
   base64BodyBytes: 40 * 1024 * 1024,
   /** Decoded bytes of a base64 upload. */
   base64DataBytes: 25 * 1024 * 1024,
+  /** A chat picture (PATCH /v1/chats/{chatID} `imgURL`), uploaded or read from a local path. */
+  avatarBytes: 10 * 1024 * 1024,
   /** The file of a multipart upload. */
   uploadBytes: 500 * 1024 * 1024,
   /** A multipart upload's whole body: the file plus its part headers and the small fields. */

@@ -103,7 +103,7 @@ export const PatchBody = v.object({
   imgURL: v.optional(
     v.pipe(
       v.nullable(v.pipe(v.string(), v.minLength(1, "imgURL must not be empty (send null to remove the picture)"), v.maxBytes(LIMITS.urlBytes, `must be at most ${LIMITS.urlBytes} bytes`))),
-      v.description("The chat's picture, set on the network: an uploaded image's `uploadID` or `srcURL` (or its path in this daemon's asset directory); null removes it. 422 NOT_SUPPORTED where the network cannot."),
+      v.description(`The chat's picture, set on the network: an uploaded image's \`uploadID\` or \`srcURL\`, or — on the daemon — the absolute path (or file:// URL) of an image file on its machine: a regular file (not a symbolic link) the daemon can read, up to ${LIMITS.avatarBytes} bytes, whose content is PNG, JPEG, GIF or WebP (the extension is not trusted); it is stored as an asset. A Worker has no file system: upload first. Anything else is a 422 saying which rule it broke; null removes the picture. 422 NOT_SUPPORTED where the network cannot.`),
     ),
   ),
   messageExpirySeconds: v.optional(

@@ -1,5 +1,6 @@
 import { BlobStore, BlobTooLargeError, MissingChunkError, NotAStoredFileError } from "../assets/blob-store.ts";
 import { inspect } from "../assets/inspect.ts";
+import type { LocalFiles } from "../assets/local-files.ts";
 import { LIMITS } from "../http/limits.ts";
 import { ApiError, badRequest, notFound, unprocessable } from "../http/errors.ts";
 import type { Attachment } from "../schema/wire.ts";
@@ -31,6 +32,8 @@ export interface AssetConfig {
   blobs: BlobStore;
   /** Absolute directory whose file:// URLs name assets (the daemon's), or undefined (the Worker). */
   assetDir?: string;
+  /** Files a client names by path (a chat picture): the daemon's; undefined in the Worker. */
+  localFiles?: LocalFiles;
   maxUploadBytes: number;
   /** Uploads never sent are deleted after this long. */
   uploadTtlMs: number;
@@ -351,7 +354,7 @@ export async function uploadBase64(
 ): Promise<AssetRecord> {
   const bytes = decodeBase64(file.content, at);
   if (bytes.length > MAX_BASE64_BYTES) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`);
-  return storeAsset(ctx, config, once(bytes), { fileName: file.fileName, mimeType: file.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });
+  return storeBytes(ctx, config, bytes, { fileName: file.fileName, mimeType: file.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });
 }
 
 function decodeBase64(text: string, at: (string | number)[]): Uint8Array {
@@ -368,6 +371,11 @@ function decodeBase64(text: string, at: (string | number)[]): Uint8Array {
   const out = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
   return out;
+}
+
+/** storeAsset for bytes already in memory. */
+export function storeBytes(ctx: Context, config: AssetConfig, bytes: Uint8Array, meta: Parameters<typeof storeAsset>[3]): Promise<AssetRecord> {
+  return storeAsset(ctx, config, once(bytes), meta);
 }
 
 async function* once(bytes: Uint8Array) {

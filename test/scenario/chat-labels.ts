@@ -4,9 +4,14 @@
  * issue 17), `draft.attachments`, `isMuted` + `mutedUntil`, DELETE …/messages/{id}?forEveryone=, and the account and
  * user fields newer clients read. (A network without a picture or timer: src/services/chats.test.ts.)
  */
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { png, text } from "../assets/fixtures.ts";
+import { gif, jpeg, png, text } from "../assets/fixtures.ts";
 import type { Upload } from "../assets/kit.ts";
 import { expectError } from "./assert.ts";
 import {
@@ -286,6 +291,85 @@ export function chatLabelScenarios(env: Env) {
         expectError(await patch(group.id, { imgURL }), 422, ["body", "imgURL"]);
       for (const imgURL of ["", 42, { url: "x" }]) expectError(await patch(group.id, { imgURL }), 400, ["body", "imgURL"]);
       expect((await chat(group.id)).imgURL).toBeUndefined();
+    });
+  });
+
+  describe("chats: imgURL as a local file path", () => {
+    /** The daemon reads local files; a Worker has no file system and says to upload first. */
+    const expectWorkerRefusal = (res: Awaited<ReturnType<typeof patch>>) => {
+      expectError(res, 422, ["body", "imgURL"]);
+      expect((res.body as unknown as { message: string }).message).toMatch(/upload the image first/);
+    };
+
+    it("an absolute path or file:// URL of a PNG, JPEG or GIF (told by content, not extension): the daemon's picture, with its bytes on the network; the Worker's 422 says to upload first", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "inboxd-picture-"));
+      try {
+        const echo = await echoChat(env, env.accounts[0].accountID);
+        const cases: [string, Uint8Array, string][] = [
+          ["photo.png", png(7, 5), "image/png"],
+          ["photo.jpg", jpeg(8, 6), "image/jpeg"],
+          ["misnamed.txt", gif(3, 3), "image/gif"],
+        ];
+        for (const [name, bytes, mimeType] of cases) {
+          const path = join(dir, name);
+          writeFileSync(path, bytes);
+          for (const imgURL of [path, pathToFileURL(path).href]) {
+            const res = await patch(echo.id, { imgURL });
+            if (env.name !== "node") {
+              expectWorkerRefusal(res);
+              continue;
+            }
+            expect(res.status, `${imgURL}: ${JSON.stringify(res.body)}`).toBe(200);
+            expect(res.body.imgURL, imgURL).toMatch(/^file:\/\//);
+            const served = await fetch(`${env.url}/v1/assets/serve${qs({ url: res.body.imgURL! })}`, { headers: { authorization: `Bearer ${env.rw}` } });
+            expect(served.headers.get("content-type"), imgURL).toBe(mimeType);
+            expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(bytes)), imgURL).toBe(true);
+            expect(await networkSettings(echo.id), imgURL).toMatchObject({ picture: { fileName: name, mimeType, bytes: bytes.length } });
+          }
+        }
+        await expectCleared(echo.id, "imgURL");
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("a link, a directory, a FIFO, a missing, relative, oversize or non-image file: a 422 naming the rule it broke, and nothing reaches the network", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "inboxd-picture-"));
+      try {
+        const echo = await echoChat(env, env.accounts[0].accountID);
+        const image = join(dir, "real.png");
+        writeFileSync(image, png(4, 4));
+        symlinkSync(image, join(dir, "link.png"));
+        mkdirSync(join(dir, "folder.png"));
+        execFileSync("mkfifo", [join(dir, "fifo.png")]);
+        writeFileSync(join(dir, "words.png"), "not an image at all");
+        // A PNG header followed by padding past the limit: an image by its first bytes, but too large.
+        writeFileSync(join(dir, "huge.png"), Buffer.concat([Buffer.from(png(2, 2)), Buffer.alloc(10 * 1024 * 1024)]));
+        const refusals: [string, RegExp][] = [
+          [join(dir, "link.png"), /is a symbolic link/],
+          [join(dir, "folder.png"), /directory|not a regular file/],
+          [join(dir, "fifo.png"), /not a regular file/],
+          [join(dir, "missing.png"), /does not exist/],
+          [join(dir, "words.png"), /not a PNG, JPEG, GIF or WebP image/],
+          [join(dir, "huge.png"), /larger than the 10485760-byte limit/],
+        ];
+        for (const [imgURL, why] of refusals) {
+          const res = await patch(echo.id, { imgURL });
+          if (env.name !== "node") {
+            expectWorkerRefusal(res);
+            continue;
+          }
+          expectError(res, 422, ["body", "imgURL"]);
+          expect((res.body as unknown as { message: string }).message, imgURL).toMatch(why);
+        }
+        const relative = await patch(echo.id, { imgURL: "real.png" });
+        expectError(relative, 422, ["body", "imgURL"]);
+        expect((relative.body as unknown as { message: string }).message).toMatch(/absolute path/);
+        expect((await chat(echo.id)).imgURL).toBeUndefined();
+        expect((await networkSettings(echo.id)).picture).toBeUndefined();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 
