@@ -153,6 +153,11 @@ export interface NetworkClient {
   setChatAvatar?(networkChatID: string, image: OutgoingFile | null): Promise<void>;
   /** Sets the chat's disappearing-message timer: messages sent from now on vanish `seconds` after; 0 turns it off. */
   setMessageExpiry?(networkChatID: string, seconds: number): Promise<void>;
+  /**
+   * Asks the network to notify the chat's other participants of the latest message even where they silenced
+   * notifications (iMessage's "Notify Anyway" for a recipient in a Focus mode). Resolves once the network took it.
+   */
+  notifyAnyway?(networkChatID: string): Promise<void>;
   createChat?(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat>;
   /** Resolves a partial identity (ID, username, phone, email) to a user the network can message. */
   resolveIdentifier?(user: Partial<User>): Promise<User | null>;

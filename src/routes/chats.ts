@@ -180,6 +180,6 @@ export function chatRoutes(api: Api) {
     .add({ method: "POST", path: "/v1/chats/:chatID/unread", operationId: "markChatUnread", summary: "Mark a chat as unread", tag, body: ReadBody, response: Chat },
       ({ rc, params, body }) => markUnread(rc.app, params.chatID, body.messageID))
     .add({ method: "POST", path: "/v1/chats/:chatID/notify-anyway", operationId: "notifyAnyway", summary: "Notify anyway", tag, response: Chat,
-      description: "Sends the notification the network held back for a muted chat (the sandbox records it)." },
+      description: "Asks the network to notify the chat's participants of its latest message even where they silenced notifications (iMessage's \"Notify Anyway\"); answers the chat. The sandbox network records each request (Echo's `!settings` reports `notifiedAnyway` for its chat); networks without such a notice (XMPP) answer 422 NOT_SUPPORTED, as accounts' `capabilities.notifyAnyway` says beforehand." },
       ({ rc, params }) => notifyAnyway(rc.app, params.chatID));
 }

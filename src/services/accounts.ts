@@ -29,6 +29,8 @@ export function accountCapabilities(client: NetworkClient | undefined): Record<s
     // PATCH /v1/chats/{id} `imgURL` and `messageExpirySeconds` (422 NOT_SUPPORTED where false).
     chatPictures: client.setChatAvatar !== undefined,
     messageExpiry: client.setMessageExpiry !== undefined,
+    // POST /v1/chats/{id}/notify-anyway (422 NOT_SUPPORTED where false).
+    notifyAnyway: client.notifyAnyway !== undefined,
   };
 }
 

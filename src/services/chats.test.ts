@@ -220,6 +220,19 @@ describe("settings the network takes", () => {
     expect(calls).toEqual([]);
   });
 
+  it("notify-anyway: 422 NOT_SUPPORTED on a network without it (its capability false); the chat, after the network took it, on one with it", async () => {
+    const without = await serve(bare);
+    expect((await without.call("GET", `/v1/accounts/${without.chat.accountID}`)).body.capabilities).toMatchObject({ notifyAnyway: false });
+    const refused = await without.call("POST", `${without.path}/notify-anyway`);
+    expect(refused).toMatchObject({ status: 422, body: { code: "NOT_SUPPORTED", message: "notify-anyway is not supported by this network" } });
+    const calls: string[] = [];
+    const withIt = await serve((c) => ({ ...bare(c), notifyAnyway: async (id) => void calls.push(id) }));
+    expect((await withIt.call("GET", `/v1/accounts/${withIt.chat.accountID}`)).body.capabilities).toMatchObject({ notifyAnyway: true });
+    const done = await withIt.call("POST", `${withIt.path}/notify-anyway`);
+    expect(done).toMatchObject({ status: 200, body: { id: withIt.chat.id } });
+    expect(calls).toEqual([withIt.chat.networkChatID]);
+  });
+
   it("a network that refuses: its error, and nothing stored", async () => {
     const { app, call, chat, path } = await serve((c) => ({
       ...bare(c),

@@ -331,7 +331,11 @@ export async function markUnread(ctx: Context, chatID: string, messageID?: strin
 }
 
 
+/** Has the network notify the chat's participants of its latest message even where they silenced it; 422 NOT_SUPPORTED where it cannot. */
 export async function notifyAnyway(ctx: Context, chatID: string): Promise<Chat> {
-  requireChat(ctx, chatID);
-  throw unsupported("notify-anyway");
+  const chat = requireChat(ctx, chatID);
+  const client = ctx.bridges.client(chat.accountID);
+  if (!client.notifyAnyway) throw unsupported("notify-anyway");
+  await callNetwork(() => client.notifyAnyway!(chat.networkChatID));
+  return presentChat(ctx.db, chat, { preview: true });
 }

@@ -217,7 +217,7 @@ export function authScenarios(env: Env) {
         await raw(env, "/v1/accounts", { token: null }), // 401
         await raw(env, `${chatPath(chat.id)}/archive`, { method: "POST", json: {}, token: env.ro }), // 403
         await raw(env, chatPath("!missing:nowhere")), // 404
-        await raw(env, `${chatPath(chat.id)}/notify-anyway`, { method: "POST" }), // 422
+        await raw(env, chatPath(chat.id), { method: "PATCH", json: { imgURL: "https://example.com/a.png" } }), // 422
       ];
       const version = answers[0].headers.get("x-beeper-desktop-version");
       expect(version).toBeTruthy();

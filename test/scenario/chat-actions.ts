@@ -15,6 +15,7 @@ import {
   ok,
   qs,
   raw,
+  sendSettled,
   walk,
   type Chat,
   type Env,
@@ -291,11 +292,20 @@ export function chatActionScenarios(env: Env) {
   });
 
   describe("chats: notify-anyway", () => {
-    it("is refused with 422 on the sandbox network (SDK 5 notifyAnyway → UnprocessableEntityError), 404 for unknown chats", async () => {
-      const chat = (await allChats(env))[0];
-      await expectSdkError(env.sdk.chats.notifyAnyway(chat.id), BeeperDesktop.UnprocessableEntityError, 422);
+    it("is recorded by the sandbox network, which Echo's !settings reports (SDK 5 notifyAnyway → the chat), 404 for unknown chats", async () => {
+      const echo = await echoChat(env, env.accounts[0].accountID);
+      const notified = async () => {
+        const probe = await sendSettled(env, echo.id, "!settings");
+        const reply = await echoReply(env, echo.id, probe.id);
+        return (JSON.parse(/^Echo: settings (\{.*\})$/s.exec(reply.text ?? "")![1]) as { notifiedAnyway?: number }).notifiedAnyway ?? 0;
+      };
+      const before = await notified();
+      const chat = await env.sdk.chats.notifyAnyway(echo.id);
+      expect(chat.id).toBe(echo.id);
       // As the SDK sends it: no body, no content type.
-      expectError(await raw(env, `${chatPath(chat.id)}/notify-anyway`, { method: "POST" }), 422);
+      expect((await raw<Chat>(env, `${chatPath(echo.id)}/notify-anyway`, { method: "POST" })).status).toBe(200);
+      expect(await notified()).toBe(before + 2);
+      expect((await ok<{ capabilities: Record<string, unknown> }>(env, `/v1/accounts/${enc(env.accounts[0].accountID)}`)).capabilities).toMatchObject({ notifyAnyway: true });
       await expectSdkError(env.sdk.chats.notifyAnyway("!doesnotexist:nowhere"), BeeperDesktop.NotFoundError, 404);
     });
   });

@@ -26,8 +26,8 @@ const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfil
  * "Echo" contact that answers every message in its direct chat 20–60 ms later, so inbound traffic can be tested
  * without a real server. Echo is seen typing before it answers and stops once it has, and mirrors the typing
  * notifications sent to its chat, so both directions of typing can be tested too. Chats take a picture and a
- * disappearing-message timer; `!settings` to Echo answers what the network has of Echo's chat. Nothing leaves the
- * process.
+ * disappearing-message timer, and record notify-anyway requests; `!settings` to Echo answers what the network has of
+ * Echo's chat. Nothing leaves the process.
  */
 export const SANDBOX_DOMAIN = "sandbox.invalid";
 export const ECHO_ID = `@echo:${SANDBOX_DOMAIN}`;
@@ -79,10 +79,14 @@ export interface SandboxOptions {
 /** How long Echo's `typing` holds without a new notice (networks repeat it every few seconds while typing goes on). */
 export const ECHO_TYPING_TIMEOUT_MS = 6000;
 
-/** A chat's settings on the sandbox network: its picture (what arrived of it) and its disappearing-message timer. */
+/**
+ * A chat's settings on the sandbox network: its picture (what arrived of it), its disappearing-message timer, and how
+ * many times its participants were notified anyway (POST /v1/chats/{id}/notify-anyway).
+ */
 export interface SandboxChatSettings {
   picture?: { fileName?: string; mimeType?: string; bytes: number };
   messageExpirySeconds?: number;
+  notifiedAnyway?: number;
 }
 
 export class SandboxConnector implements NetworkConnector, LoginCapable {
@@ -296,6 +300,12 @@ class SandboxClient implements NetworkClient {
   async setMessageExpiry(networkChatID: string, seconds: number) {
     this.requireConnected();
     this.settings.set(networkChatID, { ...this.settings.get(networkChatID), messageExpirySeconds: seconds });
+  }
+
+  async notifyAnyway(networkChatID: string) {
+    this.requireConnected();
+    const settings = this.settings.get(networkChatID);
+    this.settings.set(networkChatID, { ...settings, notifiedAnyway: (settings?.notifiedAnyway ?? 0) + 1 });
   }
 
   async edit() {}
