@@ -10,6 +10,7 @@ import { connect, endpoint, listTools, READ_ONLY_TOOLS, TRANSPORTS, type Transpo
 import { listingTests } from "./listing.ts";
 import { readingTests } from "./reading.ts";
 import { writingTests } from "./writing.ts";
+import { arrivalTests } from "./arrival.ts";
 
 export interface StartOptions {
   seed: { chats: number; messages: number; accounts?: number; seed?: number };
@@ -130,6 +131,7 @@ export function mcpSuite(name: string, start: Start) {
         listingTests(env);
         readingTests(env);
         writingTests(env);
+        arrivalTests(env);
       }),
     );
   });

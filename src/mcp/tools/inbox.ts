@@ -4,8 +4,11 @@ import { boundedArray, id } from "../../http/limits.ts";
 import { badRequest } from "../../http/errors.ts";
 import type { Message } from "../../schema/wire.ts";
 import { getChat } from "../../services/chats.ts";
-import type { Context } from "../../services/context.ts";
-import { getMessage, listMessages } from "../../services/messages.ts";
+import { requireChat, type Context } from "../../services/context.ts";
+import { sortKeyOf } from "../../services/cursor.ts";
+import { findMessage, listMessages } from "../../services/messages.ts";
+import { parseMessageID } from "../../services/present.ts";
+import type { ChatRecord } from "../../store/records.ts";
 import { capMessage, chatBlock, code, messageBlock, pageHint, plain } from "../format.ts";
 import { accountIDs, Chat, describe, int, McpMessage, messageID, paging } from "../schemas.ts";
 import { defineTool, type ToolContext } from "../tool.ts";
@@ -89,30 +92,33 @@ interface WaitArgs {
 }
 
 /**
- * The first message that counts, or undefined. Per watched chat, "new" means after a baseline sortKey (the newest
- * message when the call starts, or sinceMessageID): baselines are taken, then the hub is listened to, then each chat
- * is read once more after its baseline, so a message that lands in between is found either way. With no chats given,
- * every chat is watched and a message counts when it is timestamped after the call started (allowing for clock skew).
+ * The first message that counts, or undefined. A message counts when it was stored after the call began: its seq is
+ * at or past the position its chat had then (the chat's next seq). Positions are read in the same turn as the hub is
+ * first listened to, so nothing falls between the two. With sinceMessageID the position is just after that message
+ * instead, and what came in between is read from the chat first. A message stored earlier never counts, whatever its
+ * timestamp says or however it changes while the call waits (a reaction, an edit, a send status all arrive as
+ * message.upserted too).
  */
 async function waitForMessage(args: WaitArgs, tc: ToolContext): Promise<Message | undefined> {
   const { app } = tc;
   if (args.sinceMessageID && args.chatIDs?.length !== 1) throw badRequest("sinceMessageID needs exactly one chatID", [{ code: "invalid", message: "give exactly one chatID", path: ["arguments", "chatIDs"] }]);
-  const counts = (m: Message) => args.includeOwn || !m.isSender;
-  const startedAt = Date.now() - 2000;
-  const baselines = new Map<string, string>();
-  for (const chatID of args.chatIDs ?? []) {
-    const chat = getChat(app, chatID, 0);
-    const since = args.sinceMessageID ? await getMessage(app, chat.id, args.sinceMessageID) : (await listMessages(app, chat.id, undefined, undefined)).items[0];
-    baselines.set(chat.id, since?.sortKey ?? "");
-  }
-  const isNew = (m: Message) => counts(m) && (args.chatIDs ? m.sortKey > (baselines.get(m.chatID) ?? "\uffff") : !m.editedTimestamp && Date.parse(m.timestamp) >= startedAt);
+  const watched = args.chatIDs?.map((chatID) => requireChat(app, chatID));
+  const since = args.sinceMessageID === undefined ? undefined : { chat: watched![0], seq: (await findMessage(app, watched![0], args.sinceMessageID)).seq };
+  // No await from here until the hub is listened to.
+  const from = since ? (chatNo: number) => (chatNo === since.chat.no ? since.seq + 1 : undefined) : startPositions(app, watched);
+  const watchedIDs = watched && new Set(watched.map((chat) => chat.id));
+  const isNew = (m: Message) => {
+    const at = parseMessageID(m.id);
+    const start = at && from(at.chatNo);
+    return (args.includeOwn || !m.isSender) && start !== undefined && at!.seq >= start;
+  };
 
   let found: (m: Message) => void = () => undefined;
   const arrived = new Promise<Message>((resolve) => (found = resolve));
   const stop = tc.events.add({
     deliver(events) {
       for (const event of events) {
-        if (!event.body.startsWith('"type":"message.upserted"') || (args.chatIDs && !baselines.has(event.chatID))) continue;
+        if (!event.body.startsWith('"type":"message.upserted"') || (watchedIDs && !watchedIDs.has(event.chatID))) continue;
         const entries = (JSON.parse(`{${event.body}`) as { entries?: Message[] }).entries ?? [];
         const first = entries.find(isNew);
         if (first) return found(first);
@@ -120,8 +126,8 @@ async function waitForMessage(args: WaitArgs, tc: ToolContext): Promise<Message 
     },
   });
   try {
-    for (const [chatID, baseline] of baselines) {
-      const after = await listMessages(app, chatID, baseline || undefined, "after");
+    if (since) {
+      const after = await listMessages(app, since.chat.id, sortKeyOf(since.seq), "after");
       const first = [...after.items].reverse().find(isNew);
       if (first) return first;
     }
@@ -134,6 +140,24 @@ async function waitForMessage(args: WaitArgs, tc: ToolContext): Promise<Message 
   } finally {
     stop();
   }
+}
+
+/**
+ * Where each chat stands now (its next seq), by chat number: the watched chats', or every chat's. A chat made later
+ * stands at 0, so all of its messages are new; a chat not watched has no position.
+ */
+function startPositions(app: Context, watched: ChatRecord[] | undefined): (chatNo: number) => number | undefined {
+  if (watched) {
+    const next = new Map(watched.map((chat) => [chat.no, chat.nextSeq]));
+    return (chatNo) => next.get(chatNo);
+  }
+  const chats = app.db.chats.all();
+  let top = -1;
+  for (const chat of chats) top = Math.max(top, chat.no);
+  // One number per chat number (8 bytes each), not a map: a call may watch 100,000 chats for minutes.
+  const next = new Float64Array(top + 1);
+  for (const chat of chats) next[chat.no] = chat.nextSeq;
+  return (chatNo) => (chatNo < next.length ? next[chatNo] : 0);
 }
 
 /** `up` resolves when the time is up or the call is cancelled; progress is reported every 10 s until `clear`. */
