@@ -172,7 +172,6 @@ export async function createApp(options: AppOptions): Promise<App> {
     db.saveAccounts();
     await db.commit();
   };
-  for (const account of db.accounts) await bridges.attach(account);
 
   const info: ServerInfo = {
     version: VERSION,
@@ -259,6 +258,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   events.add({ deliver: () => void maybeCompact() });
   await webhooks.load(log);
   events.add(webhooks);
+  // Accounts connect once every commit has its events: what a network delivers as the account connects (a first
+  // sync, history, messages that waited) is announced and logged like anything later, not stored unannounced.
+  for (const account of db.accounts) await bridges.attach(account);
   context.rearm();
   return {
     context,

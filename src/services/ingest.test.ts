@@ -1,0 +1,47 @@
+import { createStorage, type Storage } from "unstorage";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp, type App } from "../app.ts";
+import type { DomainEvent } from "../events/protocol.ts";
+import { seedDataset } from "../seed/dataset.ts";
+import { Db } from "../store/db.ts";
+
+/**
+ * What a connector reports becomes stored state and live events together: every inbound change is announced (and
+ * logged, for resumes and webhooks) in the commit that stores it, from the account's first connect on.
+ */
+
+const apps: App[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+
+async function seeded(): Promise<Storage> {
+  const storage = createStorage();
+  await seedDataset(await Db.open(storage), { chats: 4, messages: 20, accounts: 1, seed: 3 });
+  return storage;
+}
+
+const typeOf = (event: DomainEvent) => /^"type":"([^"]+)"/.exec(event.body)![1];
+
+describe("ingest", () => {
+  it("logs what an account's first connect delivers while the app starts", async () => {
+    const storage = await seeded();
+    // An account whose first sync has not run: the sandbox delivers its chats and their history as it connects.
+    const db = await Db.open(storage);
+    db.accounts[0].state = { ...db.accounts[0].state, synced: false };
+    db.saveAccounts();
+    await db.commit();
+    const app = await createApp({ storage });
+    apps.push(app);
+    const page = await app.events.log.read(0);
+    if ("gone" in page) throw new Error("the log is gone");
+    const messages = page.events.filter((e) => typeOf(e) === "message.upserted").flatMap((e) => JSON.parse(`{${e.body}`).entries as { id: string }[]);
+    // Six direct chats and two groups with five messages each (src/connectors/sandbox/sandbox.ts initialSync).
+    expect(messages).toHaveLength(40);
+    for (const chat of new Set(messages.map((m) => m.id.split(".")[0]))) {
+      const stored = app.context.db.chats.get(Number(chat))!;
+      expect(page.events.some((e) => typeOf(e) === "chat.upserted" && e.chatID === stored.id), `chat.upserted for ${stored.title}`).toBe(true);
+    }
+    expect(page.events.some((e) => typeOf(e) === "account.upserted"), "the account's status changes").toBe(true);
+  });
+});
