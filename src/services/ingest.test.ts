@@ -1,9 +1,11 @@
 import { createStorage, type Storage } from "unstorage";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, type App } from "../app.ts";
+import { directChatID, ECHO_ID } from "../connectors/sandbox/sandbox.ts";
 import type { DomainEvent } from "../events/protocol.ts";
 import { seedDataset } from "../seed/dataset.ts";
 import { Db } from "../store/db.ts";
+import { sendMessage } from "./messages.ts";
 
 /**
  * What a connector reports becomes stored state and live events together: every inbound change is announced (and
@@ -43,5 +45,34 @@ describe("ingest", () => {
       expect(page.events.some((e) => typeOf(e) === "chat.upserted" && e.chatID === stored.id), `chat.upserted for ${stored.title}`).toBe(true);
     }
     expect(page.events.some((e) => typeOf(e) === "account.upserted"), "the account's status changes").toBe(true);
+  });
+
+  it("writes and announces an inbound message whose commit failed, with no other write after it", async () => {
+    const storage = await seeded();
+    const app = await createApp({ storage });
+    apps.push(app);
+    const heard: DomainEvent[] = [];
+    let failNext = false;
+    const setItems = storage.setItems.bind(storage);
+    storage.setItems = (items, options) => {
+      if (!failNext) return setItems(items, options);
+      failNext = false;
+      return Promise.reject(new Error("storage unavailable"));
+    };
+    app.events.add({
+      deliver(events) {
+        heard.push(...events);
+        // Echo is seen typing just before it answers: the commit that stores the answer is the one to fail.
+        if (events.some((e) => typeOf(e) === "typing" && e.body.includes('"state":"typing"'))) failNext = true;
+      },
+    });
+    const account = app.context.db.accounts[0];
+    const echo = app.context.db.chats.findNetwork(account.accountID, directChatID(ECHO_ID))!;
+    await sendMessage(app.context, echo.id, { text: "answer me" });
+    const answered = (e: DomainEvent) => typeOf(e) === "message.upserted" && e.chatID === echo.id && e.body.includes('"text":"Echo: answer me"');
+    await vi.waitFor(() => expect(heard.some(answered)).toBe(true), { timeout: 5_000 });
+    expect(failNext, "the answer's first commit failed").toBe(false);
+    const logged = await app.events.log.read(0);
+    expect("events" in logged && logged.events.some(answered), "in the event log").toBe(true);
   });
 });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createStorage, type Storage } from "unstorage";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { defaultBinding } from "../../adapters/node/sqlite-binding.ts";
 import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
 import { Kv } from "./kv.ts";
@@ -184,5 +184,23 @@ describe("Kv", () => {
     // The first batch was written with the second: both notes are confirmed now, the failed one first.
     expect(confirmed).toEqual([1, 2]);
     expect(await storage.getItem("a")).toBe(1);
+  });
+
+  it("commits a failed batch again on its own: what it holds does not wait for another write", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage);
+    const confirmed: unknown[] = [];
+    const notes = ["an inbound message's event"];
+    kv.takeBatchNotes = () => notes.shift();
+    kv.afterCommit = (n) => confirmed.push(n);
+    const setItems = storage.setItems.bind(storage);
+    let failures = 3;
+    storage.setItems = (items, options) => (failures-- > 0 ? Promise.reject(new Error("storage unavailable")) : setItems(items, options));
+    kv.put("inbound", { text: "nobody writes after me" });
+    await expect(kv.commit()).rejects.toThrow("storage unavailable");
+    // No put and no commit from here on: the retries (sooner, then later) write the batch and confirm its notes.
+    await vi.waitFor(() => expect(confirmed).toEqual(["an inbound message's event"]), { timeout: 10_000 });
+    expect(failures).toBe(-1);
+    expect(await storage.getItem("inbound")).toEqual({ text: "nobody writes after me" });
   });
 });

@@ -11,7 +11,8 @@ import type { Storage } from "unstorage";
  * Invariants:
  * - a dirty entry is never evicted, so a `get()` always sees the newest `put()`;
  * - values are serialised when their commit starts, so a later mutation of the same object lands in the next one;
- * - `commit()` resolves only after the storage call for a batch containing every earlier put has resolved.
+ * - `commit()` resolves only after the storage call for a batch containing every earlier put has resolved;
+ * - a batch whose commit failed is committed again, on its own if no other commit comes (see retrySoon).
  */
 export interface KvOptions {
   /** Approximate bytes of clean values kept in memory. */
@@ -24,6 +25,10 @@ interface Entry {
   value: unknown;
   size: number;
 }
+
+/** The first retry of a failed commit comes this soon; the wait doubles while storage keeps failing, up to the max. */
+const RETRY_FIRST_MS = 10;
+const RETRY_MAX_MS = 5_000;
 
 export class Kv {
   private readonly cache = new Map<string, Entry>();
@@ -41,6 +46,9 @@ export class Kv {
   /** Notes of commits that failed: their batches were put back, so they are confirmed by the next commit that succeeds. */
   private readonly unconfirmed: unknown[] = [];
   afterCommit?: (notes: unknown) => void;
+  /** The retry of a failed commit (see retrySoon), and the wait before the next one. */
+  private retryTimer?: ReturnType<typeof setTimeout>;
+  private retryMs = 0;
 
   constructor(readonly storage: Storage, options: KvOptions = {}) {
     this.cacheBytes = options.cacheBytes ?? 32 * 1024 * 1024;
@@ -102,13 +110,37 @@ export class Kv {
    */
   commit(): Promise<void> {
     if (this.queued) return this.queued;
+    let started = 0;
     const run = this.tail.then(() => {
       this.queued = null;
+      started = Date.now();
       return this.runCommit();
     });
     this.queued = run;
-    this.tail = run.catch(() => undefined);
+    this.tail = run.then(
+      () => void (this.retryMs = 0),
+      () => this.retrySoon(Date.now() - started),
+    );
     return run;
+  }
+
+  /**
+   * After a failed commit, commits again on its own while anything is unwritten. Its batch went back into the next
+   * one, but a next one may never come: what a network delivered (an inbound message, and its event in the notes)
+   * would stay unwritten and unannounced until some other write. The first retry comes at once, then less often while
+   * storage keeps failing, and never sooner than the failed attempt took (SQLite waits out another process's lock
+   * for seconds, holding the daemon meanwhile: retries must leave it time to answer in between).
+   */
+  private retrySoon(failedAfterMs: number): void {
+    if (this.retryTimer !== undefined || (this.dirty.size === 0 && this.unconfirmed.length === 0)) return;
+    this.retryMs = Math.min(Math.max(this.retryMs ? this.retryMs * 2 : RETRY_FIRST_MS, failedAfterMs), RETRY_MAX_MS);
+    const timer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.commit().catch(() => undefined); // a failure schedules the next retry
+    }, this.retryMs);
+    // A process that is done (a CLI command whose commit failed) does not wait for the retries.
+    (timer as { unref?: () => void }).unref?.();
+    this.retryTimer = timer;
   }
 
   private async runCommit(): Promise<void> {
