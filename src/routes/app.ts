@@ -67,7 +67,7 @@ export function appRoutes(api: Api) {
       description: "Chats, groups by participant and the first page of messages matching `query`, in one answer." },
       ({ rc, query }) => unifiedSearch(rc.app, query.query))
     .add({ method: "POST", path: "/v1/focus", operationId: "focusApp", summary: "Focus the app", tag, body: FocusBody, response: Success,
-      description: "There is no window here: the IDs are checked (404 otherwise) and a `focus` event goes to connected WebSocket clients, so a UI can follow it." },
+      description: "There is no window here: the IDs are checked (404 otherwise) and a `focus` event is logged (WebSocket clients, GET /v1/events, webhooks), so a UI can follow it." },
       ({ rc, body }) => focus(rc.app, body))
     .add({ method: "GET", path: "/v1/app/setup", operationId: "getAppSetup", extension: true, scope: "public", summary: "App setup state", tag, response: AppSetup,
       description: "Public, so that an app can learn before it has a token whether the server is ready: inboxd always is (`state: \"ready\"`)." },

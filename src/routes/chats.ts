@@ -147,10 +147,10 @@ export function chatRoutes(api: Api) {
       description: "Chats by last activity, newest first, with the last message as `preview`." },
       ({ rc, query }) => listChats(rc.app, query))
     .add({ method: "GET", path: "/v1/chats/search", operationId: "searchChats", summary: "Search chats", tag, query: SearchQuery, response: ChatPage,
-      description: "Chats whose title, network or participants match the literal words of `query`, with filters." },
+      description: "Chats whose title, network or participants' names contain every word of `query` as the start of a word (case-insensitive), with filters." },
       ({ rc, query }) => searchChats(rc.app, query))
     .add({ method: "POST", path: "/v1/chats", operationId: "createChat", summary: "Create a chat", tag, body: CreateBody, response: CreatedChat,
-      description: "Creates a group or direct chat (`mode: create`), or finds or starts a direct chat with a user (`mode: start`, 5.0.0)." },
+      description: "Creates a group or direct chat from `participantIDs`; the 4.2.x form `mode: start` with `user` finds or starts a direct chat instead (5.0.0 clients use POST /v1/chats/start)." },
       ({ rc, body }) => createChat(rc.app, body))
     .add({ method: "POST", path: "/v1/chats/start", operationId: "startChat", summary: "Start a direct chat", tag, body: StartBody, response: CreatedChat },
       ({ rc, body }) => createChat(rc.app, { ...body, mode: "start" }))

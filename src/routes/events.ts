@@ -18,7 +18,7 @@ const Page = v.strictObject({
   items: v.pipe(v.array(v.record(v.string(), v.unknown())), v.description("Events as /v1/ws sends them (without `seq`), oldest first, each with its `eventID`.")),
   nextAfter: v.pipe(v.number(), v.description("Pass as `after` to continue: past every event this page read, including those the chat filter left out.")),
   latestEventID: v.number(),
-  oldestEventID: v.pipe(v.number(), v.description("The oldest event still kept; an `after` older than it answers 410 RESYNC_REQUIRED.")),
+  oldestEventID: v.pipe(v.number(), v.description("The oldest event still kept; an `after` below `oldestEventID − 1`, or beyond the newest event, answers 410 RESYNC_REQUIRED.")),
   hasMore: v.boolean(),
 });
 
@@ -42,7 +42,7 @@ export function eventRoutes(api: Api, hub: EventHub) {
         "a Server-Sent Events stream (`id:` is the eventID; `Last-Event-ID` resumes; comment lines every 15 s); otherwise one JSON page, " +
         "waiting up to `wait` seconds for an event. At least once, in order, with no gap while within retention; an older cursor answers " +
         "410 `RESYNC_REQUIRED` (the stream: a `resync.required` event).",
-      responses: { 410: { description: "The cursor is older than the log keeps (RESYNC_REQUIRED)." } },
+      responses: { 410: { description: "The cursor is older than the log keeps, or ahead of its newest event (restored or reset data): RESYNC_REQUIRED." } },
     },
     async ({ req, query }) => {
       const request = req as unknown as Request;

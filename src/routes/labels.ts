@@ -23,7 +23,7 @@ export function labelRoutes(api: Api) {
       description: "This device's chat labels, sorted by name." },
       ({ rc }) => listLabels(rc.app))
     .add({ method: "POST", path: "/v1/labels", operationId: "createLabel", extension: true, summary: "Create a label", tag, body: LabelBody, response: Label,
-      description: "A new label. A name already taken (ignoring case) is a 409 whose `details.labelID` is the existing label." },
+      description: "A new label. A name already taken (ignoring case) is a 409 whose `details.labelID` is the existing label; a device that already has the most labels it may (1,000) gets a 409 without it." },
       ({ rc, body }) => createLabel(rc.app, body.name))
     .add({ method: "DELETE", path: "/v1/labels/:labelID", operationId: "deleteLabel", extension: true, summary: "Delete a label", tag,
       description: "Deletes the label and takes it off every chat.", responses: { 204: { description: "Deleted." } } },

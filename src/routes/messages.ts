@@ -67,7 +67,7 @@ const ReactionResult = v.strictObject({
   chatID: v.string(),
   messageID: v.string(),
   reactionKey: v.string(),
-  transactionID: v.optional(v.pipe(v.string(), v.metadata(extension("on removal too: the transaction ID of the removal.")))),
+  transactionID: v.optional(v.pipe(v.string(), v.metadata(extension("the transaction ID of an addition (the one sent, or a generated one); a removal answers none.")))),
 });
 
 export function messageRoutes(api: Api) {

@@ -101,7 +101,7 @@ export function tokenRoutes(api: Api, options: { storage: Storage; now: () => nu
         return { items };
       })
     .add({ method: "DELETE", path: "/v1/tokens/:tokenID", operationId: "revokeToken", extension: true, summary: "Revoke an access token", tag, response: Success,
-      description: "Revokes the token with this id (the whole id from `GET /v1/tokens`). The token this request is made with may be revoked too: the next request with it is refused (401). Takes effect within a second." },
+      description: "Revokes the token with this id (the whole id from `GET /v1/tokens`). The token this request is made with may be revoked too. Requests with a revoked token are refused (401) from at most a second later (verified tokens are remembered for a second)." },
       async ({ params: { tokenID } }) => {
         if (!TOKEN_ID.test(tokenID))
           throw badRequest("invalid path parameter tokenID: expected a token id, 64 hexadecimal characters (GET /v1/tokens lists them)", [{ code: "invalid_format", message: "expected 64 hexadecimal characters", path: ["path", "tokenID"] }]);
@@ -129,7 +129,7 @@ export function tokenRoutes(api: Api, options: { storage: Storage; now: () => nu
         return { items: items.sort((a, b) => a.authorizedAt.localeCompare(b.authorizedAt)) };
       })
     .add({ method: "DELETE", path: "/v1/authorized-apps/:clientID", operationId: "revokeAuthorizedApp", extension: true, summary: "Revoke an app's access", tag, response: RevokedApp,
-      description: "Ends every grant of the app: its access tokens and its refresh tokens, so it can neither call the API nor refresh. The app stays registered and may ask for consent again. 404 when the app holds no live grant." },
+      description: "Ends every grant of the app: its access tokens and its refresh tokens, so within a second it can no longer call the API, and it cannot refresh. The app stays registered and may ask for consent again. 404 when the app holds no live grant." },
       async ({ params: { clientID } }) => {
         let held = (await holdings()).get(clientID);
         if (!held) throw notFound(`authorized app ${clientID}`);

@@ -30,7 +30,7 @@ export function webhookRoutes(api: Api) {
     .add({ method: "GET", path: "/v1/webhooks/:id", operationId: "getWebhook", extension: true, summary: "Retrieve a webhook", tag, response: Webhook },
       ({ rc, params: { id } }) => rc.app.webhooks.present(id))
     .add({ method: "POST", path: "/v1/webhooks/:id/replay", operationId: "replayWebhook", extension: true, summary: "Deliver a webhook's events again from an eventID", tag, query: ReplayQuery, response: Webhook,
-      description: "Moves the webhook's cursor back to `since`: every event after it (of the webhook's chats) is delivered again, in order, with the same delivery IDs as the first time. Answers the webhook.",
+      description: "Sets the webhook's cursor to `since`: every event after it (of the webhook's chats) is delivered (again), in order, with the same delivery IDs as the first time; a `since` past the cursor skips the events in between. Answers the webhook.",
       responses: { 410: { description: "`since` is older than the event log keeps (RESYNC_REQUIRED, with `details.oldestEventID`)." } } },
       ({ rc, params: { id }, query }) => rc.app.webhooks.replay(id, query.since))
     .add({ method: "DELETE", path: "/v1/webhooks/:id", operationId: "deleteWebhook", extension: true, summary: "Remove a webhook", tag, responses: { 204: { description: "Removed." } } },

@@ -1,5 +1,5 @@
 import { createStorage, type Storage } from "unstorage";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { png } from "../../test/assets/fixtures.ts";
 import { createApp, type App } from "../app.ts";
 import { NetworkError, type NetworkClient, type NetworkConnector, type OutgoingFile } from "../bridges/connector.ts";
@@ -231,6 +231,18 @@ describe("settings the network takes", () => {
     const done = await withIt.call("POST", `${withIt.path}/notify-anyway`);
     expect(done).toMatchObject({ status: 200, body: { id: withIt.chat.id } });
     expect(calls).toEqual([withIt.chat.networkChatID]);
+  });
+
+  it("editing, deleting for everyone and reactions on a network without them: 422 NOT_SUPPORTED, as every missing feature", async () => {
+    const { call, path } = await serve(bare);
+    const sent = await call("POST", `${path}/messages`, { text: "mine" });
+    expect(sent.status).toBe(200);
+    const message = `${path}/messages/${encodeURIComponent(sent.body.pendingMessageID)}`;
+    await vi.waitFor(async () => expect((await call("GET", message)).body.sendStatus).not.toBe("pending"));
+    for (const [method, at, body] of [["PUT", message, { text: "edited" }], ["DELETE", message, undefined], ["POST", `${message}/reactions`, { reactionKey: "👍" }]] as const) {
+      const res = await call(method, at, body);
+      expect(res, `${method} ${at}`).toMatchObject({ status: 422, body: { code: "NOT_SUPPORTED", message: expect.stringMatching(/not supported by this network/) } });
+    }
   });
 
   it("a network that refuses: its error, and nothing stored", async () => {

@@ -1,9 +1,9 @@
-import { badRequest, clip, conflict, notFound, unprocessable } from "../http/errors.ts";
+import { ApiError, badRequest, clip, conflict, notFound, unprocessable } from "../http/errors.ts";
 import { LIMITS } from "../http/limits.ts";
 import type { Message, Page } from "../schema/wire.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
-import { callNetwork, requireChat, type Context } from "./context.ts";
+import { callNetwork, requireChat, unsupported, type Context } from "./context.ts";
 import { attachmentFor, openAsset, takeUpload, type AssetRecord } from "./assets.ts";
 import type { Attachment } from "../schema/wire.ts";
 import { isSortKey, seqOfSortKey, sortKeyOf } from "./cursor.ts";
@@ -225,7 +225,7 @@ export async function editMessage(ctx: Context, chatID: string, id: string, text
     if (m.attachments?.length) throw unprocessable("messages with attachments cannot be edited", ["path", "messageID"]);
     if (!m.isSender) throw unprocessable("only your own messages can be edited", ["path", "messageID"]);
     if (m.sendStatus === "pending") throw conflict("the message is still being sent");
-    if (!client.edit) throw unprocessable("editing is not supported by this network");
+    if (!client.edit) throw unsupported("editing");
     if (m.networkID) await callNetwork(() => client.edit!(chat.networkChatID, m.networkID!, text));
     m.text = text;
     m.editedTs = ctx.now();
@@ -250,7 +250,7 @@ export async function deleteMessage(ctx: Context, chatID: string, id: string, op
   await ctx.db.withChat(chat.no, async () => {
     const m = await findMessage(ctx, chat, id);
     if (m.sendStatus === "pending") throw unprocessable("a message cannot be deleted while it is being sent", ["path", "messageID"]);
-    if (client && !client.delete) throw unprocessable("deleting messages for everyone is not supported by this network (forEveryone=false deletes it on this device)");
+    if (client && !client.delete) throw new ApiError(422, "NOT_SUPPORTED", "deleting messages for everyone is not supported by this network (forEveryone=false deletes it on this device)");
     if (client && m.networkID) await callNetwork(() => client.delete!(chat.networkChatID, m.networkID!));
     m.deleted = true;
     await ctx.db.putMessage(chat.no, m);

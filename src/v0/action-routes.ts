@@ -17,7 +17,7 @@ const Done = actionResult({});
 
 export function v0ActionRoutes(api: Api): void {
   addV0(api, "open-app", { summary: "Open the app (v0)", body: OpenAppBody, response: Done,
-    notes: "There is no window here: the chat and message are checked (404 otherwise) and a `focus` event goes to WebSocket clients." },
+    notes: "There is no window here: the chat and message are checked (404 otherwise) and a `focus` event is logged (WebSocket clients, GET /v1/events, webhooks)." },
     async ({ rc, body }) => focus(rc.app, body));
 
   addV0(api, "download-asset", { summary: "Download an asset (v0)", body: DownloadAssetBody,
