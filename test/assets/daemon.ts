@@ -49,6 +49,8 @@ export async function startTuned(options: { maxUploadBytes?: number; uploadTtlMs
   return {
     url,
     app,
+    /** The daemon's HTTP server, for tests that wait on what it saw (a connection closing). */
+    httpServer: server.node!.server! as import("node:http").Server,
     assetDir,
     scheduled,
     api: new Api(url, token),
