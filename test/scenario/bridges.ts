@@ -5,7 +5,9 @@
  * limit; reconnecting an account in place; removing a login with everything it brought; secrets never echoed; scopes.
  *
  * These scenarios connect and remove accounts, which the rest of the suite must not see, so they run against a
- * server of their own, started with a short session TTL and a short sandbox QR delay.
+ * server of their own, started with a short session TTL and a sandbox QR delay far longer than any test: there a
+ * QR login completes only when the client confirms it. The QR code being scanned on its own after a short delay is
+ * seen on one more server, started for that test.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,7 +35,9 @@ import {
 
 /** Idle login sessions expire after this long on the server these scenarios start. */
 const TTL_MS = 1500;
-/** The sandbox QR login completes on its own this long after the session started. */
+/** On that server, a sandbox QR login would complete on its own this long after the session started: never in a test. */
+const QR_NEVER_MS = 10 * 60_000;
+/** On the server of the test where the QR code is scanned on its own, this long after the session started. */
 const QR_DELAY_MS = 1000;
 
 const MULTI = "local-sandbox";
@@ -142,7 +146,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
           { token: env.ro, scopes: ["read"] },
         ],
         verbose: true,
-        tuning: { loginSessionTtlMs: TTL_MS, sandboxQrDelayMs: QR_DELAY_MS },
+        tuning: { loginSessionTtlMs: TTL_MS, sandboxQrDelayMs: QR_NEVER_MS },
       } as StartOptions;
       const server = await start(options);
       stop = () => server.stop();
@@ -573,8 +577,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
     });
 
     describe("login sessions: QR and cookies flows", () => {
-      it("shows a QR code and completes at once when the client confirms it", async () => {
-        const started = Date.now();
+      it("shows a QR code and completes when the client confirms it (this server's QR code is never scanned on its own)", async () => {
         const s = await startSession(MULTI, { flowID: "qr" });
         expect(s.status).toBe("waiting_for_display");
         expect(s.currentStep!.type).toBe("display_and_wait");
@@ -582,25 +585,42 @@ export function bridgeScenarios(parent: Env, start: Start) {
         expect(s.currentStep!.display!.data).toMatch(/\S/);
         // A QR step is waited on, not answered.
         expectError(await submit(s, "user_input", { confirm: "true" }), 422);
+        // Had the confirmation been taken for a plain wait, the answer would be the unchanged session once the
+        // server's long-poll ran out (25 s).
         const done = await submitOk(s, "display_and_wait", { confirm: "true" });
-        expect(Date.now() - started, "confirming does not wait for the QR delay").toBeLessThan(QR_DELAY_MS);
         expect(done.status).toBe("complete");
         expect(done.accountID).toMatch(ACCOUNT_ID);
         expect(done.account!.bridge).toEqual({ id: MULTI, provider: "local", type: "sandbox" });
         await untilConnected(done.accountID!);
       });
 
-      it("long-polls a display_and_wait step until the QR code is scanned", async () => {
-        const started = Date.now();
-        const s = await startSession(MULTI, { flowID: "qr" });
-        const done = await submitOk(s, "display_and_wait", {});
-        const waited = Date.now() - started;
-        expect(done.status).toBe("complete");
-        expect(waited, "the answer came when the scan did").toBeGreaterThanOrEqual(QR_DELAY_MS - 100);
-        expect(done.accountID).toMatch(ACCOUNT_ID);
-        expect(done.login!.accountIDs).toEqual([done.accountID]);
-        expect((await getSession(s)).status).toBe("complete");
-      });
+      it("long-polls a display_and_wait step until the QR code is scanned (on a server whose QR code is scanned after 1 s)", async () => {
+        // A server of this test's own: on the one above, QR codes are never scanned on their own.
+        const scanning = { ...env, rw: randomToken("rw") } as Env;
+        const server = await start({ seed: { chats: 2, messages: 4, accounts: 1, seed: 12 }, tokens: [{ token: scanning.rw, scopes: ["read", "write"] }], tuning: { sandboxQrDelayMs: QR_DELAY_MS } } as StartOptions);
+        try {
+          scanning.url = server.url.replace(/\/$/, "");
+          const at = (path: string, init: RawInit = {}) => raw<Session>(scanning, path, init);
+          const started = Date.now();
+          const created = await at(sessionsPath(MULTI), { method: "POST", json: { flowID: "qr" } });
+          expect(created.status, created.text).toBe(200);
+          const s = created.body;
+          expectSession(s, MULTI);
+          const answer = await at(stepPath(MULTI, s.loginSessionID, s.currentStep!.stepID), { method: "POST", json: { type: "display_and_wait", fields: {} } });
+          // A lower bound only: however slow the machine, the sandbox's timer cannot fire sooner.
+          const waited = Date.now() - started;
+          expect(answer.status, answer.text).toBe(200);
+          const done = answer.body;
+          expectSession(done, MULTI);
+          expect(done.status).toBe("complete");
+          expect(waited, "the answer came when the scan did").toBeGreaterThanOrEqual(QR_DELAY_MS - 100);
+          expect(done.accountID).toMatch(ACCOUNT_ID);
+          expect(done.login!.accountIDs).toEqual([done.accountID]);
+          expect((await at(sessionPath(MULTI, s.loginSessionID))).body.status).toBe("complete");
+        } finally {
+          await server.stop();
+        }
+      }, 60_000);
 
       it("takes browser cookies and connects two accounts under one login", async () => {
         const name = uniq("ck");
@@ -685,17 +705,24 @@ export function bridgeScenarios(parent: Env, start: Start) {
 
       it("cancels a QR session while a client long-polls it: the poll ends cancelled and nothing connects", async () => {
         const before = (await accounts()).length;
-        const s = await startSession(MULTI, { flowID: "qr" });
-        const polling = submit(s, "display_and_wait", {});
-        await sleep(100);
-        const res = await call(sessionPath(MULTI, s.loginSessionID), { method: "DELETE" });
-        expect(res.status, res.text).toBe(200);
-        expect(res.body.status).toBe("cancelled");
-        const polled = await polling;
-        expect(polled.status, polled.text).toBe(200);
-        expectSession(polled.body, MULTI);
-        expect(polled.body.status).toBe("cancelled");
-        expect((await getSession(s)).status).toBe("cancelled");
+        // The poll must be under way at the server when the session is cancelled, which a client cannot see: a poll
+        // that reached the server only after the cancel is refused (409, the session is finished), and then the
+        // whole thing is done again, waiting longer before the cancel.
+        for (let head = 100; ; head *= 2) {
+          const s = await startSession(MULTI, { flowID: "qr" });
+          const polling = submit(s, "display_and_wait", {});
+          await sleep(head);
+          const res = await call(sessionPath(MULTI, s.loginSessionID), { method: "DELETE" });
+          expect(res.status, res.text).toBe(200);
+          expect(res.body.status).toBe("cancelled");
+          const polled = await polling;
+          if (polled.status === 409 && (polled.body as unknown as { code?: string })?.code === "SESSION_FINISHED" && head < 10_000) continue;
+          expect(polled.status, polled.text).toBe(200);
+          expectSession(polled.body, MULTI);
+          expect(polled.body.status).toBe("cancelled");
+          expect((await getSession(s)).status).toBe("cancelled");
+          break;
+        }
         await sleep(200);
         expect((await accounts()).length).toBe(before);
       });
@@ -713,14 +740,39 @@ export function bridgeScenarios(parent: Env, start: Start) {
       });
 
       it("keeps a session that is in use alive past the TTL", async () => {
-        let s = await startSession(MULTI, { flowID: "password" });
-        await sleep(TTL_MS * 0.6);
-        s = await submitOk(s, "user_input", { username: uniq("alive"), password: PASSWORD });
-        await sleep(TTL_MS * 0.6);
-        const still = await getSession(s);
-        expect(still.status).toBe("waiting_for_input");
-        expect(still.currentStep!.stepID).toBe("sandbox.password.code");
-        await call(sessionPath(MULTI, s.loginSessionID), { method: "DELETE" });
+        // How much time has passed at the server is read off other sessions that stay idle, not off the test's clock:
+        // `later`, started just after `s`, having expired while `s` is still there shows `s` outlived the TTL it had
+        // from its start. `s` must then have been kept alive by its use, which came after `beforeUse` started: `s`
+        // expiring while `beforeUse` has not is the failure. Both expired means the machine stalled for longer than
+        // the gap between the two (`s` was used too late, or looked at too late): inconclusive, so done again.
+        const expired = (x: Session) => x.status === "failed" && x.error?.code === "expired";
+        const attempt = async (): Promise<"shown" | "inconclusive"> => {
+          let s = await startSession(MULTI, { flowID: "password" });
+          const later = await startSession(MULTI, { flowID: "password" });
+          await sleep(TTL_MS / 3); // the gap: any part of the TTL, for the checks below to fall in
+          const beforeUse = await startSession(MULTI, { flowID: "password" });
+          const used = await submit(s, "user_input", { username: uniq("alive"), password: PASSWORD });
+          if (used.status === 409) return "inconclusive"; // `s` had expired before its use: a TTL passed since its start
+          expect(used.status, used.text).toBe(200);
+          s = used.body;
+          for (;;) {
+            const laterNow = await getSession(later);
+            const now = await getSession(s);
+            if (expired(now)) {
+              expect(expired(await getSession(beforeUse)), "the session used after another started expired before that one").toBe(true);
+              return "inconclusive";
+            }
+            expect(now.status).toBe("waiting_for_input");
+            expect(now.currentStep!.stepID).toBe("sandbox.password.code");
+            if (expired(laterNow)) {
+              await call(sessionPath(MULTI, s.loginSessionID), { method: "DELETE" });
+              return "shown";
+            }
+            await sleep(25);
+          }
+        };
+        for (let n = 1; (await attempt()) !== "shown"; n++)
+          if (n === 5) throw new Error("5 attempts were inconclusive: the machine stalled each time for longer than a third of the TTL");
       });
     });
 
