@@ -25,11 +25,15 @@ export async function openSqliteStorage(
 ): Promise<{ storage: Storage; binding: SqliteBinding; close(): Promise<void> }> {
   const database = createDatabase(binding.connector(path));
   const sync = process.env.INBOXD_SQLITE_SYNC === "FULL" ? "FULL" : "NORMAL";
-  // busy_timeout comes first: node:sqlite waits 0 ms by default, and switching to WAL needs a lock that another
-  // process opening or closing the same file (a CLI command beside the daemon) can hold for a moment.
-  await database.exec(`PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA cache_size=-16384;`);
-  const base = db0Driver({ database, tableName: TABLE });
-  await base.hasItem("", {}); // lets the db0 driver create its table before statements are prepared
+  const base = await untilNotLocked(async () => {
+    // busy_timeout comes first: node:sqlite waits 0 ms by default, and switching to WAL needs a lock that another
+    // process opening or closing the same file (a CLI command beside the daemon) can hold for a moment.
+    await database.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}; PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA cache_size=-16384;`);
+    // A new driver per attempt: db0's keeps a failed table set-up as failed.
+    const driver = db0Driver({ database, tableName: TABLE });
+    await driver.hasItem("", {}); // lets the db0 driver create its table before statements are prepared
+    return driver;
+  });
   const sqlite = (await database.getInstance()) as SqliteDatabase;
   const select = sqlite.prepare(`SELECT value FROM ${TABLE} WHERE key = ?`);
   const upsert = sqlite.prepare(
@@ -64,6 +68,26 @@ export async function openSqliteStorage(
       await database.dispose();
     },
   };
+}
+
+const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Runs the set-up of a new connection (the switch to WAL, the table's creation) again while SQLite answers "database
+ * is locked", for up to the busy timeout. Until a new file is in WAL mode, SQLite refuses a lock that could deadlock
+ * with another connection's at once, without waiting on busy_timeout: several processes opening one new data
+ * directory together (CLI commands started side by side) then failed now and then. The set-up is idempotent.
+ */
+async function untilNotLocked<T>(setUp: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await setUp();
+    } catch (error) {
+      if (!/database is locked|SQLITE_BUSY/i.test(String((error as Error)?.message ?? error)) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100, 5 * attempt) * (0.5 + Math.random())));
+    }
+  }
 }
 
 /** Runs `write` in one IMMEDIATE transaction (the write lock is taken up front, so it waits on busy_timeout). */
