@@ -41,6 +41,7 @@ import { labelRoutes } from "./routes/labels.ts";
 import { typingRoutes } from "./routes/typing.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 import { XmppConnector, type XmppOptions } from "./connectors/xmpp/index.ts";
+import { MatrixConnector, type MatrixOptions } from "./connectors/matrix/index.ts";
 import { webRoutes } from "./web/index.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
 
@@ -76,6 +77,8 @@ export interface AppOptions extends GuardOptions {
    * messages of each archive a first connect reads (default 10,000; older ones load when a client pages back).
    */
   xmpp?: XmppOptions;
+  /** Matrix: how many messages of each room a first sync loads (default 50). */
+  matrix?: MatrixOptions;
   /** MCP tools offered: "all" (default), "read-only", or tool names (src/mcp/options.ts). */
   mcp?: Pick<McpOptions, "tools">;
   /** How long an OAuth access token lives (default 1 hour). */
@@ -101,13 +104,14 @@ const earliest = (...times: (number | undefined)[]) => {
 
 /**
  * The built-in networks: the sandbox (up to 10 accounts), a single-account variant of it that behaves like
- * networks bound to one phone or device and, like SMS, has no typing notifications, and XMPP.
+ * networks bound to one phone or device and, like SMS, has no typing notifications, XMPP and Matrix.
  */
 function defaultConnectors(options: AppOptions): NetworkConnector[] {
   return [
     new SandboxConnector({ qrDelayMs: options.sandboxQrDelayMs }),
     new SandboxConnector({ network: "sandbox-solo", displayName: "Sandbox (single account)", maxAccounts: 1, qrDelayMs: options.sandboxQrDelayMs, typing: false }),
     new XmppConnector(options.xmpp),
+    new MatrixConnector(options.matrix),
   ];
 }
 

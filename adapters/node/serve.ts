@@ -29,8 +29,11 @@ export interface ServeOptions {
   /** MCP tools offered (--mcp-tools). */
   mcp?: AppOptions["mcp"];
   /** Overrides for tests (e.g. short login-session expiry). */
-  /** Test tuning; `xmppFirstBackfill`: messages per archive a first XMPP connect reads. */
-  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number };
+  /**
+   * Test tuning; `xmppFirstBackfill`: messages per archive a first XMPP connect reads; `matrixFirstBackfill`:
+   * messages per room a first Matrix sync loads.
+   */
+  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number; matrixFirstBackfill?: number };
   /** Overrides for tests: how long a request's headers and body may take (request-body.ts). */
   bodyTimeouts?: BodyTimeouts;
   /** Per-token budgets and failed-authentication throttling (`--rate-limit`); false turns them off. Default: on, with src/http/rate-limit.ts's defaults. */
@@ -211,6 +214,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     eventLog: options.eventLog,
     clientAddress: peerAddress,
     xmpp: { transports: [xmppOverTCP], firstBackfill: options.tuning?.xmppFirstBackfill },
+    matrix: { firstBackfill: options.tuning?.matrixFirstBackfill },
     loginSessionTtlMs: options.tuning?.loginSessionTtlMs,
     sandboxQrDelayMs: options.tuning?.sandboxQrDelayMs,
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },

@@ -48,6 +48,8 @@ export interface InboxEnv {
   INBOXD_TOKEN_TTL?: string;
   /** Test tuning: how many messages of each XMPP archive a first connect reads (default 10,000). */
   INBOXD_XMPP_FIRST_BACKFILL?: string;
+  /** Test tuning: how many messages of each Matrix room a first sync loads (default 50). */
+  INBOXD_MATRIX_FIRST_BACKFILL?: string;
   /** JSON `{"chats":40,"messages":800,"accounts":2,"seed":7}`: fill an empty store with a sandbox dataset. */
   INBOXD_SEED?: string;
   /** MCP tools offered: all (default), read-only, or tool names separated by commas (as `serve --mcp-tools`). */
@@ -235,6 +237,7 @@ export class InboxObject {
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
+      matrix: { firstBackfill: optionalNumber(this.env.INBOXD_MATRIX_FIRST_BACKFILL) },
       eventLog: eventLogSettings(this.env as unknown as Record<string, string | undefined>),
       accessTokenTtlMs: (optionalNumber(this.env.INBOXD_TOKEN_TTL) ?? 0) * 1000 || undefined,
       info: { platform: { os: "workerd", arch: "unknown" } },

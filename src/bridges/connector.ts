@@ -35,13 +35,37 @@ export interface ChatCapabilities {
   attachments: boolean;
   /** Set when one participant may put several different reactions on a message. */
   multipleReactions: boolean;
+  /** Set when nothing can be sent to the chat through this network: why (an encrypted room it cannot encrypt for). */
+  readOnly?: string;
 }
 
 export interface NetworkChat {
   networkChatID: string;
   type: "single" | "group";
   title: string;
+  /** The members known (a large group's may be a subset: see `participantCount`). */
   participants: User[];
+  /** How many members the chat has, where the network says and `participants` holds fewer. */
+  participantCount?: number;
+  /** The chat's picture: a URL this network's `downloadMedia` serves (mxc://…). */
+  imgURL?: string;
+  /**
+   * State the network keeps per chat (on Matrix: room tags and push rules). Each is applied when set and left as
+   * it is when undefined, so a connector sends a flag only when the network reported it (first sight, a change).
+   */
+  isPinned?: boolean;
+  isMuted?: boolean;
+  isLowPriority?: boolean;
+  isArchived?: boolean;
+  /** The network's own count of unread messages, where it keeps one: it replaces the count kept here. */
+  unreadCount?: number;
+}
+
+/** Chat state a client may change through the API that the network also keeps (NetworkChat's flags). */
+export interface ChatFlags {
+  isPinned?: boolean;
+  isMuted?: boolean;
+  isLowPriority?: boolean;
 }
 
 /** A file handed to the network: its description and its bytes, read on demand (a large file is never held in memory). */
@@ -76,7 +100,11 @@ export interface InboundMessage {
   senderID: string;
   senderName?: string;
   timestamp: number;
+  /** What kind of message it is (TEXT when left out); NOTICE for what the network itself says (joins, renames…). */
+  type?: "TEXT" | "NOTICE" | "IMAGE" | "VIDEO" | "VOICE" | "AUDIO" | "FILE" | "STICKER" | "LOCATION";
   text?: string;
+  /** When the text was last edited, for a message that arrives already edited (history). */
+  editedTimestamp?: number;
   isSender?: boolean;
   replyTo?: string;
   attachments?: Attachment[];
@@ -98,8 +126,13 @@ export type InboundEvent =
    * network that lets anyone send a correction must not let one person rewrite another's words).
    */
   | { type: "edit"; networkChatID: string; networkMessageID: string; text: string; timestamp: number; senderID?: string }
+  /** `networkMessageID` may also name a reaction (its `networkReactionID`): that reaction is removed. */
   | { type: "delete"; networkChatID: string; networkMessageID: string; senderID?: string }
-  | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean }
+  /**
+   * `networkReactionID`: the network's ID of the reaction itself, for networks that remove a reaction by deleting
+   * it (Matrix redacts the reaction event): a later `delete` naming it removes the reaction.
+   */
+  | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean; networkReactionID?: string }
   /** A participant's whole set of reactions to a message, replacing what they had (networks that send sets). */
   | { type: "reactions"; networkChatID: string; networkMessageID: string; senderID: string; reactionKeys: string[] }
   | { type: "chat"; chat: NetworkChat }
@@ -158,6 +191,10 @@ export interface NetworkClient {
    * notifications (iMessage's "Notify Anyway" for a recipient in a Focus mode). Resolves once the network took it.
    */
   notifyAnyway?(networkChatID: string): Promise<void>;
+  /** Tells the network of pin, mute and low-priority changes made through the API (both ways, with NetworkChat's flags). */
+  setChatFlags?(networkChatID: string, flags: ChatFlags): Promise<void>;
+  /** Ends this device's session on the network when the login is removed (best effort: removal goes on if it fails). */
+  logout?(): Promise<void>;
   createChat?(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat>;
   /** Resolves a partial identity (ID, username, phone, email) to a user the network can message. */
   resolveIdentifier?(user: Partial<User>): Promise<User | null>;

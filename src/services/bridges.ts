@@ -225,7 +225,11 @@ export async function removeLogin(ctx: Context, bridgeID: string, loginID: strin
   const login = requireLogin(ctx, bridgeID, loginID);
   const { db } = ctx;
   const accounts = db.accounts.filter((a) => a.loginID === loginID);
-  for (const account of accounts) await ctx.bridges.detach(account.accountID);
+  for (const account of accounts) {
+    // The network forgets this device (Matrix: POST /logout); a network that cannot be reached does not stop removal.
+    await ctx.bridges.attached(account.accountID)?.logout?.().catch(() => undefined);
+    await ctx.bridges.detach(account.accountID);
+  }
   // Removing a login deletes its chats and messages from this device; they disappear from every list and search.
   for (const chat of [...db.chats.all()]) if (accounts.some((a) => a.accountID === chat.accountID)) await db.dropChat(chat);
   db.accounts = db.accounts.filter((a) => a.loginID !== loginID);

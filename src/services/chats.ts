@@ -1,5 +1,5 @@
 import { badRequest, unprocessable } from "../http/errors.ts";
-import type { NetworkClient } from "../bridges/connector.ts";
+import type { ChatFlags, NetworkClient } from "../bridges/connector.ts";
 import type { Chat, User } from "../schema/wire.ts";
 import { firstSeqOf, type ChatRecord } from "../store/records.ts";
 import { callNetwork, requireAccount, requireChat, unsupported, type Context } from "./context.ts";
@@ -214,6 +214,9 @@ export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch)
   }
   if (network.client && network.messageExpirySeconds !== undefined)
     await callNetwork(() => network.client!.setMessageExpiry!(chat.networkChatID, network.messageExpirySeconds ?? 0));
+  const flags = flagChanges(chat, patch, mute?.isMuted);
+  const flagClient = flags && ctx.bridges.attached(chat.accountID);
+  if (flags && flagClient?.setChatFlags) await callNetwork(() => flagClient.setChatFlags!(chat.networkChatID, flags));
   const imgURL = picture ? await keepChatPicture(ctx, picture) : picture;
   if (draft) await keepUploads(ctx, draftUploads(draft));
   // Checked again, now with no await before the save: a label deleted or a draft set during the waits is refused.
@@ -252,6 +255,15 @@ function networkChanges(ctx: Context, chat: ChatRecord, patch: ChatPatch): { cli
   if (messageExpirySeconds !== undefined && !client.setMessageExpiry)
     throw unsupported("a disappearing-message timer (messageExpirySeconds)", ["body", "messageExpirySeconds"]);
   return { client, imgURL, messageExpirySeconds };
+}
+
+/** Pin, mute and low-priority changes a PATCH makes (a value equal to the chat's is left out); undefined if none. */
+function flagChanges(chat: ChatRecord, patch: ChatPatch, isMuted: boolean | undefined): ChatFlags | undefined {
+  const flags: ChatFlags = {};
+  if (patch.isPinned !== undefined && patch.isPinned !== chat.isPinned) flags.isPinned = patch.isPinned;
+  if (patch.isLowPriority !== undefined && patch.isLowPriority !== chat.isLowPriority) flags.isLowPriority = patch.isLowPriority;
+  if (isMuted !== undefined && isMuted !== chat.isMuted) flags.isMuted = isMuted;
+  return Object.keys(flags).length ? flags : undefined;
 }
 
 /**

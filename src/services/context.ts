@@ -3,7 +3,7 @@ import type { LoginSessions } from "../bridges/login-sessions.ts";
 import type { BridgeRuntime } from "../bridges/runtime.ts";
 import type { WebhookDispatcher } from "./webhooks.ts";
 import type { AssetConfig } from "./assets.ts";
-import { NetworkError } from "../bridges/connector.ts";
+import { NetworkError, type NetworkClient } from "../bridges/connector.ts";
 import { ApiError, notFound } from "../http/errors.ts";
 import type { Db } from "../store/db.ts";
 import type { AccountRecord, ChatRecord } from "../store/records.ts";
@@ -50,6 +50,12 @@ export async function callNetwork<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** 422 NOT_SUPPORTED: the account's network lacks a feature; `path` names the request field that asked for it. */
+/** 422 NOT_SUPPORTED when the network says nothing can be sent to the chat (ChatCapabilities.readOnly), with its reason. */
+export function refuseReadOnly(client: NetworkClient, chat: ChatRecord): void {
+  const why = client.capabilities({ networkChatID: chat.networkChatID, type: chat.type, title: chat.title, participants: chat.participants }).readOnly;
+  if (why) throw new ApiError(422, "NOT_SUPPORTED", why);
+}
+
 export function unsupported(feature: string, path?: (string | number)[]): ApiError {
   const message = `${feature} is not supported by this network`;
   return new ApiError(422, "NOT_SUPPORTED", message, path ? { issues: [{ code: "not_supported", message, path }] } : undefined);

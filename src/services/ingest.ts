@@ -44,6 +44,7 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
       db.kv.put(keys.networkMessage(chat.no, m.networkMessageID), record.seq);
       return;
     }
+    if (event.type === "delete" && (await removeNetworkReaction(ctx, chat, event.networkMessageID, event.senderID))) return;
     const seq = await db.kv.get<number>(keys.networkMessage(chat.no, event.networkMessageID));
     const message = seq === undefined ? undefined : await db.message(chat.no, seq);
     if (!message || message.deleted) return;
@@ -58,7 +59,11 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
       const had = (message.reactions ?? []).filter((r) => r.participantID === event.senderID).map((r) => r.reactionKey);
       for (const key of had) if (!event.reactionKeys.includes(key)) applyReaction(message, event.senderID, key, true, true);
       for (const key of event.reactionKeys) if (!had.includes(key)) applyReaction(message, event.senderID, key, false, true);
-    } else applyReaction(message, event.senderID, event.reactionKey, event.removed === true, true);
+    } else {
+      applyReaction(message, event.senderID, event.reactionKey, event.removed === true, true);
+      if (event.networkReactionID && !event.removed)
+        db.kv.put(keys.networkReaction(chat.no, event.networkReactionID), { seq: message.seq, senderID: event.senderID, reactionKey: event.reactionKey } satisfies NetworkReaction);
+    }
     await db.putMessage(chat.no, message);
   });
   await db.commit();
@@ -71,8 +76,9 @@ export async function inboundRecord(ctx: Context, chat: ChatRecord, m: InboundMe
     senderID: m.senderID,
     senderName: m.senderName,
     ts: m.timestamp,
-    type: "TEXT",
+    type: m.type ?? "TEXT",
     text: m.text,
+    editedTs: m.editedTimestamp,
     isSender: m.isSender === true,
     attachments: m.attachments,
     linkedMessageID: replyTo === undefined ? undefined : messageID(chat, replyTo),
@@ -85,13 +91,54 @@ export function upsertChat(ctx: Context, account: AccountRecord, network: Networ
   const { db } = ctx;
   const existing = db.chats.findNetwork(account.accountID, network.networkChatID);
   if (existing) {
+    // A chat can change kind on the network (Matrix: a room added to or dropped from the account's DMs).
+    existing.type = network.type;
     existing.title = network.title;
     existing.participants = network.participants;
+    applyNetworkState(existing, network);
     db.saveChat(existing);
     return existing;
   }
   const historyRoom = ctx.bridges.attached(account.accountID)?.fetchHistory !== undefined ? HISTORY_ROOM : 0;
-  return createChatRecord(db, account.accountID, network, ctx.now(), historyRoom);
+  const chat = createChatRecord(db, account.accountID, network, ctx.now(), historyRoom);
+  if (applyNetworkState(chat, network)) db.saveChat(chat);
+  return chat;
+}
+
+/** What the network keeps for the chat (picture, member count, flags, unread count), where it said; true if any. */
+function applyNetworkState(chat: ChatRecord, network: NetworkChat): boolean {
+  const before = JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived, chat.unreadCount]);
+  if (network.imgURL !== undefined) chat.imgURL = network.imgURL || undefined;
+  if (network.participantCount !== undefined) chat.participantCount = network.participantCount;
+  if (network.isPinned !== undefined) chat.isPinned = network.isPinned;
+  if (network.isLowPriority !== undefined) chat.isLowPriority = network.isLowPriority;
+  if (network.isArchived !== undefined) chat.isArchived = network.isArchived;
+  if (network.isMuted !== undefined && network.isMuted !== chat.isMuted) {
+    chat.isMuted = network.isMuted;
+    chat.mutedUntil = undefined;
+  }
+  if (network.unreadCount !== undefined) chat.unreadCount = network.unreadCount;
+  return before !== JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived, chat.unreadCount]);
+}
+
+interface NetworkReaction {
+  seq: number;
+  senderID: string;
+  reactionKey: string;
+}
+
+/** A delete naming a reaction the network identified (`networkReactionID`) removes that reaction; false if it names none. */
+async function removeNetworkReaction(ctx: Context, chat: ChatRecord, networkID: string, senderID: string | undefined): Promise<boolean> {
+  const key = keys.networkReaction(chat.no, networkID);
+  const reaction = await ctx.db.kv.get<NetworkReaction>(key);
+  if (!reaction) return false;
+  if (senderID !== undefined && senderID !== reaction.senderID) return true;
+  ctx.db.kv.remove(key);
+  const message = await ctx.db.message(chat.no, reaction.seq);
+  if (!message || message.deleted) return true;
+  applyReaction(message, reaction.senderID, reaction.reactionKey, true, true);
+  await ctx.db.putMessage(chat.no, message);
+  return true;
 }
 
 /** Allocates, stores and lists a new chat with the defaults of a fresh conversation. */

@@ -3,7 +3,7 @@ import { LIMITS } from "../http/limits.ts";
 import type { Message, Page } from "../schema/wire.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
-import { callNetwork, requireChat, unsupported, type Context } from "./context.ts";
+import { callNetwork, refuseReadOnly, requireChat, unsupported, type Context } from "./context.ts";
 import { attachmentFor, openAsset, takeUpload, type AssetRecord } from "./assets.ts";
 import type { Attachment } from "../schema/wire.ts";
 import { isSortKey, seqOfSortKey, sortKeyOf } from "./cursor.ts";
@@ -160,6 +160,7 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
   if (!input.attachment && (!input.text || input.text.trim() === ""))
     throw badRequest("text or an attachment is required", [{ code: "required", message: "text must not be empty", path: ["body", "text"] }]);
   const client = ctx.bridges.client(chat.accountID);
+  refuseReadOnly(client, chat);
   const account = ctx.db.account(chat.accountID)!;
   let replyTo: MessageRecord | undefined;
   if (input.replyToMessageID) {
@@ -226,6 +227,7 @@ export async function editMessage(ctx: Context, chatID: string, id: string, text
     if (!m.isSender) throw unprocessable("only your own messages can be edited", ["path", "messageID"]);
     if (m.sendStatus === "pending") throw conflict("the message is still being sent");
     if (!client.edit) throw unsupported("editing");
+    refuseReadOnly(client, chat);
     if (m.networkID) await callNetwork(() => client.edit!(chat.networkChatID, m.networkID!, text));
     m.text = text;
     m.editedTs = ctx.now();

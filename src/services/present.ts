@@ -61,7 +61,7 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
     network: account?.networkName ?? "Unknown",
     title: chat.title,
     type: chat.type,
-    participants: { items, hasMore: items.length < all.length, total: all.length },
+    participants: { items, hasMore: items.length < Math.max(all.length, chat.participantCount ?? 0), total: Math.max(all.length, chat.participantCount ?? 0) },
     lastActivity: new Date(chat.lastActivity).toISOString(),
     unreadCount: chat.unreadCount,
     isArchived: chat.isArchived,

@@ -1,6 +1,6 @@
 import type { Reaction } from "../schema/wire.ts";
 import type { ChatRecord, MessageRecord } from "../store/records.ts";
-import { callNetwork, requireChat, unsupported, type Context } from "./context.ts";
+import { callNetwork, refuseReadOnly, requireChat, unsupported, type Context } from "./context.ts";
 import { findMessage } from "./messages.ts";
 import { messageID } from "./present.ts";
 
@@ -22,6 +22,7 @@ async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reacti
   const account = ctx.db.account(chat.accountID)!;
   const method = removed ? client.unreact : client.react;
   if (!method) throw unsupported("reactions");
+  refuseReadOnly(client, chat);
   const multiple = client.capabilities({ networkChatID: chat.networkChatID, type: chat.type, title: chat.title, participants: chat.participants }).multipleReactions;
   const message = await ctx.db.withChat(chat.no, async () => {
     const m = await findMessage(ctx, chat, id);

@@ -38,6 +38,8 @@ export interface ChatRecord {
   title: string;
   description?: string | null;
   participants: User[];
+  /** The member count the network gave, where `participants` holds fewer (a large room). */
+  participantCount?: number;
   isArchived: boolean;
   isMuted: boolean;
   isPinned: boolean;
@@ -134,6 +136,8 @@ export const keys = {
   chunk: (chatNo: number, chunk: number) => `msg:${chatNo}:${chunk}`,
   contacts: (accountID: string) => `contacts:${encodeKeyPart(accountID)}`,
   networkMessage: (chatNo: number, networkID: string) => `nid:${chatNo}:${encodeKeyPart(networkID)}`,
+  /** A reaction's network ID → what it put on which message (under `nid:` so a dropped chat drops these too). */
+  networkReaction: (chatNo: number, networkID: string) => `nid:${chatNo}:~r~${encodeKeyPart(networkID)}`,
   term: (term: string) => `ix:${term}`,
   segment: (term: string, id: number) => `ixs:${term}:${id}`,
   segmentPage: (term: string, id: number) => `ixd:${term}:${id}`,

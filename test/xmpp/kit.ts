@@ -73,13 +73,14 @@ export class Client {
     return res.body;
   }
 
-  /** Runs the XMPP login with these fields to its end: the finished session (complete or failed). */
-  async login(fields: Record<string, string>, reconnect?: { loginID: string }): Promise<any> {
-    const started = await this.ok("POST", "/v1/bridges/local-xmpp/login-sessions", { flowID: "password", ...(reconnect ? { loginID: reconnect.loginID } : {}) });
+  /** Runs a login (XMPP's by default) with these fields to its end: the finished session (complete or failed). */
+  async login(fields: Record<string, string>, reconnect?: { loginID: string }, flow: { bridgeID?: string; flowID?: string } = {}): Promise<any> {
+    const bridge = flow.bridgeID ?? "local-xmpp";
+    const started = await this.ok("POST", `/v1/bridges/${bridge}/login-sessions`, { flowID: flow.flowID ?? "password", ...(reconnect ? { loginID: reconnect.loginID } : {}) });
     const step = started.currentStep;
-    const answered = await this.ok("POST", `/v1/bridges/local-xmpp/login-sessions/${started.loginSessionID}/steps/${step.stepID}`, { type: "user_input", fields });
+    const answered = await this.ok("POST", `/v1/bridges/${bridge}/login-sessions/${started.loginSessionID}/steps/${step.stepID}`, { type: "user_input", fields });
     return waitFor("the login session to finish", async () => {
-      const session = answered.status === "waiting_for_input" ? await this.ok("GET", `/v1/bridges/local-xmpp/login-sessions/${started.loginSessionID}`) : answered;
+      const session = answered.status === "waiting_for_input" ? await this.ok("GET", `/v1/bridges/${bridge}/login-sessions/${started.loginSessionID}`) : answered;
       return session.status === "complete" || session.status === "failed" ? session : undefined;
     });
   }

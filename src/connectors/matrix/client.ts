@@ -1,0 +1,374 @@
+import {
+  NetworkError,
+  type ChatCapabilities,
+  type ChatFlags,
+  type ConnectorHost,
+  type HistoryPage,
+  type InboundEvent,
+  type InboundMessage,
+  type NetworkChat,
+  type NetworkClient,
+  type NetworkMedia,
+  type OutgoingMessage,
+  type SendReceipt,
+  type TypingState,
+} from "../../bridges/connector.ts";
+import type { User } from "../../schema/wire.ts";
+import type { AccountRecord } from "../../store/records.ts";
+import { Backoff, sleep } from "../xmpp/backoff.ts";
+import { markdownToHTML } from "./formatting.ts";
+import { MatrixError, MatrixHttp, seg } from "./http.ts";
+import { downloadMedia, msgtypeFor, uploadMedia } from "./media.ts";
+import { memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
+import { readState, USER_ID, type MatrixState } from "./state.ts";
+import { SyncProcessor, type SyncResponse } from "./sync.ts";
+import { parseEvent, translate } from "./timeline.ts";
+
+/** Messages of each room a first sync loads (older ones load when a client pages back). */
+export const FIRST_BACKFILL = 50;
+/** How long a /sync long poll waits on the server for something new. */
+const SYNC_TIMEOUT_MS = 30_000;
+
+const EVERYTHING: ChatCapabilities = { edits: true, deletes: true, reactions: true, replies: true, attachments: true, multipleReactions: true };
+const ENCRYPTED: ChatCapabilities = {
+  ...{ edits: false, deletes: true, reactions: false, replies: false, attachments: false, multipleReactions: true },
+  readOnly: "this room is end-to-end encrypted, and inboxd cannot encrypt Matrix messages yet",
+};
+
+/**
+ * One Matrix account: a /sync long-poll loop (reconnecting on its own with backoff), whose position (`since`) is
+ * saved only after everything a batch carried is stored, so a restart resumes exactly where it stopped. Runs on
+ * plain fetch: the daemon and a Durable Object drive it the same way.
+ */
+export class MatrixClient implements NetworkClient {
+  readonly reportsStatus = true;
+  private readonly state: MatrixState;
+  private readonly http: MatrixHttp;
+  private readonly rooms = new Map<string, Room>();
+  private readonly sync: SyncProcessor;
+  private stopped = true;
+  private aborter = new AbortController();
+  private loop?: Promise<void>;
+  private readonly backoff = new Backoff();
+  /** Transaction IDs of what this client sent: their echo in /sync is not a new message. */
+  private readonly txns = new Set<string>();
+  /** Our reactions: room, message and key → the reaction event (to redact it on unreact). */
+  private readonly reactions = new Map<string, string>();
+  private authenticatedMedia?: boolean;
+
+  constructor(
+    private readonly account: AccountRecord,
+    private readonly host: ConnectorHost,
+    private readonly options: { firstBackfill: number },
+  ) {
+    this.state = readState(account.state ?? {});
+    this.http = new MatrixHttp(this.state.homeserver, this.state.accessToken);
+    this.sync = new SyncProcessor({
+      selfID: this.state.userID,
+      self: () => this.self,
+      rooms: this.rooms,
+      http: this.http,
+      emit: (event) => this.host.emit(event),
+      ownEcho: (txn) => this.txns.has(txn),
+      firstBackfill: options.firstBackfill,
+    });
+  }
+
+  private get self(): User {
+    return { ...this.account.user, isSelf: true };
+  }
+
+  async connect() {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.aborter = new AbortController();
+    this.loop = this.run();
+  }
+
+  async disconnect() {
+    this.stopped = true;
+    this.aborter.abort();
+    await Promise.race([this.loop, new Promise((resolve) => setTimeout(resolve, 2000))]);
+  }
+
+  async logout() {
+    await this.http.request("POST", "/_matrix/client/v3/logout", { body: {}, timeoutMs: 10_000, patienceMs: 0 });
+  }
+
+  /** Sync, store, save the position; again until disconnect() or the session ends. */
+  private async run() {
+    let fullState = true; // the first sync of a run rebuilds every room's state (nothing of it is kept between runs)
+    while (!this.stopped) {
+      const since = this.state.synced?.since;
+      try {
+        if (fullState) await this.status(since ? "backfilling" : "backfilling", since ? "Catching up" : "Loading chats and history");
+        const response = await this.http.request<SyncResponse>("GET", "/_matrix/client/v3/sync", {
+          query: { since, timeout: fullState ? 0 : SYNC_TIMEOUT_MS, full_state: fullState ? "true" : undefined, filter: JSON.stringify(this.sync.filter()), set_presence: "offline" },
+          signal: this.aborter.signal,
+          timeoutMs: SYNC_TIMEOUT_MS + 30_000,
+          maxBytes: 64 * 1024 * 1024,
+        });
+        if (this.stopped) return;
+        if (typeof response.next_batch !== "string") throw new NetworkError("unavailable", "the homeserver's /sync answer has no next_batch", "bad_answer");
+        await this.sync.apply(response, since, (text) => this.status("backfilling", text));
+        this.state.synced = { since: response.next_batch };
+        await this.host.saveState(this.state as unknown as Record<string, unknown>);
+        if (fullState) await this.status("connected");
+        fullState = false;
+        this.backoff.reset();
+      } catch (error) {
+        if (this.stopped) return;
+        if (error instanceof MatrixError && (error.errcode === "M_UNKNOWN_TOKEN" || error.errcode === "M_MISSING_TOKEN" || error.status === 401)) {
+          const why = error.softLogout ? "The homeserver asks to sign in again (soft logout)." : "The homeserver ended this session (signed out elsewhere, or the token was revoked). Sign in again.";
+          await this.status("reconnect_required", why);
+          this.stopped = true;
+          return;
+        }
+        const delay = this.backoff.next();
+        await this.status("connecting", `${error instanceof Error ? error.message : "Cannot sync"}; retrying in ${Math.ceil(delay / 1000)} s`);
+        await sleep(delay, this.aborter.signal);
+        fullState = true;
+      }
+    }
+  }
+
+  private async status(status: AccountRecord["status"], statusText?: string) {
+    if (this.account.status === status && this.account.statusText === statusText) return;
+    await this.host.emit({ type: "status", status, statusText });
+  }
+
+  private room(networkChatID: string): Room {
+    const room = this.rooms.get(networkChatID);
+    if (!room || room.membership === "leave") throw new NetworkError("not_found", `${this.state.userID} is not in room ${networkChatID}`);
+    return room;
+  }
+
+  /** An invited room is joined by the first thing sent to it (accepting the invitation, as answering does). */
+  private async writable(networkChatID: string): Promise<Room> {
+    const room = this.room(networkChatID);
+    if (room.encrypted) throw new NetworkError("unsupported", ENCRYPTED.readOnly!, "encrypted_room");
+    if (room.membership === "invite") {
+      await this.http.request("POST", `/_matrix/client/v3/join/${seg(networkChatID)}`, { body: {} });
+      room.membership = "join";
+    }
+    return room;
+  }
+
+  /**
+   * Sends one room event. The transaction ID makes a repeated PUT (after a lost answer) the same event, so a send
+   * is retried on connection failures without ever posting twice.
+   */
+  private async sendEvent(roomID: string, type: string, content: Record<string, unknown>): Promise<string> {
+    const txn = `inboxd.${crypto.randomUUID()}`;
+    this.txns.add(txn);
+    if (this.txns.size > 5000) this.txns.delete(this.txns.values().next().value!);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const answer = await this.http.request<{ event_id?: unknown }>("PUT", `/_matrix/client/v3/rooms/${seg(roomID)}/send/${seg(type)}/${seg(txn)}`, { body: content });
+        if (typeof answer.event_id !== "string") throw new NetworkError("unavailable", "the homeserver did not say the event's ID");
+        return answer.event_id;
+      } catch (error) {
+        if (attempt >= 3 || !(error instanceof NetworkError) || error.kind !== "unavailable") throw error;
+        await sleep(500 * attempt, this.aborter.signal);
+      }
+    }
+  }
+
+  capabilities(chat: NetworkChat): ChatCapabilities {
+    return this.rooms.get(chat.networkChatID)?.encrypted ? ENCRYPTED : EVERYTHING;
+  }
+
+  async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
+    await this.writable(networkChatID);
+    let content: Record<string, unknown>;
+    if (message.attachment) {
+      const { info } = message.attachment;
+      const url = await uploadMedia(this.http, message.attachment);
+      const fileName = info.fileName ?? "file";
+      const details = {
+        ...(info.mimeType ? { mimetype: info.mimeType } : {}),
+        ...(info.fileSize !== undefined ? { size: info.fileSize } : {}),
+        ...(info.size ? { w: info.size.width, h: info.size.height } : {}),
+        ...(info.duration !== undefined ? { duration: Math.round(info.duration * 1000) } : {}),
+      };
+      // A caption goes in `body` with the name in `filename` (spec 1.10); without one, `body` is the name.
+      content = { msgtype: msgtypeFor(info.mimeType), body: message.text ?? fileName, filename: fileName, url, info: details };
+      if (message.text) Object.assign(content, formatted(message.text));
+    } else content = { msgtype: "m.text", body: message.text ?? "", ...formatted(message.text ?? "") };
+    if (message.replyTo) content["m.relates_to"] = { "m.in_reply_to": { event_id: message.replyTo } };
+    const eventID = await this.sendEvent(networkChatID, "m.room.message", content);
+    return { networkMessageID: eventID, timestamp: Date.now() };
+  }
+
+  async edit(networkChatID: string, networkMessageID: string, text: string) {
+    await this.writable(networkChatID);
+    const newContent = { msgtype: "m.text", body: text, ...formatted(text) };
+    await this.sendEvent(networkChatID, "m.room.message", { msgtype: "m.text", body: `* ${text}`, "m.new_content": newContent, "m.relates_to": { rel_type: "m.replace", event_id: networkMessageID } });
+  }
+
+  async delete(networkChatID: string, networkMessageID: string) {
+    this.room(networkChatID);
+    const txn = `inboxd.${crypto.randomUUID()}`;
+    await this.http.request("PUT", `/_matrix/client/v3/rooms/${seg(networkChatID)}/redact/${seg(networkMessageID)}/${seg(txn)}`, { body: {} });
+  }
+
+  async react(networkChatID: string, networkMessageID: string, key: string) {
+    await this.writable(networkChatID);
+    const eventID = await this.sendEvent(networkChatID, "m.reaction", { "m.relates_to": { rel_type: "m.annotation", event_id: networkMessageID, key } });
+    this.reactions.set(reactionKey(networkChatID, networkMessageID, key), eventID);
+  }
+
+  async unreact(networkChatID: string, networkMessageID: string, key: string) {
+    this.room(networkChatID);
+    const eventID = this.reactions.get(reactionKey(networkChatID, networkMessageID, key)) ?? (await this.findOwnReaction(networkChatID, networkMessageID, key));
+    if (!eventID) return; // already gone on the server
+    await this.delete(networkChatID, eventID);
+    this.reactions.delete(reactionKey(networkChatID, networkMessageID, key));
+  }
+
+  /** Our reaction with this key on the message, from the server's relations of it (for one sent before a restart). */
+  private async findOwnReaction(roomID: string, eventID: string, key: string): Promise<string | undefined> {
+    let from: string | undefined;
+    for (let page = 0; page < 20; page++) {
+      const answer = await this.http.request<{ chunk?: unknown[]; next_batch?: unknown }>("GET", `/_matrix/client/v1/rooms/${seg(roomID)}/relations/${seg(eventID)}/m.annotation/m.reaction`, { query: { from, limit: 100 } });
+      for (const raw of answer.chunk ?? []) {
+        const event = parseEvent(raw, roomID);
+        const rel = event?.content["m.relates_to"] as { key?: unknown } | undefined;
+        if (event?.sender === this.state.userID && rel?.key === key) return event.event_id;
+      }
+      if (typeof answer.next_batch !== "string") return undefined;
+      from = answer.next_batch;
+    }
+    return undefined;
+  }
+
+  async markRead(networkChatID: string, networkMessageID: string) {
+    this.room(networkChatID);
+    await this.http.request("POST", `/_matrix/client/v3/rooms/${seg(networkChatID)}/read_markers`, { body: { "m.fully_read": networkMessageID, "m.read": networkMessageID } });
+  }
+
+  async setTyping(networkChatID: string, state: TypingState) {
+    this.room(networkChatID);
+    await this.http.request("PUT", `/_matrix/client/v3/rooms/${seg(networkChatID)}/typing/${seg(this.state.userID)}`, { body: state === "typing" ? { typing: true, timeout: 30_000 } : { typing: false } });
+  }
+
+  /** Pin and low priority are the m.favourite and m.lowpriority tags; mute is a push rule that does nothing (Element's). */
+  async setChatFlags(networkChatID: string, flags: ChatFlags) {
+    this.room(networkChatID);
+    const tag = async (name: string, on: boolean) => {
+      const path = `/_matrix/client/v3/user/${seg(this.state.userID)}/rooms/${seg(networkChatID)}/tags/${seg(name)}`;
+      await this.http.request(on ? "PUT" : "DELETE", path, on ? { body: {} } : {});
+    };
+    if (flags.isPinned !== undefined) await tag("m.favourite", flags.isPinned);
+    if (flags.isLowPriority !== undefined) await tag("m.lowpriority", flags.isLowPriority);
+    if (flags.isMuted !== undefined) {
+      const path = `/_matrix/client/v3/pushrules/global/override/${seg(networkChatID)}`;
+      if (flags.isMuted) await this.http.request("PUT", path, { body: { conditions: [{ kind: "event_match", key: "room_id", pattern: networkChatID }], actions: [] } });
+      else await this.http.request("DELETE", path).catch((error) => {
+        if (!(error instanceof NetworkError && error.kind === "not_found")) throw error;
+      });
+      // A mute made by older clients (a room rule that does not notify) goes too.
+      if (!flags.isMuted) await this.http.request("DELETE", `/_matrix/client/v3/pushrules/global/room/${seg(networkChatID)}`).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Older messages: the server's pagination token just before the anchor event (/context), then /messages
+   * backwards. Only messages are returned (edits and reactions of that age arrive folded into them).
+   */
+  async fetchHistory(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage> {
+    const room = this.room(networkChatID);
+    const context = await this.http.request<{ start?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(networkChatID)}/context/${seg(before.networkMessageID)}`, { query: { limit: 0 } });
+    if (typeof context.start !== "string") return { messages: [], hasMore: false };
+    const messages: InboundMessage[] = [];
+    let from = context.start;
+    for (let pages = 0; pages < 10 && messages.length < limit; pages++) {
+      const page = await this.http.request<{ chunk?: unknown[]; end?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(networkChatID)}/messages`, { query: { from, dir: "b", limit: Math.min(1000, Math.max(limit, 50)), filter: JSON.stringify(this.sync.filter().room.timeline) } });
+      const chunk = Array.isArray(page.chunk) ? page.chunk : [];
+      for (const raw of chunk) {
+        const event = parseEvent(raw, networkChatID);
+        if (!event) continue;
+        for (const e of translate(event, { room, selfID: this.state.userID })) if (e.type === "message") messages.push(e.message);
+      }
+      if (typeof page.end !== "string" || chunk.length === 0) return { messages: messages.slice(0, limit).reverse(), hasMore: false };
+      from = page.end;
+    }
+    return { messages: messages.slice(0, limit).reverse(), hasMore: true };
+  }
+
+  async createChat(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat> {
+    const invite = request.participantIDs.map((id) => {
+      const userID = id.trim();
+      if (!USER_ID.test(userID)) throw new NetworkError("rejected", `${id} is not a Matrix user ID (@name:server)`, "invalid_user");
+      return userID;
+    });
+    const direct = request.type === "single";
+    const body = direct ? { is_direct: true, invite, preset: "trusted_private_chat" } : { invite, preset: "private_chat", ...(request.title ? { name: request.title } : {}) };
+    const answer = await this.http.request<{ room_id?: unknown }>("POST", "/_matrix/client/v3/createRoom", { body });
+    if (typeof answer.room_id !== "string") throw new NetworkError("unavailable", "the homeserver did not say the new room's ID");
+    const room = this.rooms.get(answer.room_id) ?? newRoom(answer.room_id, "join");
+    if (!this.rooms.has(room.id)) this.rooms.set(room.id, room);
+    if (request.title && !direct) room.name = request.title;
+    for (const userID of invite) if (!room.members.has(userID)) room.members.set(userID, { membership: "invite" });
+    room.members.set(this.state.userID, { membership: "join", displayName: this.account.user.fullName });
+    if (direct) await this.sync.addDirect(invite[0], room.id);
+    return roomChat(room, this.state.userID, this.self, direct);
+  }
+
+  /** A user ID is looked up by its profile; anything else through the user directory. */
+  async resolveIdentifier(user: Partial<User>): Promise<User | null> {
+    const candidate = [user.id, user.username].find((s) => s && USER_ID.test(s.trim()))?.trim();
+    if (candidate) {
+      const profile = await this.http.request<{ displayname?: unknown; avatar_url?: unknown }>("GET", `/_matrix/client/v3/profile/${seg(candidate)}`).catch((error) => {
+        if (error instanceof NetworkError && error.kind === "not_found") return undefined;
+        throw error;
+      });
+      if (!profile) return null;
+      return { id: candidate, username: candidate, ...(typeof profile.displayname === "string" ? { fullName: profile.displayname } : {}), ...(typeof profile.avatar_url === "string" ? { imgURL: profile.avatar_url } : {}) };
+    }
+    const term = user.username ?? user.fullName ?? user.email;
+    if (!term) return null;
+    return (await this.searchContacts(term))[0] ?? null;
+  }
+
+  async searchContacts(query: string): Promise<User[]> {
+    const answer = await this.http.request<{ results?: unknown[] }>("POST", "/_matrix/client/v3/user_directory/search", { body: { search_term: query.slice(0, 200), limit: 50 } });
+    const out: User[] = [];
+    for (const raw of answer.results ?? []) {
+      const r = raw as { user_id?: unknown; display_name?: unknown; avatar_url?: unknown };
+      if (typeof r.user_id !== "string" || !USER_ID.test(r.user_id) || r.user_id === this.state.userID) continue;
+      out.push({ id: r.user_id, username: r.user_id, ...(typeof r.display_name === "string" ? { fullName: r.display_name } : {}), ...(typeof r.avatar_url === "string" ? { imgURL: r.avatar_url } : {}) });
+    }
+    return out;
+  }
+
+  /** The people of the account's rooms: members of its DMs and groups. */
+  async listContacts(): Promise<User[]> {
+    const seen = new Map<string, User>();
+    for (const room of this.rooms.values()) {
+      if (room.membership !== "join") continue;
+      for (const [userID, member] of room.members) if (userID !== this.state.userID && member.membership === "join" && !seen.has(userID)) seen.set(userID, memberUser(room, userID, this.state.userID));
+    }
+    return [...seen.values()];
+  }
+
+  async downloadMedia(url: string): Promise<NetworkMedia | null> {
+    this.authenticatedMedia ??= await this.offersAuthenticatedMedia();
+    return downloadMedia(this.http, url, this.authenticatedMedia);
+  }
+
+  private async offersAuthenticatedMedia(): Promise<boolean> {
+    const versions = await this.http.request<{ versions?: unknown; unstable_features?: Record<string, unknown> }>("GET", "/_matrix/client/versions").catch(() => ({}) as { versions?: unknown; unstable_features?: Record<string, unknown> });
+    const list = Array.isArray(versions.versions) ? versions.versions.filter((v): v is string => typeof v === "string") : [];
+    return list.some((v) => /^v1\.(1[1-9]|[2-9]\d)$/.test(v)) || versions.unstable_features?.["org.matrix.msc3916.stable"] === true;
+  }
+}
+
+function formatted(text: string): Record<string, string> {
+  const html = markdownToHTML(text);
+  return html ? { format: "org.matrix.custom.html", formatted_body: html } : {};
+}
+
+const reactionKey = (room: string, event: string, key: string) => `${room}\n${event}\n${key}`;
+
+export type { InboundEvent };

@@ -1,0 +1,55 @@
+import type { ConnectorHost, NetworkClient, NetworkConnector } from "../../bridges/connector.ts";
+import type { BridgeFacts, LoginCapable } from "../../bridges/login.ts";
+import type { AccountRecord } from "../../store/records.ts";
+import { FIRST_BACKFILL, MatrixClient } from "./client.ts";
+import { createMatrixLogin, matrixFlows } from "./login.ts";
+
+export interface MatrixOptions {
+  /** How many messages of each room a first sync loads (default 50; older ones load when a client pages back). */
+  firstBackfill?: number;
+}
+
+/**
+ * Matrix (bridge `local-matrix`): the rooms of any homeserver account — and through it every network a Matrix bridge
+ * puppets — over the Client-Server API on plain fetch, so the daemon and a Durable Object run it alike.
+ */
+export class MatrixConnector implements NetworkConnector, LoginCapable {
+  readonly network = "matrix";
+  readonly displayName = "Matrix";
+  readonly bridge: BridgeFacts = { maxAccounts: 10, capabilities: matrixCapabilities };
+  private readonly firstBackfill: number;
+
+  constructor(options: MatrixOptions = {}) {
+    this.firstBackfill = options.firstBackfill ?? FIRST_BACKFILL;
+  }
+
+  loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient {
+    return new MatrixClient(account, host, { firstBackfill: this.firstBackfill });
+  }
+
+  loginFlows() {
+    return matrixFlows;
+  }
+
+  createLogin(flowID: string, reauth?: AccountRecord[]) {
+    return createMatrixLogin(flowID, reauth);
+  }
+}
+
+/** ProvisioningCapabilities: a group is a new private room with a name and invited members. */
+const matrixCapabilities = {
+  group_creation: {
+    group: {
+      type_description: "A Matrix room (private, invite only)",
+      name: { allowed: true, required: false, max_length: 255 },
+      participants: { allowed: true, required: true, min_length: 1, max_length: 100 },
+      topic: { allowed: false },
+      avatar: { allowed: false },
+      disappear: { allowed: false },
+      parent: { allowed: false },
+      username: { allowed: false },
+    },
+  },
+  resolve_identifier: { create_dm: true, lookup_phone: false, lookup_email: false, lookup_username: true, any_phone: false, contact_list: true, search: true },
+  image_pack_import: { supported: false },
+};

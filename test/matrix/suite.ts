@@ -1,0 +1,337 @@
+/**
+ * The Matrix connector against a real Synapse, on any runtime that serves the app: inboxd signs in as alice, and
+ * plain Matrix clients act as bob, carol and dave (and as alice's phone, another session of the same account). The
+ * API is driven through the official SDK wherever it has the operation; every JSON answer is checked against the
+ * served OpenAPI document. Tests run in order and build on each other, as a person's session would.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startSynapse, type SynapseServer } from "../harness/synapse.ts";
+import { ResponseChecker } from "../scenario/openapi-check.ts";
+import { Client, describeWithSynapse, enc, imageBytes, MATRIX_BRIDGE, randomToken, waitFor, type MatrixTarget, type Runtime } from "./kit.ts";
+import { connect } from "../events/kit.ts";
+import { Peer } from "./peer.ts";
+
+/** A first sync loads this many messages per room, so that paging back has to reach the server. */
+const FIRST_BACKFILL = 20;
+
+export function matrixSuite(target: MatrixTarget) {
+  describeWithSynapse(`Matrix connector on ${target.name}, against a real Synapse`, () => {
+    let server: SynapseServer;
+    let runtime: Runtime;
+    let api: Client;
+    let bob: Peer;
+    let carol: Peer;
+    let phone: Peer; // alice's other session
+    let accountID: string;
+    let loginID: string;
+    let dmRoom: string; // bob's DM with alice
+    let dmChat: string;
+    let historyRoom: string;
+    const password = (user: string) => `${user}-secret-${user.length * 7}`;
+    const peers: Peer[] = [];
+    const track = (p: Peer) => (peers.push(p), p);
+    const fields = (user: string, pass = password(user)) => ({ username: `@${user}:${server.serverName}`, password: pass, homeserver: server.url });
+    const login = (f: Record<string, string>, reconnect?: { loginID: string }, flowID = "password") => api.login(f, reconnect, { bridgeID: MATRIX_BRIDGE, flowID });
+    let session2: Peer; // the alice session the account uses after the reconnect
+
+    beforeAll(async () => {
+      server = await startSynapse();
+      const registered = {
+        alice: await server.register("alice", password("alice"), { displayName: "Alice Liddell" }),
+        bob: await server.register("bob", password("bob"), { displayName: "Bob" }),
+        carol: await server.register("carol", password("carol"), { displayName: "Carol" }),
+        dave: await server.register("dave", password("dave"), { displayName: "Dave" }),
+      };
+      bob = track(await Peer.from(server, registered.bob));
+      carol = track(await Peer.from(server, registered.carol));
+      phone = track(await Peer.from(server, registered.alice));
+      runtime = await target.start(randomToken(), { firstBackfill: FIRST_BACKFILL });
+      api = new Client(runtime);
+      api.spec = new ResponseChecker(await api.ok("GET", "/v1/spec"));
+      // Before alice has an inboxd account: a DM from bob with two messages, and a group with a long history.
+      dmRoom = await bob.createRoom({ invite: [registered.alice.userID], isDirect: true });
+      await phone.join(dmRoom);
+      await phone.request("PUT", `/_matrix/client/v3/user/${enc(registered.alice.userID)}/account_data/m.direct`, { [bob.userID]: [dmRoom] });
+      await bob.text(dmRoom, "sent while you were away");
+      await bob.text(dmRoom, "and a second one");
+      historyRoom = await bob.createRoom({ name: "Book club", invite: [registered.alice.userID, registered.carol.userID] });
+      await phone.join(historyRoom);
+      await carol.join(historyRoom);
+      for (let i = 1; i <= 45; i++) await (i % 2 ? bob : carol).text(historyRoom, `chapter ${i}`);
+    });
+
+    afterAll(async () => {
+      await Promise.all(peers.map((p) => p.close().catch(() => undefined)));
+      await runtime?.stop();
+      await server?.close();
+    });
+
+    it("lists the Matrix bridge with a password and an access-token flow", async () => {
+      const bridge = await api.ok("GET", `/v1/bridges/${MATRIX_BRIDGE}`);
+      expect(bridge).toMatchObject({ id: MATRIX_BRIDGE, displayName: "Matrix" });
+      const flows = await api.ok("GET", `/v1/bridges/${MATRIX_BRIDGE}/login-flows`).catch(() => undefined);
+      if (flows) expect((flows.items ?? flows).map((f: { id: string }) => f.id)).toEqual(["password", "token"]);
+      const started = await api.ok("POST", `/v1/bridges/${MATRIX_BRIDGE}/login-sessions`, { flowID: "password" });
+      const byID = Object.fromEntries(started.currentStep.fields.map((f: { id: string }) => [f.id, f]));
+      expect(byID.password).toMatchObject({ type: "password" });
+      expect(byID.homeserver.optional).toBe(true);
+      await api.ok("DELETE", `/v1/bridges/${MATRIX_BRIDGE}/login-sessions/${started.loginSessionID}`);
+    });
+
+    it("fails logins with codes that say why: wrong password, not a homeserver, unreachable, unknown token", async () => {
+      expect(await login(fields("alice", "wrong"))).toMatchObject({ status: "failed", error: { code: "invalid_credentials" } });
+      // inboxd itself answers HTTP but is no homeserver.
+      expect(await login({ ...fields("alice"), homeserver: runtime.url })).toMatchObject({ status: "failed", error: { code: "not_a_homeserver" } });
+      expect(await login({ ...fields("alice"), homeserver: "http://127.0.0.1:9" })).toMatchObject({ status: "failed", error: { code: "unreachable" } });
+      expect(await login({ homeserver: server.url, accessToken: "syt_not_a_token" }, undefined, "token")).toMatchObject({ status: "failed", error: { code: "invalid_token" } });
+      const accounts = await api.sdk.accounts.list();
+      expect(accounts.filter((a) => a.accountID.startsWith("local-matrix"))).toEqual([]);
+    });
+
+    it("signs in with a password, goes backfilling → connected, and has the DM and the group with recent history", async () => {
+      const session = await login(fields("alice"));
+      expect(session.status).toBe("complete");
+      accountID = session.accountID;
+      loginID = session.loginID;
+      expect(JSON.stringify(session)).not.toContain(password("alice"));
+      const account = await api.accountStatus(accountID, "connected", undefined, 30_000);
+      expect(account.user).toMatchObject({ id: `@alice:${server.serverName}`, fullName: "Alice Liddell", isSelf: true });
+      const dm = await api.chatTitled(accountID, "Bob");
+      dmChat = dm.id;
+      expect(dm.type).toBe("single");
+      expect((await api.messages(dmChat)).map((m) => [m.text, m.isSender, m.senderName])).toEqual(
+        expect.arrayContaining([
+          ["and a second one", false, "Bob"],
+          ["sent while you were away", false, "Bob"],
+        ]),
+      );
+      const group = await api.chatTitled(accountID, "Book club");
+      expect(group.type).toBe("group");
+      expect(group.participants.items.map((p) => p.fullName).sort()).toEqual(["Alice Liddell", "Bob", "Carol"]);
+      const texts = (await api.sdk.messages.list(group.id)).items.map((m) => m.text);
+      expect(texts).toContain("chapter 45");
+      expect(texts).not.toContain("chapter 1");
+      const everything = JSON.stringify([await api.ok("GET", "/v1/accounts"), await api.ok("GET", `/v1/bridges/${MATRIX_BRIDGE}`)]);
+      expect(everything).not.toMatch(/syt_|accessToken|access_token/);
+    });
+
+    it("pages back past what the first sync loaded, to the room's first message", async () => {
+      const group = await api.chatTitled(accountID, "Book club");
+      const texts = (await api.messages(group.id)).map((m) => m.text).filter((t) => t?.startsWith("chapter"));
+      expect(texts).toHaveLength(45);
+      expect(new Set(texts).size).toBe(45);
+      expect(texts.at(-1)).toBe("chapter 1");
+    });
+
+    it("receives text, formatting, a reply, an edit, reactions (added and removed) and a redaction", async () => {
+      const first = await bob.text(dmRoom, "how are you?");
+      const m1 = await api.messageWith(dmChat, (m) => m.text === "how are you?", "bob's message");
+      await bob.send(dmRoom, { msgtype: "m.text", body: "**bold** and a link", format: "org.matrix.custom.html", formatted_body: '<strong>bold</strong> and <a href="https://example.org/x">a link</a>' });
+      await api.messageWith(dmChat, (m) => m.text === "bold and a link (https://example.org/x)", "the formatted message as text");
+      await bob.reply(dmRoom, first, "that was me asking");
+      const reply = await api.messageWith(dmChat, (m) => m.text === "that was me asking", "the reply (fallback stripped)");
+      expect(reply.linkedMessageID).toBe(m1.id);
+      await bob.edit(dmRoom, first, "how are you doing?");
+      await api.messageWith(dmChat, (m) => m.id === m1.id && m.text === "how are you doing?", "the edit");
+      const thumbs = await bob.react(dmRoom, first, "👍");
+      await carol.join(dmRoom).catch(() => undefined); // not a member: her reaction cannot reach the room
+      await api.messageWith(dmChat, (m) => m.id === m1.id && (m.reactions ?? []).some((r) => r.reactionKey === "👍" && r.participantID === bob.userID), "bob's reaction");
+      await bob.redact(dmRoom, thumbs);
+      await api.messageWith(dmChat, (m) => m.id === m1.id && (m.reactions ?? []).length === 0, "the reaction removed by redaction");
+      const doomed = await bob.text(dmRoom, "delete me");
+      await api.messageWith(dmChat, (m) => m.text === "delete me", "the doomed message");
+      await bob.redact(dmRoom, doomed);
+      await waitFor("the redacted message to go", async () => !(await api.messages(dmChat)).some((m) => m.text === "delete me"));
+      await bob.send(dmRoom, { msgtype: "m.notice", body: "a bot says hi" });
+      const notice = await api.messageWith(dmChat, (m) => m.text === "a bot says hi", "the notice");
+      expect(notice.type).toBe("NOTICE");
+    });
+
+    it("sends text with markdown, a reply, an edit, a reaction and its removal, and a delete that bob receives", async () => {
+      const sent = await api.sdk.messages.send(dmChat, { text: "hello **bob**" });
+      const got = await bob.waitForEvent((e, r) => r === dmRoom && e.content?.body === "hello **bob**");
+      expect(got.event.content).toMatchObject({ format: "org.matrix.custom.html", formatted_body: "hello <strong>bob</strong>" });
+      const mine = await api.messageWith(dmChat, (m) => m.id === sent.pendingMessageID && m.text === "hello **bob**", "the sent message");
+      const fromBob = await bob.text(dmRoom, "reply to this");
+      const target = await api.messageWith(dmChat, (m) => m.text === "reply to this", "bob's message to reply to");
+      await api.sdk.messages.send(dmChat, { text: "replying", replyToMessageID: target.id });
+      const reply = await bob.waitForEvent((e) => e.content?.body === "replying");
+      expect(reply.event.content["m.relates_to"]).toMatchObject({ "m.in_reply_to": { event_id: fromBob } });
+      await api.sdk.messages.update(mine.id, { chatID: dmChat, text: "hello again" });
+      const edit = await bob.waitForEvent((e) => e.sender === phone.userID && e.content?.["m.relates_to"]?.rel_type === "m.replace");
+      expect(edit.event.content["m.new_content"]).toMatchObject({ body: "hello again" });
+      await api.sdk.chats.messages.reactions.add(target.id, { chatID: dmChat, reactionKey: "🎉" });
+      const reaction = await bob.waitForEvent((e) => e.sender === phone.userID && e.type === "m.reaction");
+      expect(reaction.event.content["m.relates_to"]).toMatchObject({ rel_type: "m.annotation", event_id: fromBob, key: "🎉" });
+      await api.sdk.chats.messages.reactions.delete("🎉", { chatID: dmChat, messageID: target.id });
+      await bob.waitForEvent((e) => e.type === "m.room.redaction" && (e.redacts ?? e.content?.redacts) === reaction.event.event_id);
+      const gone = await api.sdk.messages.send(dmChat, { text: "to be deleted" });
+      const goneEvent = await bob.waitForEvent((e) => e.content?.body === "to be deleted");
+      await api.messageWith(dmChat, (m) => m.id === gone.pendingMessageID && m.sendStatus?.status === "SUCCESS", "the message confirmed", 15_000).catch(() => undefined);
+      await api.ok("DELETE", `/v1/chats/${enc(dmChat)}/messages/${enc(gone.pendingMessageID)}`);
+      await bob.waitForEvent((e) => e.type === "m.room.redaction" && (e.redacts ?? e.content?.redacts) === goneEvent.event.event_id);
+      // Nothing was doubled by the echo of alice's own sends.
+      const texts = (await api.messages(dmChat)).map((m) => m.text);
+      expect(texts.filter((t) => t === "hello again")).toHaveLength(1);
+      expect(texts.filter((t) => t === "replying")).toHaveLength(1);
+    });
+
+    it("shows bob's read receipt on alice's message, and marks read on the server", async () => {
+      const sent = await api.sdk.messages.send(dmChat, { text: "did you read this?" });
+      const event = await bob.waitForEvent((e) => e.content?.body === "did you read this?");
+      await bob.receipt(dmRoom, event.event.event_id);
+      await api.messageWith(dmChat, (m) => m.id === sent.pendingMessageID && m.seen !== undefined && m.seen !== false, "bob's read receipt");
+      const incoming = await bob.text(dmRoom, "read me");
+      await api.messageWith(dmChat, (m) => m.text === "read me", "bob's message");
+      await api.ok("POST", `/v1/chats/${enc(dmChat)}/read`, {});
+      const receipt = await bob.waitForEphemeral((e, r) => r === dmRoom && e.type === "m.receipt" && e.content?.[incoming]?.["m.read"]?.[phone.userID] !== undefined);
+      expect(receipt.roomID).toBe(dmRoom);
+    });
+
+    it("passes typing both ways (bob's arrives on /v1/ws)", async () => {
+      await api.ok("POST", `/v1/chats/${enc(dmChat)}/typing`, { state: "typing" });
+      await bob.waitForEphemeral((e, r) => r === dmRoom && e.type === "m.typing" && e.content.user_ids.includes(phone.userID));
+      await api.ok("POST", `/v1/chats/${enc(dmChat)}/typing`, { state: "paused" });
+      await bob.waitForEphemeral((e, r) => r === dmRoom && e.type === "m.typing" && !e.content.user_ids.includes(phone.userID));
+      const ws = await connect(runtime.url, runtime.token, [dmChat]);
+      try {
+        await bob.typing(dmRoom, true);
+        await ws.next((f) => f.type === "typing" && f.chatID === dmChat && f.typing?.participantID === bob.userID && f.typing.state === "typing", { what: "bob typing", timeoutMs: 10_000 });
+        await bob.typing(dmRoom, false);
+        await ws.next((f) => f.type === "typing" && f.chatID === dmChat && f.typing?.participantID === bob.userID && f.typing.state === "paused", { what: "bob stopping", timeoutMs: 10_000 });
+      } finally {
+        ws.ws.close();
+      }
+    });
+
+    it("sends and receives an image, byte-exact both ways", async () => {
+      const bytes = imageBytes();
+      await bob.sendImage(dmRoom, bytes, { mimeType: "image/png", fileName: "cat.png", width: 1, height: 1 });
+      const got = await api.messageWith(dmChat, (m) => m.type === "IMAGE", "bob's image");
+      const attachment = got.attachments![0];
+      expect(attachment).toMatchObject({ type: "img", mimeType: "image/png", fileName: "cat.png", size: { width: 1, height: 1 } });
+      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(attachment.id!)}`, { headers: { authorization: `Bearer ${runtime.token}` } });
+      expect(served.status).toBe(200);
+      expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
+      const upload = await api.sdk.assets.upload({ file: new File([Buffer.from(bytes)], "dog.png", { type: "image/png" }) });
+      await api.sdk.messages.send(dmChat, { attachment: { uploadID: upload.uploadID! } });
+      const image = await bob.waitForEvent((e) => e.content?.msgtype === "m.image" && e.sender === phone.userID);
+      expect(image.event.content).toMatchObject({ body: "dog.png", info: { mimetype: "image/png", size: bytes.length } });
+      expect(Buffer.from(await bob.download(image.event.content.url)).equals(Buffer.from(bytes))).toBe(true);
+    });
+
+    it("creates a group of three with a title; the invitees join and messages flow both ways", async () => {
+      const created = await api.sdk.chats.create({ accountID, type: "group", participantIDs: [bob.userID, carol.userID], title: "Trip planning" });
+      const roomID = await bob.waitForInvite((_r, state) => state.some((e) => e.type === "m.room.name" && e.content?.name === "Trip planning"));
+      await bob.join(roomID);
+      await carol.join(roomID);
+      await api.sdk.messages.send(created.chatID, { text: "where to?" });
+      await carol.waitForEvent((e, r) => r === roomID && e.content?.body === "where to?");
+      await carol.text(roomID, "the sea");
+      await api.messageWith(created.chatID, (m) => m.text === "the sea" && m.senderName === "Carol", "carol's answer");
+      const chat = await api.sdk.chats.retrieve(created.chatID);
+      expect(chat).toMatchObject({ title: "Trip planning", type: "group" });
+    });
+
+    it("starts a DM by user ID: the room is direct for both sides", async () => {
+      const started = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@dave:${server.serverName}` } });
+      expect(started.status).toBe("created");
+      const chat = await api.sdk.chats.retrieve(started.chatID);
+      expect(chat.type).toBe("single");
+      const direct = await phone.request("GET", `/_matrix/client/v3/user/${enc(phone.userID)}/account_data/m.direct`);
+      expect(direct[`@dave:${server.serverName}`]).toHaveLength(1);
+      const again = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@dave:${server.serverName}` } });
+      expect(again).toMatchObject({ status: "existing", chatID: started.chatID });
+    });
+
+    it("round-trips pin, low priority and mute with alice's other session", async () => {
+      await api.ok("PATCH", `/v1/chats/${enc(dmChat)}`, { isPinned: true, isMuted: true });
+      expect(await phone.tags(dmRoom)).toHaveProperty("m.favourite");
+      const rules = await phone.request("GET", "/_matrix/client/v3/pushrules/");
+      expect(JSON.stringify(rules.global.override)).toContain(dmRoom);
+      await phone.request("PUT", `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/tags/m.lowpriority`, {});
+      await phone.request("DELETE", `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/tags/m.favourite`);
+      await waitFor("the tags changed elsewhere to show", async () => {
+        const chat = await api.sdk.chats.retrieve(dmChat);
+        return chat.isLowPriority === true && chat.isPinned === false && chat.isMuted === true;
+      });
+      await api.ok("PATCH", `/v1/chats/${enc(dmChat)}`, { isLowPriority: false, isMuted: false });
+      expect(await phone.tags(dmRoom)).not.toHaveProperty("m.lowpriority");
+      const after = await phone.request("GET", "/_matrix/client/v3/pushrules/");
+      expect(JSON.stringify(after.global.override ?? [])).not.toContain(dmRoom);
+    });
+
+    it("shows an encrypted room's messages as a notice and refuses to send there, saying why", async () => {
+      const roomID = await bob.createRoom({ name: "Secret", invite: [phone.userID], encrypted: true });
+      await phone.join(roomID);
+      await bob.send(roomID, { algorithm: "m.megolm.v1.aes-sha2", ciphertext: "AwgAEnAC", device_id: "BOBDEVICE", sender_key: "abc", session_id: "xyz" }, "m.room.encrypted");
+      const chat = await api.chatTitled(accountID, "Secret");
+      const notice = await api.messageWith(chat.id, (m) => m.type === "NOTICE" && /encrypted/.test(m.text ?? ""), "the encrypted notice");
+      expect(notice.senderID).toBe(bob.userID);
+      const refused = await api.raw("POST", `/v1/chats/${enc(chat.id)}/messages`, { text: "hi" });
+      expect(refused).toMatchObject({ status: 422, body: { code: "NOT_SUPPORTED", message: expect.stringMatching(/encrypted/) } });
+      expect((await api.messages(chat.id)).some((m) => m.text === "hi")).toBe(false);
+    });
+
+    it("refuses an edit or a redaction of bob's message forged by carol", async () => {
+      const group = await api.chatTitled(accountID, "Book club");
+      const original = await bob.text(historyRoom, "the original words");
+      const message = await api.messageWith(group.id, (m) => m.text === "the original words", "bob's message");
+      await carol.edit(historyRoom, original, "words bob never said");
+      await carol.text(historyRoom, "after the forgery");
+      await api.messageWith(group.id, (m) => m.text === "after the forgery", "carol's next message");
+      expect((await api.messages(group.id)).find((m) => m.id === message.id)?.text).toBe("the original words");
+    });
+
+    it("gets what was sent while inboxd was down, across a gappy sync, once each", async () => {
+      await runtime.restart(async () => {
+        for (let i = 1; i <= 130; i++) await bob.text(dmRoom, `offline ${i}`);
+      });
+      await api.accountStatus(accountID, "connected", undefined, 30_000);
+      await waitFor("all 130 offline messages", async () => (await api.messages(dmChat)).filter((m) => m.text?.startsWith("offline ")).length >= 130, 30_000);
+      const texts = (await api.messages(dmChat)).map((m) => m.text).filter((t) => t?.startsWith("offline "));
+      expect(texts).toHaveLength(130);
+      expect(texts[0]).toBe("offline 130");
+      expect(texts.at(-1)).toBe("offline 1");
+    });
+
+    it("reconnects after Synapse restarts, and loses or doubles nothing", async () => {
+      await server.restart();
+      await bob.text(dmRoom, "after the server restart");
+      await api.messageWith(dmChat, (m) => m.text === "after the server restart", "the message after the restart", 30_000);
+      await api.accountStatus(accountID, "connected", undefined, 30_000);
+      const texts = (await api.messages(dmChat)).map((m) => m.text);
+      expect(texts.filter((t) => t === "after the server restart")).toHaveLength(1);
+      expect(texts.filter((t) => t === "how are you doing?")).toHaveLength(1);
+    });
+
+    it("shows an invitation as a chat, and joins the room when alice answers", async () => {
+      const roomID = await carol.createRoom({ name: "Carol's party", invite: [phone.userID] });
+      const chat = await api.chatTitled(accountID, "Carol's party");
+      await api.messageWith(chat.id, (m) => /invited you/.test(m.text ?? ""), "the invitation notice");
+      await api.sdk.messages.send(chat.id, { text: "count me in" });
+      await carol.waitForEvent((e, r) => r === roomID && e.content?.body === "count me in");
+    });
+
+    it("reconnects the login in place with an access token, keeping the account and its history", async () => {
+      const token = (await server.register("alice2", password("alice2"))).accessToken; // a session of another user…
+      const other = await login({ homeserver: server.url, accessToken: token }, undefined, "token");
+      expect(other.status).toBe("complete"); // …is a second account beside alice's
+      expect(other.accountID).not.toBe(accountID);
+      session2 = track(await Peer.login(server, "alice", password("alice")));
+      const again = await login({ homeserver: server.url, accessToken: session2.accessToken }, { loginID }, "token");
+      expect(again).toMatchObject({ status: "complete", accountID });
+      await api.accountStatus(accountID, "connected", undefined, 30_000);
+      expect((await api.messages(dmChat)).some((m) => m.text === "sent while you were away")).toBe(true);
+    });
+
+    it("logs the session out on the server when the account is removed", async () => {
+      const whoami = () => fetch(`${server.url}/_matrix/client/v3/account/whoami`, { headers: { authorization: `Bearer ${session2.accessToken}` } });
+      expect((await whoami()).status).toBe(200);
+      await api.ok("POST", `/v1/bridges/${MATRIX_BRIDGE}/logins/${enc(loginID)}/remove`, {});
+      // The token the account used is dead now: the device is gone from the server.
+      expect((await whoami()).status).toBe(401);
+      expect((await api.sdk.accounts.list()).map((a) => a.accountID)).not.toContain(accountID);
+    });
+  });
+}
