@@ -61,11 +61,15 @@ export interface NetworkChat {
   unreadCount?: number;
 }
 
-/** Chat state a client may change through the API that the network also keeps (NetworkChat's flags). */
+/**
+ * Chat state a client may change through the API that the network also keeps (NetworkChat's flags). `isArchived`
+ * goes to the network only where archiving means something there (Matrix: archiving an invitation declines it).
+ */
 export interface ChatFlags {
   isPinned?: boolean;
   isMuted?: boolean;
   isLowPriority?: boolean;
+  isArchived?: boolean;
 }
 
 /** A file handed to the network: its description and its bytes, read on demand (a large file is never held in memory). */

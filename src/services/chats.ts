@@ -257,12 +257,13 @@ function networkChanges(ctx: Context, chat: ChatRecord, patch: ChatPatch): { cli
   return { client, imgURL, messageExpirySeconds };
 }
 
-/** Pin, mute and low-priority changes a PATCH makes (a value equal to the chat's is left out); undefined if none. */
+/** Pin, mute, low-priority and archive changes a PATCH makes (a value equal to the chat's is left out); undefined if none. */
 function flagChanges(chat: ChatRecord, patch: ChatPatch, isMuted: boolean | undefined): ChatFlags | undefined {
   const flags: ChatFlags = {};
   if (patch.isPinned !== undefined && patch.isPinned !== chat.isPinned) flags.isPinned = patch.isPinned;
   if (patch.isLowPriority !== undefined && patch.isLowPriority !== chat.isLowPriority) flags.isLowPriority = patch.isLowPriority;
   if (isMuted !== undefined && isMuted !== chat.isMuted) flags.isMuted = isMuted;
+  if (patch.isArchived !== undefined && patch.isArchived !== chat.isArchived) flags.isArchived = patch.isArchived;
   return Object.keys(flags).length ? flags : undefined;
 }
 

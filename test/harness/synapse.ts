@@ -46,7 +46,7 @@ const DEFAULT_SOURCE = resolve(REPO_ROOT, "../shared/vendor/synapse-1.67.0.tar.g
 const NEEDED =
   "Synapse 1.67.0 source is needed to run a real Matrix homeserver for these tests (the last Synapse release that is " +
   "pure Python, so it runs on Debian's python3 packages alone); set INBOXD_SYNAPSE_SOURCE to the tarball " +
-  "(matrix-org/synapse tag v1.67.0, e.g. https://github.com/matrix-org/synapse/archive/refs/tags/v1.67.0.tar.gz) " +
+  "(the v1.67.0 tag of matrix-org/synapse) " +
   "or to an unpacked copy of it.";
 
 /** Where the source comes from, or why it is missing (for suites that must say so). */

@@ -33,6 +33,7 @@ export function matrixSuite(target: MatrixTarget) {
     const fields = (user: string, pass = password(user)) => ({ username: `@${user}:${server.serverName}`, password: pass, homeserver: server.url });
     const login = (f: Record<string, string>, reconnect?: { loginID: string }, flowID = "password") => api.login(f, reconnect, { bridgeID: MATRIX_BRIDGE, flowID });
     let session2: Peer; // the alice session the account uses after the reconnect
+    let admin: Peer;
 
     beforeAll(async () => {
       server = await startSynapse();
@@ -41,7 +42,9 @@ export function matrixSuite(target: MatrixTarget) {
         bob: await server.register("bob", password("bob"), { displayName: "Bob" }),
         carol: await server.register("carol", password("carol"), { displayName: "Carol" }),
         dave: await server.register("dave", password("dave"), { displayName: "Dave" }),
+        admin: await server.register("admin", password("admin"), { admin: true }),
       };
+      admin = track(await Peer.from(server, registered.admin));
       bob = track(await Peer.from(server, registered.bob));
       carol = track(await Peer.from(server, registered.carol));
       phone = track(await Peer.from(server, registered.alice));
@@ -244,6 +247,40 @@ export function matrixSuite(target: MatrixTarget) {
       expect(again).toMatchObject({ status: "existing", chatID: started.chatID });
     });
 
+    it("lists the people of its rooms as contacts, searches the user directory, and looks up an exact user ID", async () => {
+      const all = [];
+      for await (const u of api.sdk.accounts.contacts.list(accountID)) all.push(u.id);
+      expect(all).toEqual(expect.arrayContaining([bob.userID, carol.userID]));
+      const found = await api.sdk.accounts.contacts.search(accountID, { query: "dave" });
+      expect(found.items.map((u) => [u.id, u.fullName])).toContainEqual([`@dave:${server.serverName}`, "Dave"]);
+      const exact = await api.sdk.accounts.contacts.search(accountID, { query: `@dave:${server.serverName}` });
+      expect(exact.items.map((u) => u.id)).toContain(`@dave:${server.serverName}`);
+      const nobody = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@nobody:${server.serverName}` } }).catch((e: Error) => e.message);
+      expect(String(nobody)).toMatch(/422/);
+    });
+
+    it("marks the chat read when alice reads it on her phone", async () => {
+      await bob.text(dmRoom, "unread one");
+      const last = await bob.text(dmRoom, "unread two");
+      await api.messageWith(dmChat, (m) => m.text === "unread two", "bob's messages");
+      expect((await api.sdk.chats.retrieve(dmChat)).unreadCount).toBeGreaterThanOrEqual(2);
+      await phone.receipt(dmRoom, last);
+      await waitFor("the chat to be read elsewhere", async () => (await api.sdk.chats.retrieve(dmChat)).unreadCount === 0);
+    });
+
+    it("waits out the server's rate limit instead of failing a send", async () => {
+      const override = `/_synapse/admin/v1/users/${enc(phone.userID)}/override_ratelimit`;
+      await admin.request("POST", override, { messages_per_second: 1, burst_count: 1 });
+      try {
+        const sent = [];
+        for (const text of ["limited 1", "limited 2", "limited 3"]) sent.push((await api.sdk.messages.send(dmChat, { text })).pendingMessageID);
+        for (const text of ["limited 1", "limited 2", "limited 3"]) await bob.waitForEvent((e) => e.content?.body === text, 20_000);
+        for (const id of sent) await api.messageWith(dmChat, (m) => m.id === id && m.sendStatus?.status === "SUCCESS", `${id} confirmed`, 20_000);
+      } finally {
+        await admin.request("DELETE", override);
+      }
+    });
+
     it("round-trips pin, low priority and mute with alice's other session", async () => {
       await api.ok("PATCH", `/v1/chats/${enc(dmChat)}`, { isPinned: true, isMuted: true });
       expect(await phone.tags(dmRoom)).toHaveProperty("m.favourite");
@@ -311,6 +348,47 @@ export function matrixSuite(target: MatrixTarget) {
       await api.messageWith(chat.id, (m) => /invited you/.test(m.text ?? ""), "the invitation notice");
       await api.sdk.messages.send(chat.id, { text: "count me in" });
       await carol.waitForEvent((e, r) => r === roomID && e.content?.body === "count me in");
+    });
+
+    it("follows a room upgrade to the new room, and archives a room alice was removed from", async () => {
+      // Public, so that members may join its successor without a new invitation (as a space's rooms are, too).
+      const old = await bob.createRoom({ name: "Old house", invite: [phone.userID], preset: "public_chat" });
+      await phone.join(old);
+      const before = await api.chatTitled(accountID, "Old house");
+      const upgraded = await bob.request("POST", `/_matrix/client/v3/rooms/${enc(old)}/upgrade`, { new_version: "9" });
+      await waitFor("alice in the new room", async () => {
+        const joined = await phone.request("GET", "/_matrix/client/v3/joined_rooms");
+        return joined.joined_rooms.includes(upgraded.replacement_room);
+      }, 20_000);
+      await waitFor("the old chat archived", async () => (await api.sdk.chats.retrieve(before.id)).isArchived === true);
+      await bob.text(upgraded.replacement_room, "in the new house");
+      const chats = await waitFor("the new room's chat", async () => {
+        const page = await api.sdk.chats.list({ accountIDs: [accountID] });
+        return page.items.find((c) => c.title === "Old house" && c.id !== before.id);
+      });
+      await api.messageWith(chats.id, (m) => m.text === "in the new house", "the message in the new room");
+      await bob.request("POST", `/_matrix/client/v3/rooms/${enc(upgraded.replacement_room)}/kick`, { user_id: phone.userID, reason: "moving on" });
+      await waitFor("the chat archived after the kick", async () => (await api.sdk.chats.retrieve(chats.id)).isArchived === true);
+      expect((await api.messages(chats.id)).some((m) => /removed Alice Liddell: moving on/.test(m.text ?? ""))).toBe(true);
+    });
+
+    it("declines an invitation when its chat is archived", async () => {
+      const roomID = await carol.createRoom({ name: "Not for me", invite: [phone.userID] });
+      const chat = await api.chatTitled(accountID, "Not for me");
+      await api.ok("PATCH", `/v1/chats/${enc(chat.id)}`, { isArchived: true });
+      const left = await carol.waitForEvent((e, r) => r === roomID && e.type === "m.room.member" && e.state_key === phone.userID && e.content.membership === "leave");
+      expect(left.event.sender).toBe(phone.userID);
+    });
+
+    it("asks for sign-in again when the session is signed out elsewhere", async () => {
+      const devices = await phone.request("GET", "/_matrix/client/v3/devices");
+      const device = devices.devices.find((d: { display_name?: string }) => d.display_name === "inboxd");
+      expect(device).toBeDefined();
+      const auth = { type: "m.login.password", identifier: { type: "m.id.user", user: phone.userID }, password: password("alice") };
+      const first = await phone.request("POST", "/_matrix/client/v3/delete_devices", { devices: [device.device_id] }).catch((e: { body?: { session?: string } }) => e.body);
+      if (first?.session) await phone.request("POST", "/_matrix/client/v3/delete_devices", { devices: [device.device_id], auth: { ...auth, session: first.session } });
+      const account = await api.accountStatus(accountID, "reconnect_required", undefined, 45_000);
+      expect(account.statusText).toMatch(/sign in again/i);
     });
 
     it("reconnects the login in place with an access token, keeping the account and its history", async () => {

@@ -252,9 +252,16 @@ export class MatrixClient implements NetworkClient {
     await this.http.request("PUT", `/_matrix/client/v3/rooms/${seg(networkChatID)}/typing/${seg(this.state.userID)}`, { body: state === "typing" ? { typing: true, timeout: 30_000 } : { typing: false } });
   }
 
-  /** Pin and low priority are the m.favourite and m.lowpriority tags; mute is a push rule that does nothing (Element's). */
+  /**
+   * Pin and low priority are the m.favourite and m.lowpriority tags; mute is a push rule that does nothing
+   * (Element's). Archiving an invitation declines it; archiving a joined room is this device's business only.
+   */
   async setChatFlags(networkChatID: string, flags: ChatFlags) {
-    this.room(networkChatID);
+    const room = this.room(networkChatID);
+    if (flags.isArchived && room.membership === "invite") {
+      await this.http.request("POST", `/_matrix/client/v3/rooms/${seg(networkChatID)}/leave`, { body: {} });
+      room.membership = "leave";
+    }
     const tag = async (name: string, on: boolean) => {
       const path = `/_matrix/client/v3/user/${seg(this.state.userID)}/rooms/${seg(networkChatID)}/tags/${seg(name)}`;
       await this.http.request(on ? "PUT" : "DELETE", path, on ? { body: {} } : {});

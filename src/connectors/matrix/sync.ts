@@ -158,14 +158,26 @@ export class SyncProcessor {
       const older = await this.fill(roomID, prevBatch, since ? { to: since, max: GAP_LIMIT } : { max: Math.max(0, this.deps.firstBackfill - timeline.length) });
       for (const event of older) this.timelineEvent(room, event, emit);
     }
+    const replaced = room.replacement;
     for (const event of timeline) this.timelineEvent(room, event, emit);
     if (stateBefore.length) this.announce(room, emit);
+    if (room.replacement && room.replacement !== replaced) await this.follow(room, emit);
     for (const raw of data.ephemeral?.events ?? []) this.ephemeral(room, raw, emit);
     const count = data.unread_notifications?.notification_count;
     if (typeof count === "number" && count >= 0 && this.counts.get(roomID) !== count) {
       this.counts.set(roomID, count);
       emit({ type: "chat", chat: { ...this.chatOf(room), unreadCount: count } });
     }
+  }
+
+  /**
+   * A room upgrade (m.room.tombstone): join the room that replaces it, as Element offers and bridges do, and
+   * archive the old room's chat. The new room arrives as a chat of its own with the next sync.
+   */
+  private async follow(room: Room, emit: (e: InboundEvent) => void) {
+    const via = room.replacement!.split(":").slice(1).join(":");
+    await this.deps.http.request("POST", `/_matrix/client/v3/join/${seg(room.replacement!)}`, { body: {}, query: via ? { server_name: via } : undefined }).catch(() => undefined);
+    emit({ type: "chat", chat: { ...this.chatOf(room), isArchived: true } });
   }
 
   /** Events between the last batch and this one's timeline (or history before it on a first sync), oldest first. */
