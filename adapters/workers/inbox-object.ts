@@ -48,6 +48,8 @@ export interface InboxEnv {
   INBOXD_TOKEN_TTL?: string;
   /** Test tuning: how many messages of each XMPP archive a first connect reads (default 10,000). */
   INBOXD_XMPP_FIRST_BACKFILL?: string;
+  /** "off": let the object sleep while accounts are connected (they catch up when it wakes); default: keep it awake. */
+  INBOXD_KEEP_AWAKE?: string;
   /** Test tuning: how many messages of each Matrix room a first sync loads (default 50). */
   INBOXD_MATRIX_FIRST_BACKFILL?: string;
   /** JSON `{"chats":40,"messages":800,"accounts":2,"seed":7}`: fill an empty store with a sandbox dataset. */
@@ -71,6 +73,7 @@ const connectingIP = (request: Request) => request.headers.get("cf-connecting-ip
  */
 export class InboxObject {
   private app?: Promise<App>;
+  private booted?: App;
 
   constructor(
     private readonly state: DurableObjectState,
@@ -86,7 +89,10 @@ export class InboxObject {
       return toErrorResponse(error);
     }
     if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return this.upgrade(app, request);
-    return withFixedLength(await app.fetch(request));
+    const response = withFixedLength(await app.fetch(request));
+    // An account connected by this request (a finished login) starts the keep-awake alarm; checked in memory only.
+    if (this.alarmAt === undefined && this.keepsAwake(app)) this.setAlarm(app);
+    return response;
   }
 
   /** Memoised boot: concurrent first requests share one; a failed boot is retried by the next request. */
@@ -120,7 +126,33 @@ export class InboxObject {
   }
 
   async alarm(): Promise<void> {
-    await (await this.ready()).wake();
+    this.alarmAt = undefined;
+    const app = await this.ready();
+    await app.wake();
+    this.setAlarm(app);
+  }
+
+  /** What the app asked to be woken for (reminders, retries…), kept to combine with the keep-awake alarm. */
+  private wakeAt?: number;
+
+  /**
+   * One alarm serves both the app's wake-ups and keeping the object awake: while an account holds a network
+   * connection (a Matrix sync, an XMPP socket), the object is woken every KEEP_AWAKE_MS, as Cloudflare evicts an object
+   * that has had no event for about 70 s or more, which would leave the network unheard until the next request.
+   * INBOXD_KEEP_AWAKE=off lets it sleep instead (the account then catches up from its saved position when the
+   * object wakes).
+   */
+  private setAlarm(app: App | undefined) {
+    const keepAwake = app && this.keepsAwake(app) ? Date.now() + KEEP_AWAKE_MS : undefined;
+    const at = [this.wakeAt, keepAwake].filter((t): t is number => t !== undefined);
+    this.alarmAt = at.length === 0 ? undefined : Math.min(...at);
+    void (this.alarmAt === undefined ? this.state.storage.deleteAlarm() : this.state.storage.setAlarm(this.alarmAt));
+  }
+
+  private alarmAt?: number;
+
+  private keepsAwake(app: App): boolean {
+    return this.env.INBOXD_KEEP_AWAKE !== "off" && app.context.bridges.clientsList().some((c) => c.holdsConnection);
   }
 
   async webSocketMessage(ws: HibernatingSocket, message: string | ArrayBuffer): Promise<void> {
@@ -228,7 +260,10 @@ export class InboxObject {
       allowedHosts: "*",
       assets: this.env.ASSETS ? { storage: createStorage({ driver: r2Driver({ binding: this.env.ASSETS as never }) }) } : undefined,
       // Reminders wake the object with an alarm, which also survives eviction and restarts.
-      schedule: (at) => void (at === undefined ? this.state.storage.deleteAlarm() : this.state.storage.setAlarm(at)),
+      schedule: (at) => {
+        this.wakeAt = at;
+        this.setAlarm(this.booted);
+      },
       mcp: { tools: parseToolSelection(this.env.INBOXD_MCP_TOOLS) },
       // The budgets live in this object's memory: one object serves the device, so it sees every request.
       rateLimit: parseRateLimit(this.env.INBOXD_RATE_LIMIT),
@@ -246,6 +281,9 @@ export class InboxObject {
         if (line.startsWith("error:")) console.error(line);
       },
     });
+    this.booted = app;
+    // Accounts attached during boot: arm the keep-awake alarm now that the app is known.
+    this.setAlarm(app);
     await this.loadSubscriptions();
     app.events.add({ deliver: (events) => this.deliver(events), wants: () => this.state.getWebSockets().length > 0 });
     if (this.env.INBOXD_SEED && app.context.db.accounts.length === 0) {
@@ -257,6 +295,9 @@ export class InboxObject {
     return app;
   }
 }
+
+/** Well inside the ~70 s of inactivity after which Cloudflare may evict an object. */
+const KEEP_AWAKE_MS = 30_000;
 
 const MISSING_SECRET_WARNING =
   "inboxd: no INBOXD_ADMIN_TOKEN secret: every request without another valid token is answered 401; " +

@@ -166,6 +166,12 @@ export interface NetworkClient {
    */
   connect(): Promise<void>;
   readonly reportsStatus?: boolean;
+  /**
+   * Set when the client keeps a connection to the network open (a socket, a long poll): a runtime that puts idle
+   * work to sleep (a Durable Object) keeps itself awake while such a client is attached, so the network is heard
+   * promptly.
+   */
+  readonly holdsConnection?: boolean;
   disconnect(): Promise<void>;
   capabilities(chat: NetworkChat): ChatCapabilities;
   /** Resolves when the network has accepted the message. */

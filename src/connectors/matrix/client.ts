@@ -42,6 +42,7 @@ const ENCRYPTED: ChatCapabilities = {
  */
 export class MatrixClient implements NetworkClient {
   readonly reportsStatus = true;
+  readonly holdsConnection = true;
   private readonly state: MatrixState;
   private readonly http: MatrixHttp;
   private readonly rooms = new Map<string, Room>();

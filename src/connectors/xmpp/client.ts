@@ -48,6 +48,7 @@ const EVERYTHING: ChatCapabilities = { edits: true, deletes: true, reactions: tr
  */
 export class XmppClient implements NetworkClient {
   readonly reportsStatus = true;
+  readonly holdsConnection = true;
   private readonly state: XmppState;
   private xmpp?: Client;
   private stopped = true;
