@@ -6,7 +6,7 @@ import { describe } from "vitest";
 import { synapseSource } from "../harness/synapse.ts";
 import type { Runtime } from "../xmpp/kit.ts";
 
-export { Client, enc, randomToken, sleep, waitFor, type Runtime } from "../xmpp/kit.ts";
+export { Client, enc, imageBytes, randomToken, sleep, waitFor, type Runtime } from "../xmpp/kit.ts";
 
 export interface MatrixTarget {
   name: string;
@@ -27,14 +27,3 @@ export function describeWithSynapse(name: string, body: () => void) {
 }
 
 export const MATRIX_BRIDGE = "local-matrix";
-
-/** A small real PNG (1×1) followed by 150 KB of random bytes: still a valid image, and byte-exactness shows. */
-export function imageBytes(): Uint8Array {
-  const png = Uint8Array.from(atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="), (c) => c.charCodeAt(0));
-  const tail = new Uint8Array(150_000);
-  for (let at = 0; at < tail.length; at += 65_536) crypto.getRandomValues(tail.subarray(at, at + 65_536));
-  const out = new Uint8Array(png.length + tail.length);
-  out.set(png);
-  out.set(tail, png.length);
-  return out;
-}

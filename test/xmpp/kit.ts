@@ -7,14 +7,9 @@ import BeeperDesktop from "@beeper/desktop-api";
 import { randomBytes } from "node:crypto";
 import type { ProsodyServer } from "../harness/prosody.ts";
 import { checkingFetch, type ResponseChecker } from "../scenario/openapi-check.ts";
+import type { Runtime } from "../harness/bridge-runtime.ts";
 
-export interface Runtime {
-  url: string;
-  token: string;
-  /** Stops inboxd and starts it again on the same storage, running `whileDown` in between (the XMPP server keeps running). */
-  restart(whileDown?: () => Promise<void>): Promise<void>;
-  stop(): Promise<void>;
-}
+export type { Runtime };
 
 export interface RuntimeTarget {
   name: string;
@@ -118,4 +113,15 @@ export class Client {
   async messageWith(chatID: string, match: (m: Awaited<ReturnType<Client["messages"]>>[number]) => boolean, what: string, timeoutMs?: number) {
     return waitFor(what, async () => (await this.messages(chatID)).find(match), timeoutMs);
   }
+}
+
+/** A small real PNG (1×1) followed by 150 KB of random bytes: still a valid image, and byte-exactness shows. */
+export function imageBytes(): Uint8Array {
+  const png = Uint8Array.from(atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="), (c) => c.charCodeAt(0));
+  const tail = new Uint8Array(150_000);
+  for (let at = 0; at < tail.length; at += 65_536) crypto.getRandomValues(tail.subarray(at, at + 65_536));
+  const out = new Uint8Array(png.length + tail.length);
+  out.set(png);
+  out.set(tail, png.length);
+  return out;
 }

@@ -1,10 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { databasePath } from "../../adapters/node/data-dir.ts";
-import { startServer, type RunningServer } from "../../adapters/node/serve.ts";
-import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
-import { ensureToken } from "../../src/services/tokens.ts";
+import { startDaemonRuntime } from "../harness/bridge-runtime.ts";
 import { xmppSuite } from "./suite.ts";
 
 /** The first connect reads this many messages per archive, so that paging back has to reach the server. */
@@ -14,28 +8,5 @@ const FIRST_BACKFILL = 30;
 xmppSuite({
   name: "the Node daemon (TCP)",
   serverFields: (server) => ({ host: server.host, port: String(server.port) }),
-  async start(token) {
-    const dataDir = mkdtempSync(join(tmpdir(), "inboxd-xmpp-"));
-    const dbPath = databasePath(dataDir);
-    const { storage, close } = await openSqliteStorage(dbPath);
-    await ensureToken(storage, token, { name: "rw", scopes: ["read", "write"] });
-    await close();
-    const listen = (port: number) =>
-      startServer({ port, host: "127.0.0.1", dbPath, allowHosts: [], verbose: false, print: () => undefined, tuning: { xmppFirstBackfill: FIRST_BACKFILL } });
-    let server: RunningServer = await listen(0);
-    const port = Number(new URL(server.url).port);
-    return {
-      url: server.url,
-      token,
-      async restart(whileDown) {
-        await server.close();
-        await whileDown?.();
-        server = await listen(port);
-      },
-      async stop() {
-        await server.close();
-        rmSync(dataDir, { recursive: true, force: true });
-      },
-    };
-  },
+  start: (token) => startDaemonRuntime(token, { xmppFirstBackfill: FIRST_BACKFILL }),
 });

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startProsody, type ProsodyServer } from "../harness/prosody.ts";
 import { ResponseChecker } from "../scenario/openapi-check.ts";
-import { Client, enc, randomToken, sleep, waitFor, type Runtime, type RuntimeTarget } from "./kit.ts";
+import { Client, enc, imageBytes, randomToken, sleep, waitFor, type Runtime, type RuntimeTarget } from "./kit.ts";
 import { Peer, xml, type Element } from "./peer.ts";
 
 const NS = {
@@ -20,17 +20,6 @@ const NS = {
   mucUser: "http://jabber.org/protocol/muc#user",
   oob: "jabber:x:oob",
 };
-
-/** A small real PNG (1×1) followed by 150 KB of random bytes: still a valid image, and byte-exactness shows. */
-function imageBytes(): Uint8Array {
-  const png = Uint8Array.from(atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="), (c) => c.charCodeAt(0));
-  const tail = new Uint8Array(150_000);
-  for (let at = 0; at < tail.length; at += 65_536) crypto.getRandomValues(tail.subarray(at, at + 65_536));
-  const out = new Uint8Array(png.length + tail.length);
-  out.set(png);
-  out.set(tail, png.length);
-  return out;
-}
 
 const duplicates = (texts: (string | undefined)[]) => texts.filter((t, i) => t !== undefined && texts.indexOf(t) !== i);
 
