@@ -1,12 +1,13 @@
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../bench/daemon.ts";
+import { aptInstall, delay, readLog, run, startServer, tail, type Running, type ServerControl } from "./server-process.ts";
 
 /** A real Prosody server on loopback ports, with its own config, data and log in a temp dir. */
-export interface ProsodyServer {
+export interface ProsodyServer extends ServerControl {
   domain: "localhost";
   /** The MUC component (XEP-0045, with MUC MAM). */
   mucDomain: string;
@@ -18,19 +19,10 @@ export interface ProsodyServer {
   /** Serves the WebSocket, BOSH and upload routes. */
   httpPort: number;
   websocketURL: string;
-  /** The running server's PID; undefined while it is down. */
-  pid(): number | undefined;
   /** Creates (or re-passwords) an account, running or not; resolves with its bare JID. */
   register(user: string, password: string): Promise<string>;
   /** Stops gracefully and starts again on the same ports and data: sessions drop, accounts and archives stay. */
   restart(): Promise<void>;
-  /** SIGKILL: an abrupt loss of the server, down until start(). */
-  kill(): Promise<void>;
-  start(): Promise<void>;
-  /** Stops the server and removes its temp dir. */
-  close(): Promise<void>;
-  /** The tail of the log and of what the process printed, for failure messages. */
-  log(): string;
 }
 
 const DOMAIN = "localhost";
@@ -50,38 +42,19 @@ export async function startProsody(options: { extraConfig?: string } = {}): Prom
   const configPath = join(dir, "prosody.cfg.lua");
   const logPath = join(dir, "prosody.log");
   let ports = { c2s: 0, http: 0 };
-  let running: Running | undefined;
-  let printed = "";
-
-  const start = async () => {
-    if (running) throw new Error("Prosody is already running");
-    running = launch(configPath, (data) => (printed = (printed + data).slice(-20_000)));
-    await waitUntilReady(running, ports.c2s, logPath).catch(async (error) => {
-      await stop("SIGKILL");
-      throw error;
-    });
-  };
-  const stop = async (signal: NodeJS.Signals) => {
-    const current = running;
-    running = undefined;
-    if (current) await terminate(current, signal);
-  };
-
-  // A free port can be taken between freePort() and Prosody's bind; Prosody then logs the failure and keeps
-  // running, so a bind failure is retried on fresh ports (only here: a restart must keep its ports).
-  for (let attempt = 1; ; attempt++) {
-    ports = { c2s: await freePort(), http: await freePort() };
-    writeFileSync(configPath, prosodyConfig(dir, ports, options.extraConfig ?? ""));
-    try {
-      await start();
-      break;
-    } catch (error) {
-      if (attempt >= 3 || !String(error).includes(BIND_FAILED)) {
-        rmSync(dir, { recursive: true, force: true });
-        throw error;
-      }
-    }
-  }
+  const server = await startServer({
+    name: "Prosody",
+    dir,
+    bindFailed: BIND_FAILED,
+    graceMs: STOP_GRACE_MS,
+    async configure() {
+      ports = { c2s: await freePort(), http: await freePort() };
+      writeFileSync(configPath, prosodyConfig(dir, ports, options.extraConfig ?? ""));
+    },
+    spawn: () => ({ command: ["prosody", "--config", configPath, "-F"] }),
+    ready: (running) => waitUntilReady(running, ports.c2s, logPath),
+    logTail: (output) => tail(logPath, output),
+  });
 
   return {
     domain: DOMAIN,
@@ -91,19 +64,8 @@ export async function startProsody(options: { extraConfig?: string } = {}): Prom
     port: ports.c2s,
     httpPort: ports.http,
     websocketURL: `ws://${HOST}:${ports.http}/xmpp-websocket`,
-    pid: () => running?.child.pid,
     register: (user, password) => register(configPath, user, password),
-    async restart() {
-      await stop("SIGTERM");
-      await start();
-    },
-    kill: () => stop("SIGKILL"),
-    start,
-    async close() {
-      await stop("SIGTERM");
-      rmSync(dir, { recursive: true, force: true });
-    },
-    log: () => tail(logPath, printed),
+    ...server,
   };
 }
 
@@ -167,47 +129,25 @@ Component "upload.${DOMAIN}" "http_file_share"
 `;
 }
 
-interface Running {
-  child: ChildProcess;
-  exited: Promise<void>;
-  output(): string;
-}
-
-/** Prosody logs a port it cannot bind and keeps running without it. */
+/**
+ * Prosody logs a port it cannot bind and keeps running without it, so startServer() retries a first start on fresh
+ * ports when its log says this.
+ */
 const BIND_FAILED = "Failed to open server port";
-
-const SETPRIV = "/usr/bin/setpriv";
-
-function launch(configPath: string, onOutput: (data: string) => void): Running {
-  // setpriv (util-linux) makes the kernel SIGKILL Prosody if the test process dies without closing it; it execs
-  // Prosody, so the PID stays Prosody's own.
-  const command = ["prosody", "--config", configPath, "-F"];
-  const [file, ...args] = existsSync(SETPRIV) ? [SETPRIV, "--pdeathsig", "KILL", ...command] : command;
-  const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  const record = (data: Buffer) => {
-    output += data;
-    onOutput(String(data));
-  };
-  child.stdout!.on("data", record);
-  child.stderr!.on("data", record);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  return { child, exited, output: () => output };
-}
 
 /** Resolves once Prosody answers a stream header with its features: every host and component is loaded then. */
 async function waitUntilReady(running: Running, port: number, logPath: string): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   const logged = readLog(logPath).length; // the log survives restarts: only this start's lines count
   while (Date.now() < deadline) {
-    if (running.child.exitCode !== null || running.child.signalCode !== null) {
+    if (running.ended()) {
       throw new Error(`Prosody exited during startup:\n${tail(logPath, running.output())}`);
     }
     if (readLog(logPath).slice(logged).includes(BIND_FAILED)) {
       throw new Error(`Prosody could not bind its ports (${BIND_FAILED}):\n${tail(logPath, running.output())}`);
     }
     if (await answersXmpp(port)) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await delay(50);
   }
   throw new Error(`Prosody did not answer on port ${port} within ${READY_TIMEOUT_MS} ms:\n${tail(logPath, running.output())}`);
 }
@@ -232,36 +172,10 @@ function answersXmpp(port: number): Promise<boolean> {
   });
 }
 
-async function terminate(running: Running, signal: NodeJS.Signals): Promise<void> {
-  const { child, exited } = running;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill(signal);
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
-  await exited;
-  clearTimeout(timer);
-}
-
 /** prosodyctl writes the account into the data store directly; a running server reads it at the next login. */
 async function register(configPath: string, user: string, password: string): Promise<string> {
   await run("prosodyctl", ["--config", configPath, "register", user, DOMAIN, password]);
   return `${user}@${DOMAIN}`;
-}
-
-function readLog(logPath: string): string {
-  return existsSync(logPath) ? readFileSync(logPath, "utf8") : "";
-}
-
-function tail(logPath: string, output: string, lines = 60): string {
-  return `${readLog(logPath)}${output}`.trimEnd().split("\n").slice(-lines).join("\n");
-}
-
-function run(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { env, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${file} ${args.join(" ")} exited with ${error.code ?? error.signal}:\n${stdout}${stderr}`));
-      else resolve(stdout);
-    });
-  });
 }
 
 let installation: Promise<void> | undefined;
@@ -279,14 +193,11 @@ const INSTALL_HINT = "Prosody (0.12 or newer) is not installed: run `sudo apt-ge
 
 async function install(): Promise<void> {
   if (prosodyInstalled()) return;
-  if (process.getuid?.() !== 0) throw new Error(INSTALL_HINT);
-  // flock(1) releases the lock when its holder dies, so a crashed worker leaves no stale lock; the workers that
-  // waited find Prosody installed and skip apt. A failed install retries once after refreshing the package lists,
-  // which a fresh machine may not have.
-  const apt = "apt-get -o DPkg::Lock::Timeout=300 install -y prosody";
-  const script = `command -v prosody >/dev/null || ${apt} || { apt-get update && ${apt}; }`;
-  await run("flock", [join(tmpdir(), "inboxd-prosody-install.lock"), "sh", "-c", script], { ...process.env, DEBIAN_FRONTEND: "noninteractive" }).catch((error) => {
-    throw new Error(`installing Prosody failed; ${INSTALL_HINT}\n${error.message}`);
+  await aptInstall(["prosody"], {
+    lock: "inboxd-prosody-install.lock",
+    unless: "command -v prosody >/dev/null",
+    notRoot: INSTALL_HINT,
+    failed: `installing Prosody failed; ${INSTALL_HINT}`,
   });
   if (!prosodyInstalled()) throw new Error(`apt-get reported success but ${INSTALL_HINT}`);
 }

@@ -1,29 +1,22 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { createHash, createHmac, generateKeyPairSync, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../../bench/daemon.ts";
+import { aptInstall, delay, run, startServer, tail, type Running, type ServerControl } from "./server-process.ts";
 
 /** A real Synapse homeserver on a loopback port, with its own config, SQLite database, media and log in a temp dir. */
-export interface SynapseServer {
+export interface SynapseServer extends ServerControl {
   /** MXIDs are `@user:serverName`. */
   serverName: string;
   /** The client-server API base, `http://127.0.0.1:PORT`. */
   url: string;
   port: number;
-  /** The running server's PID; undefined while it is down. */
-  pid(): number | undefined;
   /** Registers a user through the shared-secret admin API, which also logs it in (one device). */
   register(localpart: string, password: string, options?: { admin?: boolean; displayName?: string }): Promise<{ userID: string; accessToken: string; deviceID: string }>;
   /** Stops gracefully (SIGTERM) and starts again on the same port and data (users, rooms, media kept). */
   restart(): Promise<void>;
-  /** SIGKILL: an abrupt loss of the server, down until start(). */
-  kill(): Promise<void>;
-  start(): Promise<void>;
-  /** Stops the server and removes its temp dir. */
-  close(): Promise<void>;
   /** The tail of homeserver.log and of what the process printed, for failure messages. */
   log(): string;
 }
@@ -31,7 +24,6 @@ export interface SynapseServer {
 const SERVER_NAME = "test.local";
 const HOST = "127.0.0.1";
 const PYTHON = "/usr/bin/python3";
-const SETPRIV = "/usr/bin/setpriv";
 /**
  * Measured here (2026-11-28): a start takes ~2 s (fresh SQLite schema included), a restart ~1.5 s, and the very first
  * start on a machine ~4 s (unpacking, and Python compiling the .pyc it caches beside the source).
@@ -40,6 +32,8 @@ const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 10_000;
 /** Synapse quits at start-up with this when its port is taken (CannotListenError). */
 const BIND_FAILED = "Address already in use";
+/** Between the log file and the process output in failure messages. */
+const OUTPUT_HEADING = "--- process output ---\n";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const DEFAULT_SOURCE = resolve(REPO_ROOT, "../shared/vendor/synapse-1.67.0.tar.gz");
@@ -74,58 +68,30 @@ export async function startSynapse(options: { extraConfig?: Record<string, unkno
   // Secrets stay fixed across restarts, so access tokens and macaroons issued before a restart stay valid.
   const secrets = { registration_shared_secret: secret, macaroon_secret_key: randomBytes(24).toString("hex"), form_secret: randomBytes(24).toString("hex") };
   let port = 0;
-  let running: Running | undefined;
-  let printed = "";
-
-  const start = async () => {
-    if (running) throw new Error("Synapse is already running");
-    running = launch(root, pythonPath, configPath, (data) => (printed = (printed + data).slice(-20_000)));
-    await waitUntilReady(running, port, logPath).catch(async (error) => {
-      await stop("SIGKILL");
-      throw error;
-    });
-  };
-  const stop = async (signal: NodeJS.Signals) => {
-    const current = running;
-    running = undefined;
-    if (current) await terminate(current, signal);
-  };
-
-  // A free port can be taken between freePort() and Synapse's bind; Synapse then exits, so that is retried on a
-  // fresh port (only here: a restart must keep its port).
-  for (let attempt = 1; ; attempt++) {
-    port = await freePort();
-    const config = { ...synapseConfig(dir, port, secrets), ...options.extraConfig };
-    writeFileSync(configPath, `# Written by test/harness/synapse.ts (JSON is YAML).\n${JSON.stringify(config, null, 2)}\n`);
-    try {
-      await start();
-      break;
-    } catch (error) {
-      if (attempt >= 3 || !String(error).includes(BIND_FAILED)) {
-        rmSync(dir, { recursive: true, force: true });
-        throw error;
-      }
-    }
-  }
+  const logTail = (output: string) => tail(logPath, output, OUTPUT_HEADING);
+  const server = await startServer({
+    name: "Synapse",
+    dir,
+    bindFailed: BIND_FAILED,
+    graceMs: STOP_GRACE_MS,
+    async configure() {
+      port = await freePort();
+      const config = { ...synapseConfig(dir, port, secrets), ...options.extraConfig };
+      writeFileSync(configPath, `# Written by test/harness/synapse.ts (JSON is YAML).\n${JSON.stringify(config, null, 2)}\n`);
+    },
+    // cwd = the source root, so that `-m synapse...` imports the unpacked package (and finds the metadata shim).
+    spawn: () => ({ command: [PYTHON, "-m", "synapse.app.homeserver", "-c", configPath], cwd: root, env: pythonEnv(pythonPath) }),
+    ready: (running) => waitUntilReady(running, port, logTail),
+    logTail,
+  });
 
   const url = `http://${HOST}:${port}`;
   return {
     serverName: SERVER_NAME,
     url,
     port,
-    pid: () => running?.child.pid,
-    register: (localpart, password, opts = {}) => register(url, secret, localpart, password, opts, () => tail(logPath, printed)),
-    async restart() {
-      await stop("SIGTERM");
-      await start();
-    },
-    kill: () => stop("SIGKILL"),
-    start,
-    async close() {
-      await stop("SIGTERM");
-      rmSync(dir, { recursive: true, force: true });
-    },
-    log: () => tail(logPath, printed),
+    register: (localpart, password, opts = {}) => register(url, secret, localpart, password, opts, server.log),
+    ...server,
   };
 }
 
@@ -192,41 +158,19 @@ function signingKey(): string {
   return `ed25519 a_${randomBytes(2).toString("hex")} ${seed}\n`;
 }
 
-interface Running {
-  child: ChildProcess;
-  exited: Promise<void>;
-  output(): string;
-}
-
-function launch(root: string, pythonPath: string | undefined, configPath: string, onOutput: (data: string) => void): Running {
-  // setpriv (util-linux) makes the kernel SIGKILL Synapse if the test process dies without closing it; it execs
-  // Python, so the PID stays Synapse's own.
-  const command = [PYTHON, "-m", "synapse.app.homeserver", "-c", configPath];
-  const [file, ...args] = existsSync(SETPRIV) ? [SETPRIV, "--pdeathsig", "KILL", ...command] : command;
+function pythonEnv(pythonPath: string | undefined): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: "1" };
   delete env.PYTHONDONTWRITEBYTECODE; // the .pyc files cached beside the source save ~1 s per start
   if (pythonPath) env.PYTHONPATH = [pythonPath, env.PYTHONPATH].filter(Boolean).join(":");
-  // cwd = the source root, so that `-m synapse...` imports the unpacked package (and finds the metadata shim).
-  const child = spawn(file, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  const record = (data: Buffer) => {
-    output += data;
-    onOutput(String(data));
-  };
-  child.stdout!.on("data", record);
-  child.stderr!.on("data", record);
-  child.on("error", (error) => record(Buffer.from(`spawn failed: ${error.message}\n`)));
-  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
-  return { child, exited, output: () => output };
+  return env;
 }
 
-async function waitUntilReady(running: Running, port: number, logPath: string): Promise<void> {
+async function waitUntilReady(running: Running, port: number, logTail: (output: string) => string): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  const exitedEarly = () => running.child.exitCode !== null || running.child.signalCode !== null || running.child.pid === undefined;
   while (Date.now() < deadline) {
-    if (exitedEarly()) {
+    if (running.ended()) {
       await Promise.race([running.exited, delay(500)]); // let the last output arrive
-      throw new Error(`Synapse exited during startup:\n${tail(logPath, running.output())}`);
+      throw new Error(`Synapse exited during startup:\n${logTail(running.output())}`);
     }
     const status = await fetch(`http://${HOST}:${port}/_matrix/client/versions`, { signal: AbortSignal.timeout(2_000) })
       .then((response) => response.status)
@@ -234,16 +178,7 @@ async function waitUntilReady(running: Running, port: number, logPath: string): 
     if (status === 200) return;
     await delay(100);
   }
-  throw new Error(`Synapse did not answer /_matrix/client/versions on port ${port} within ${READY_TIMEOUT_MS} ms:\n${tail(logPath, running.output())}`);
-}
-
-async function terminate(running: Running, signal: NodeJS.Signals): Promise<void> {
-  const { child, exited } = running;
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  child.kill(signal);
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
-  await exited;
-  clearTimeout(timer);
+  throw new Error(`Synapse did not answer /_matrix/client/versions on port ${port} within ${READY_TIMEOUT_MS} ms:\n${logTail(running.output())}`);
 }
 
 /** The shared-secret registration of synapse/rest/admin/users.py: a nonce, then an HMAC-SHA1 over the request. */
@@ -270,28 +205,6 @@ async function register(
   // The answer is that of /register: the new user is logged in on a fresh device.
   const result = await call({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   return { userID: result.user_id, accessToken: result.access_token, deviceID: result.device_id };
-}
-
-function readLog(logPath: string): string {
-  return existsSync(logPath) ? readFileSync(logPath, "utf8") : "";
-}
-
-function tail(logPath: string, output: string, lines = 60): string {
-  const text = `${readLog(logPath)}${output ? `--- process output ---\n${output}` : ""}`;
-  return text.trimEnd().split("\n").slice(-lines).join("\n");
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function run(file: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { ...options, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${file} ${args.join(" ")} exited with ${error.code ?? error.signal}:\n${stdout}${stderr}`));
-      else resolve(stdout);
-    });
-  });
 }
 
 // ---- The source, its metadata shim and its Python dependencies: prepared once per process. ----
@@ -422,12 +335,10 @@ async function missingDistributions(names: string[]): Promise<string> {
 async function ensureDependencies(required: string[]): Promise<void> {
   const missing = await missingDistributions(required);
   if (!missing) return;
-  if (process.getuid?.() !== 0) throw new Error(`Missing for Synapse: ${missing}. ${INSTALL_HINT}`);
-  const apt = `apt-get -o DPkg::Lock::Timeout=300 install -y ${DEBIAN_PACKAGES.join(" ")}`;
-  await run("flock", [join(tmpdir(), "inboxd-synapse-install.lock"), "sh", "-c", `${apt} || { apt-get update && ${apt}; }`], {
-    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-  }).catch((error) => {
-    throw new Error(`installing Synapse's Python libraries failed; ${INSTALL_HINT}\n${error.message}`);
+  await aptInstall(DEBIAN_PACKAGES, {
+    lock: "inboxd-synapse-install.lock",
+    notRoot: `Missing for Synapse: ${missing}. ${INSTALL_HINT}`,
+    failed: `installing Synapse's Python libraries failed; ${INSTALL_HINT}`,
   });
   const still = await missingDistributions(required);
   if (still) throw new Error(`apt-get reported success but ${still} still missing. ${INSTALL_HINT}`);
