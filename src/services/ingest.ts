@@ -21,7 +21,15 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
     return db.commit();
   }
   if (event.type === "chat") {
-    upsertChat(ctx, account, event.chat);
+    const chat = upsertChat(ctx, account, event.chat);
+    const count = event.chat.unreadCount;
+    // Under the chat's lock: after the messages handed over before it, which would otherwise count on top.
+    if (count !== undefined)
+      await db.withChat(chat.no, async () => {
+        if (chat.unreadCount === count) return;
+        chat.unreadCount = count;
+        db.saveChat(chat);
+      });
     return db.commit();
   }
   const chat =
@@ -105,9 +113,9 @@ export function upsertChat(ctx: Context, account: AccountRecord, network: Networ
   return chat;
 }
 
-/** What the network keeps for the chat (picture, member count, flags, unread count), where it said; true if any. */
+/** What the network keeps for the chat (picture, member count, flags), where it said; true if any changed. */
 function applyNetworkState(chat: ChatRecord, network: NetworkChat): boolean {
-  const before = JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived, chat.unreadCount]);
+  const before = JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived]);
   if (network.imgURL !== undefined) chat.imgURL = network.imgURL || undefined;
   if (network.participantCount !== undefined) chat.participantCount = network.participantCount;
   if (network.isPinned !== undefined) chat.isPinned = network.isPinned;
@@ -117,8 +125,7 @@ function applyNetworkState(chat: ChatRecord, network: NetworkChat): boolean {
     chat.isMuted = network.isMuted;
     chat.mutedUntil = undefined;
   }
-  if (network.unreadCount !== undefined) chat.unreadCount = network.unreadCount;
-  return before !== JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived, chat.unreadCount]);
+  return before !== JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived]);
 }
 
 interface NetworkReaction {

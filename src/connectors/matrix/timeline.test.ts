@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyState, newRoom, roomTitle } from "./rooms.ts";
+import { applyState, MAX_PARTICIPANTS, newRoom, roomChat, roomTitle } from "./rooms.ts";
 import { parseEvent, translate, type MatrixEvent } from "./timeline.ts";
 
 const SELF = "@alice:example.org";
@@ -109,5 +109,25 @@ describe("room names by the spec's rules", () => {
     const r = room();
     applyState(r, event({ type: "m.room.member", state_key: "@bob2:example.org", sender: "@bob2:example.org", content: { membership: "join", displayname: "Bob" } }), SELF);
     expect(roomTitle(r, SELF)).toBe("Bob (@bob2:example.org), Bob (@bob:example.org) and Carol");
+  });
+});
+
+describe("a room as a chat", () => {
+  it("lists at most MAX_PARTICIPANTS members and counts the rest", () => {
+    const r = newRoom(ROOM, "join");
+    for (let i = 0; i < 250; i++) applyState(r, event({ type: "m.room.member", state_key: `@u${i}:example.org`, sender: `@u${i}:example.org`, content: { membership: "join" } }), SELF);
+    applyState(r, event({ type: "m.room.member", state_key: SELF, sender: SELF, content: { membership: "join" } }), SELF);
+    const chat = roomChat(r, SELF, { id: SELF, isSelf: true }, false);
+    expect(chat.participants).toHaveLength(MAX_PARTICIPANTS);
+    expect(chat.participants[0]).toMatchObject({ id: SELF, isSelf: true });
+    expect(chat.participantCount).toBe(251);
+    expect(chat.type).toBe("group");
+  });
+
+  it("shows a direct chat with the other person's picture when the room has none", () => {
+    const r = room();
+    r.members.delete("@carol:example.org");
+    applyState(r, event({ type: "m.room.member", state_key: "@bob:example.org", content: { membership: "join", displayname: "Bob", avatar_url: "mxc://example.org/bob" } }), SELF);
+    expect(roomChat(r, SELF, { id: SELF, isSelf: true }, true)).toMatchObject({ type: "single", title: "Bob", imgURL: "mxc://example.org/bob" });
   });
 });
