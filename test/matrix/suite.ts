@@ -216,10 +216,13 @@ export function matrixSuite(target: MatrixTarget) {
       const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(attachment.id!)}`, { headers: { authorization: `Bearer ${runtime.token}` } });
       expect(served.status).toBe(200);
       expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
+      const range = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(attachment.id!)}`, { headers: { authorization: `Bearer ${runtime.token}`, range: "bytes=100-199" } });
+      expect(range.status).toBe(206);
+      expect(Buffer.from(await range.arrayBuffer()).equals(Buffer.from(bytes.subarray(100, 200)))).toBe(true);
       const upload = await api.sdk.assets.upload({ file: new File([Buffer.from(bytes)], "dog.png", { type: "image/png" }) });
       await api.sdk.messages.send(dmChat, { attachment: { uploadID: upload.uploadID! } });
       const image = await bob.waitForEvent((e) => e.content?.msgtype === "m.image" && e.sender === phone.userID);
-      expect(image.event.content).toMatchObject({ body: "dog.png", info: { mimetype: "image/png", size: bytes.length } });
+      expect(image.event.content).toMatchObject({ body: "dog.png", filename: "dog.png", info: { mimetype: "image/png", size: bytes.length, w: 1, h: 1 } });
       expect(Buffer.from(await bob.download(image.event.content.url)).equals(Buffer.from(bytes))).toBe(true);
     });
 
