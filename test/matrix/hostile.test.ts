@@ -8,7 +8,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InboundEvent } from "../../src/bridges/connector.ts";
+import type { NetworkError } from "../../src/bridges/connector.ts";
 import { MatrixClient } from "../../src/connectors/matrix/client.ts";
+import { createMatrixLogin } from "../../src/connectors/matrix/login.ts";
 import type { AccountRecord } from "../../src/store/records.ts";
 import { waitFor } from "./kit.ts";
 
@@ -25,6 +27,9 @@ describe("the Matrix client against a hostile homeserver", () => {
 
   beforeAll(async () => {
     server = createServer(async (req, res) => {
+      if (req.url === "/_matrix/client/versions") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ versions: ["v1.11"] }));
+      if (req.url === "/_matrix/client/v3/login")
+        return void res.writeHead(429, { "content-type": "application/json" }).end(JSON.stringify({ errcode: "M_LIMIT_EXCEEDED", error: "Too Many Requests", retry_after_ms: 12_300 }));
       if (!req.url?.startsWith("/_matrix/client/v3/sync")) return void res.writeHead(404).end("{}");
       syncs++;
       const answer = answers.shift();
@@ -98,6 +103,15 @@ describe("the Matrix client against a hostile homeserver", () => {
     expect(saved.map((s) => (s.synced as { since?: string }).since)).toEqual(expect.arrayContaining(["s2", "s3"]));
     expect(saved.map((s) => (s.synced as { since?: string }).since)).not.toContain("x");
   }, 120_000);
+
+  it("fails a rate-limited login with rate_limited and the time to wait, without waiting itself", async () => {
+    const login = createMatrixLogin("password");
+    const step = await login.start();
+    const started = Date.now();
+    const failure = await login.submit(step, { fields: { username: SELF, password: "pw", homeserver: url } }).catch((e: NetworkError) => e);
+    expect(failure).toMatchObject({ kind: "rejected", code: "rate_limited", message: expect.stringContaining("try again in 13 s") });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
 
   it("drops a revoked session's sync loop and asks for sign-in again", async () => {
     answers.push({ status: 401, body: JSON.stringify({ errcode: "M_UNKNOWN_TOKEN", error: "Invalid access token passed.", soft_logout: false }) });
