@@ -28,6 +28,7 @@ import { parseEvent, translate } from "./timeline.ts";
 export const FIRST_BACKFILL = 50;
 /** How long a /sync long poll waits on the server for something new. */
 const SYNC_TIMEOUT_MS = 30_000;
+const FIRST_SYNC_TIMEOUT_MS = 5 * 60_000;
 
 const EVERYTHING: ChatCapabilities = { edits: true, deletes: true, reactions: true, replies: true, attachments: true, multipleReactions: true };
 const ENCRYPTED: ChatCapabilities = {
@@ -102,11 +103,12 @@ export class MatrixClient implements NetworkClient {
     while (!this.stopped) {
       const since = this.state.synced?.since;
       try {
-        if (fullState) await this.status(since ? "backfilling" : "backfilling", since ? "Catching up" : "Loading chats and history");
+        if (fullState) await this.status("backfilling", since ? "Catching up" : "Loading chats and history");
         const response = await this.http.request<SyncResponse>("GET", "/_matrix/client/v3/sync", {
           query: { since, timeout: fullState ? 0 : SYNC_TIMEOUT_MS, full_state: fullState ? "true" : undefined, filter: JSON.stringify(this.sync.filter()), set_presence: "offline" },
           signal: this.aborter.signal,
-          timeoutMs: SYNC_TIMEOUT_MS + 30_000,
+          // A first sync of a large account is computed whole before the server answers: give it minutes.
+          timeoutMs: since ? SYNC_TIMEOUT_MS + 30_000 : FIRST_SYNC_TIMEOUT_MS,
           maxBytes: 64 * 1024 * 1024,
         });
         if (this.stopped) return;
