@@ -1,8 +1,9 @@
 /**
  * The web inbox in a real browser (Debian's chromium driven by playwright-core), against a real server with seeded
  * data: the person signs in through OAuth, reads, scrolls, sends, reacts, edits, deletes, searches, connects
- * accounts with the password and the QR flow, revokes a token. What the page shows is checked against what the
- * API (the official SDK) says. The same scenarios run on the daemon and in workerd.
+ * accounts with the password and the QR flow (and a Matrix account against a real Synapse), revokes a token. What
+ * the page shows is checked against what the API (the official SDK) says. The same scenarios run on the daemon and
+ * in workerd.
  *
  * UPDATE_SCREENSHOTS=1 retakes docs/web-*.png (otherwise they go to a temp directory).
  */
@@ -14,6 +15,8 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { png } from "../assets/fixtures.ts";
+import { startSynapse, synapseSource, type SynapseServer } from "../harness/synapse.ts";
+import { Peer } from "../matrix/peer.ts";
 import { CHROMIUM } from "../oauth/browser.ts";
 import { randomToken } from "../oauth/kit.ts";
 
@@ -47,10 +50,16 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
     const problems: string[] = [];
     /** Set once the page's own grant is revoked on purpose: its live connection is refused from then on. */
     let signedOut = false;
+    /** One real Synapse for the Matrix login test, or why there is none (the source is missing, or it did not start). */
+    const synapse = synapseSource();
+    let homeserver: SynapseServer | undefined;
+    let homeserverFailure: unknown;
 
     const hash = (href: string) => page.evaluate((h) => (location.hash = h), href);
     const messages = () => page.locator(".messages article.message");
     const rows = () => page.getByRole("listbox", { name: "Chats" }).getByRole("option");
+    /** One chat's row, by ID: titles repeat (two accounts may each have an Echo, two workspaces the same group). */
+    const rowOf = (chatID: string) => page.getByRole("listbox", { name: "Chats" }).locator(`[role="option"][data-chat-id="${chatID}"]`);
     /** The sandbox's password flow in the open login wizard, as a person fills it in (password "sandbox", code 123456). */
     const passwordLogin = async (username: string) => {
       await page.getByRole("button", { name: "Username and password" }).click();
@@ -62,6 +71,16 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       await page.getByText(`Connected as ${username[0]!.toUpperCase()}${username.slice(1)}`).waitFor();
       await page.getByRole("button", { name: "Done" }).click();
     };
+    /** What every chat row in the DOM shows as its network badge (only the rows in view are in the DOM). */
+    const rowBadges = () =>
+      page.locator('[data-testid="chat-list"] [role="option"]').evaluateAll((els) =>
+        els.map((el) => {
+          const badge = el.querySelector(".network");
+          const box = badge?.getBoundingClientRect();
+          return { id: el.getAttribute("data-chat-id")!, text: badge?.textContent ?? null, title: badge?.getAttribute("title") ?? null, shown: !!box && box.width > 0 && box.height > 0 };
+        }),
+      );
+    const badge = (network: string) => ({ text: `Network: ${network}`, title: `Network: ${network}`, shown: true });
     const openChat = async (title: string | RegExp) => {
       await page.getByRole("searchbox", { name: "Search chats" }).fill(typeof title === "string" ? title : "");
       const row = rows().filter({ hasText: title }).first();
@@ -89,10 +108,12 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
         if (m.type() === "error" && !/Failed to load resource/.test(m.text()) && !(signedOut && /WebSocket connection/.test(m.text()))) problems.push(`console: ${m.text()}`);
       });
       page.on("dialog", (d) => void d.accept());
+      if ("path" in synapse) homeserver = await startSynapse().catch((e) => void (homeserverFailure = e));
     });
     afterAll(async () => {
       await browser?.close();
       await server?.stop();
+      await homeserver?.close();
     });
 
     it("serves the page with a strict CSP and its assets with long-lived caching", async () => {
@@ -127,6 +148,54 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       const info = (await (await fetch(`${server.url}/oauth/introspect`, { method: "POST", body: new URLSearchParams({ token: stored.accessToken }) })).json()) as Record<string, unknown>;
       expect(info).toMatchObject({ active: true, scope: "read write", client_name: "inboxd web inbox" });
       if (options.screenshots) await page.screenshot({ path: shot("web-inbox.png") });
+    });
+
+    it("shows on every chat row, and in the open chat's header, which network the chat is on", async () => {
+      await hash("#/");
+      await rows().first().waitFor();
+      const list = page.getByTestId("chat-list");
+      // What the API says each chat is on.
+      const networks = new Map<string, string>();
+      for await (const chat of sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 50 })) networks.set(chat.id, chat.network);
+      expect(new Set(networks.values())).toEqual(new Set(["Sandbox"]));
+      // Scroll the whole (virtualised) list through: every row that comes into view has its badge, and scrolling
+      // fetches nothing but pages of the list (no request per row).
+      const requests: string[] = [];
+      const onRequest = (r: { url(): string }) => void (new URL(r.url()).pathname.startsWith("/v1/") && requests.push(new URL(r.url()).pathname));
+      page.on("request", onRequest);
+      const seen = new Map<string, Awaited<ReturnType<typeof rowBadges>>[number]>();
+      let mostInDOM = 0;
+      try {
+        await list.evaluate((el) => (el.scrollTop = 0));
+        await expect
+          .poll(
+            async () => {
+              const shown = await rowBadges();
+              mostInDOM = Math.max(mostInDOM, shown.length);
+              for (const row of shown) seen.set(row.id, row);
+              await list.evaluate((el) => el.scrollBy(0, el.clientHeight / 2));
+              return seen.size >= Number(await list.getAttribute("data-loaded"));
+            },
+            { timeout: 15_000, interval: 100 },
+          )
+          .toBe(true);
+      } finally {
+        page.off("request", onRequest);
+        await list.evaluate((el) => (el.scrollTop = 0));
+      }
+      expect(seen.size).toBeGreaterThanOrEqual(Math.min(networks.size, 30));
+      for (const [id, row] of seen) expect(row, id).toEqual({ id, ...badge(networks.get(id)!) });
+      expect(mostInDOM, "only the rows in view (and a few more) are in the DOM").toBeLessThan(seen.size);
+      expect(requests.filter((path) => path !== "/v1/chats/search")).toEqual([]);
+      // The open chat's header says it too.
+      const [chat] = (await sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 1 })).items;
+      await rowOf(chat!.id).click();
+      await page.getByRole("heading", { name: chat!.title, level: 2 }).waitFor();
+      const header = page.locator(".chat-header .network");
+      await expect.poll(() => header.textContent()).toBe(`Network: ${chat!.network}`);
+      expect(await header.getAttribute("title")).toBe(`Network: ${chat!.network}`);
+      expect(await header.isVisible()).toBe(true);
+      await hash("#/");
     });
 
     it("opens a chat and scrolls back through its history, page by page, to the start", async () => {
@@ -361,11 +430,11 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       await page.getByRole("heading", { name: chat!.title, level: 2 }).waitFor();
       await page.getByRole("button", { name: "Archive", exact: true }).click();
       await page.getByRole("button", { name: "Unarchive" }).waitFor();
-      await rows().filter({ hasText: chat!.title }).waitFor({ state: "detached" });
+      await rowOf(chat!.id).waitFor({ state: "detached" });
       await page.getByRole("tab", { name: "Archive" }).click();
-      await rows().filter({ hasText: chat!.title }).first().waitFor();
+      await rowOf(chat!.id).waitFor();
       await page.getByRole("button", { name: "Mark unread" }).click();
-      await rows().filter({ hasText: chat!.title }).first().locator(".badge").waitFor();
+      await rowOf(chat!.id).locator(".badge").waitFor();
       expect((await sdk.chats.retrieve(chat!.id)).isMarkedUnread).toBe(true);
       await page.getByRole("combobox", { name: "Reminder" }).selectOption("1");
       await expect.poll(async () => Date.parse((await sdk.chats.retrieve(chat!.id)).reminder?.remindAt ?? "1970-01-01T00:00:00Z")).toBeGreaterThan(Date.now() + 50 * 60_000);
@@ -381,6 +450,88 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       expect(new Set(accounts)).toEqual(new Set([account.accountID]));
       await page.getByRole("combobox", { name: "Account" }).selectOption("");
     });
+
+    // A Matrix account through the page's login wizard against a real homeserver: without one, the test says why
+    // (and CI, which must run it, fails).
+    if ("missing" in synapse) console.warn(`SKIPPED the web inbox's Matrix login on ${name}: ${synapse.missing}`);
+    const withSynapse = "path" in synapse || process.env.CI === "true" ? it : it.skip;
+    withSynapse("connects a Matrix account through its login steps against a real Synapse, and its chats show the Matrix badge", async () => {
+      if ("missing" in synapse) throw new Error(`the web suite's Matrix login needs Synapse and CI must run it: ${synapse.missing}`);
+      if (!homeserver) throw new Error(`Synapse did not start: ${homeserverFailure instanceof Error ? homeserverFailure.stack : String(homeserverFailure)}`);
+      const hs = homeserver;
+      const alicePassword = "alice-web-secret-7";
+      const registered = { alice: await hs.register("alice", alicePassword, { displayName: "Alice Liddell" }), bob: await hs.register("bob", "bob-web-secret-7", { displayName: "Bob Matrix" }) };
+      const bob = await Peer.from(hs, registered.bob);
+      const phone = await Peer.from(hs, registered.alice); // alice's other session, which accepts the DM
+      try {
+        // Before alice connects the page: Bob opens a DM with her, and says hi.
+        const room = await bob.createRoom({ invite: [registered.alice.userID], isDirect: true });
+        await phone.join(room);
+        await phone.request("PUT", `/_matrix/client/v3/user/${encodeURIComponent(registered.alice.userID)}/account_data/m.direct`, { [registered.bob.userID]: [room] });
+        await bob.text(room, "hi from Matrix");
+
+        await hash("#/accounts");
+        await page.getByRole("button", { name: "Connect a Matrix account" }).click();
+        await page.getByRole("heading", { name: "Connect Matrix" }).waitFor();
+        // Two flows to choose from. The access token one first: its homeserver is required, the token is a secret,
+        // and a token the homeserver does not know fails with the homeserver's reason.
+        await page.getByRole("button", { name: "Homeserver and password" }).waitFor();
+        await page.getByRole("button", { name: "Access token" }).click();
+        const tokenHomeserver = page.getByLabel("Homeserver");
+        expect(await tokenHomeserver.evaluate((el: HTMLInputElement) => [el.required, el.closest("label")!.textContent])).toEqual([true, "Homeserver"]);
+        expect(await page.getByLabel("Access token").getAttribute("type")).toBe("password");
+        await tokenHomeserver.fill(hs.url);
+        await page.getByLabel("Access token").fill("syt_not_a_token");
+        await page.getByRole("button", { name: "Continue" }).click();
+        await page.getByRole("alert").filter({ hasText: "The login failed: the homeserver does not know this access token" }).waitFor({ timeout: 20_000 });
+        await page.getByRole("button", { name: "Try again" }).click();
+        // The password flow, as a person fills it in: the user ID, the password (hidden), the homeserver (optional).
+        await page.getByRole("button", { name: "Homeserver and password" }).click();
+        const userID = page.getByLabel("User ID");
+        const password = page.getByLabel("Password");
+        const homeserverField = page.getByLabel("Homeserver");
+        expect(await userID.evaluate((el: HTMLInputElement) => [el.type, el.required, el.autocomplete])).toEqual(["text", true, "username"]);
+        expect(await password.evaluate((el: HTMLInputElement) => [el.type, el.required, el.autocomplete])).toEqual(["password", true, "current-password"]);
+        expect(await homeserverField.evaluate((el: HTMLInputElement) => [el.type, el.required, el.closest("label")!.textContent])).toEqual(["text", false, "Homeserver (optional)"]);
+        await userID.fill(`@alice:${hs.serverName}`);
+        await password.fill(alicePassword);
+        await homeserverField.fill(hs.url);
+        if (options.screenshots) await page.screenshot({ path: shot("web-login-matrix.png") });
+        await page.getByRole("button", { name: "Continue" }).click();
+        await page.getByText("Connected as Alice Liddell").waitFor({ timeout: 30_000 });
+        await page.getByRole("button", { name: "Done" }).click();
+        // The account is listed under Matrix, and connects (after loading its history).
+        const account = (await sdk.accounts.list()).find((a) => a.user.id === registered.alice.userID)!;
+        expect(account).toMatchObject({ network: "Matrix", bridge: { id: "local-matrix" } });
+        expect(JSON.stringify(await sdk.accounts.list())).not.toContain(alicePassword);
+        const listed = page.getByRole("listitem", { name: "Matrix", exact: true }).locator(`[data-account-id="${account.accountID}"]`);
+        await listed.getByText("Alice Liddell").waitFor();
+        await listed.locator(".status.connected").waitFor({ timeout: 45_000 });
+
+        // Bob's DM is a chat of the account, and shows the Matrix badge in the list and in its header.
+        let dm: Awaited<ReturnType<typeof sdk.chats.retrieve>> | undefined;
+        const findDM = async () => (dm = (await sdk.chats.search({ accountIDs: [account.accountID], includeMuted: true })).items.find((c) => c.title === "Bob Matrix"));
+        await expect.poll(findDM, { timeout: 30_000 }).toBeDefined();
+        expect(dm!.network).toBe("Matrix");
+        await hash("#/");
+        await page.getByRole("combobox", { name: "Account" }).selectOption(account.accountID);
+        const row = rowOf(dm!.id);
+        await row.waitFor();
+        await expect.poll(async () => (await rowBadges()).map((r) => [r.id === dm!.id, r.text, r.title, r.shown]).find(([mine]) => mine)).toEqual([true, "Network: Matrix", "Network: Matrix", true]);
+        // Every row of the account says Matrix.
+        expect(new Set((await rowBadges()).map((r) => r.text))).toEqual(new Set(["Network: Matrix"]));
+        await row.click();
+        await page.getByRole("heading", { name: "Bob Matrix", level: 2 }).waitFor();
+        await page.locator(".message .text", { hasText: "hi from Matrix" }).waitFor({ timeout: 15_000 });
+        await expect.poll(() => page.locator(".chat-header .network").textContent()).toBe("Network: Matrix");
+        await page.getByRole("combobox", { name: "Account" }).selectOption("");
+        // With every account shown, the list mixes networks, each row saying its own.
+        await expect.poll(async () => new Set((await rowBadges()).map((r) => r.text))).toEqual(new Set(["Network: Matrix", "Network: Sandbox"]));
+        if (options.screenshots) await page.screenshot({ path: shot("web-matrix-chat.png") });
+      } finally {
+        await Promise.all([bob.close(), phone.close()]);
+      }
+    }, 120_000);
 
     it("follows POST /v1/focus to the chat it names, with its draft in the composer", async () => {
       await hash("#/");
@@ -403,6 +554,12 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       await page.keyboard.press("Enter");
       const second = await page.locator('[data-testid="chat-list"] [role="option"]').nth(1).locator(".title").textContent();
       await page.getByRole("heading", { name: second!, level: 2 }).waitFor();
+      // Opening it marked it read, a live change: the list keeps the server's order (chats active at the same moment
+      // included, as the ones a login makes are), rather than moving the chat below its equals.
+      const chatID = await page.evaluate(() => decodeURIComponent(location.hash.split("/")[2]!.split("?")[0]!));
+      await expect.poll(async () => (await sdk.chats.retrieve(chatID)).unreadCount).toBe(0);
+      const order = (await sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 8 })).items.map((c) => c.id);
+      await expect.poll(async () => (await page.locator('[data-testid="chat-list"] [role="option"]').evaluateAll((els) => els.map((e) => e.getAttribute("data-chat-id")))).slice(0, 8)).toEqual(order);
     });
 
     it("reads at 400 % zoom: one pane at a time and no sideways scrolling", async () => {
@@ -439,6 +596,7 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
     it("raised no page error and no CSP violation", () => {
       expect(problems).toEqual([]);
       if (options.screenshots) for (const name of ["web-inbox.png", "web-chat.png", "web-login-wizard.png"]) expect(statSync(shot(name)).size).toBeGreaterThan(5000);
+      if (options.screenshots && "path" in synapse) for (const name of ["web-login-matrix.png", "web-matrix-chat.png"]) expect(statSync(shot(name)).size).toBeGreaterThan(5000);
     });
   });
 }

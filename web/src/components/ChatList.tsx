@@ -4,7 +4,7 @@ import { shortTime } from "../format.ts";
 import { onLive } from "../live.ts";
 import { chatHref, navigate } from "../router.ts";
 import { useVirtualizer } from "../virtual.ts";
-import { Avatar, preview } from "./bits.tsx";
+import { Avatar, NetworkBadge, preview } from "./bits.tsx";
 
 export type Tab = "primary" | "low-priority" | "archive";
 
@@ -19,7 +19,12 @@ function inTab(chat: Chat, tab: Tab): boolean {
   return !chat.isArchived && !chat.isLowPriority;
 }
 
-const newerFirst = (a: Chat, b: Chat) => Number(b.isPinned) - Number(a.isPinned) || (b.lastActivity ?? "").localeCompare(a.lastActivity ?? "");
+/**
+ * The server's list order (newest activity first; of chats active at the same moment, the later-made first), so that
+ * a chat a live update moves lands where the next page load would show it. Chats made together (one login's, one
+ * import's) share a timestamp: without the tie-break, a chat marked read jumped below its equals.
+ */
+const newerFirst = (a: Chat, b: Chat) => (b.lastActivity ?? "").localeCompare(a.lastActivity ?? "") || Number(b.localChatID) - Number(a.localChatID);
 
 /**
  * The chats of one tab, newest activity first, loaded a page at a time as the list nears its end and virtualised
@@ -192,10 +197,11 @@ export function ChatList(props: { tab: Tab; accountID: string; query: string; se
                 <div class="row-main">
                   <div class="row-top">
                     <span class="title">{chat.title}</span>
+                    <NetworkBadge network={chat.network} />
                     <time dateTime={chat.lastActivity}>{shortTime(chat.lastActivity)}</time>
                   </div>
                   <div class="row-bottom">
-                    <span class="preview">{chat.preview ? preview(chat.preview) : chat.network}</span>
+                    <span class="preview">{chat.preview ? preview(chat.preview) : ""}</span>
                     {chat.isMuted && <span class="tag">muted</span>}
                     {chat.isPinned && <span class="tag">pinned</span>}
                     {unread && (

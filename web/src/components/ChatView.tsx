@@ -2,7 +2,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { call, enc, get, type Chat, type Message, type MessagePage } from "../api.ts";
 import { onLive } from "../live.ts";
 import type { Session } from "./App.tsx";
-import { Avatar, errorText } from "./bits.tsx";
+import { Avatar, errorText, NetworkBadge } from "./bits.tsx";
 import { ChatActions } from "./ChatActions.tsx";
 import { Composer, type ComposerMode } from "./Composer.tsx";
 import { MessageItem } from "./MessageItem.tsx";
@@ -182,11 +182,15 @@ export function ChatView({ chatID, messageID, session }: { chatID: string; messa
         </a>
         {chat && <Avatar name={chat.title} />}
         <div class="chat-title">
-          <h2>{chat?.title ?? "…"}</h2>
-          {chat && (
+          <div class="chat-heading">
+            <h2>{chat?.title ?? "…"}</h2>
+            {chat && <NetworkBadge network={chat.network} />}
+          </div>
+          {chat && (chat.type === "group" || account) && (
             <span class="muted">
-              {chat.type === "group" ? `${chat.participants.total} people · ` : ""}
-              {account ? `${account.user.fullName ?? account.user.username ?? ""} on ${account.network ?? account.bridge.type}` : chat.network}
+              {chat.type === "group" ? `${chat.participants.total} people` : ""}
+              {chat.type === "group" && account ? " · " : ""}
+              {account ? `as ${account.user.fullName ?? account.user.username ?? account.user.id}` : ""}
             </span>
           )}
         </div>

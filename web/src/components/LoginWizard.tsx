@@ -26,6 +26,16 @@ interface LoginSession {
 
 const inputType = (type?: string) => (type === "password" ? "password" : type === "email" ? "email" : type === "tel" ? "tel" : "text");
 
+/** What a password manager or the phone's keyboard may offer for a field: a user name, the account's password, a one-time code; nothing for secrets such as access tokens. */
+function autofill(id: string, type?: string): { autoComplete: string; inputMode?: "numeric" } {
+  if (type === "username") return { autoComplete: "username" };
+  if (type === "email") return { autoComplete: "email" };
+  if (type === "tel") return { autoComplete: "tel" };
+  if (type === "2fa_code") return { autoComplete: "one-time-code", inputMode: "numeric" };
+  if (type === "password" && id === "password") return { autoComplete: "current-password" };
+  return { autoComplete: "off" };
+}
+
 /**
  * A login session, step by step, rendering every step type of the contract: fields to fill (`user_input`),
  * cookies to hand over (`cookies`), something to scan or compare while the network waits (`display_and_wait`: a
@@ -166,6 +176,7 @@ function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_
     id: f.id,
     label: "name" in f ? `${f.name} (${f.type === "header" ? "header" : f.type === "cookie" ? "cookie" : "local storage"})` : f.label ?? f.id,
     type: "type" in f && step.type === "user_input" ? inputType(f.type) : "text",
+    autofill: step.type === "user_input" && "type" in f ? autofill(f.id, f.type) : { autoComplete: "off" },
     placeholder: "placeholder" in f ? f.placeholder : undefined,
     initial: "initialValue" in f ? f.initialValue : undefined,
     optional: "optional" in f ? f.optional : false,
@@ -190,14 +201,19 @@ function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_
       )}
       {fields.map((f, i) => (
         <label key={f.id}>
-          {f.label}
+          <span>
+            {f.label}
+            {f.optional && <span class="muted"> (optional)</span>}
+          </span>
           <input
             type={f.type}
             name={f.id}
             required={!f.optional}
             placeholder={f.placeholder}
             autoFocus={i === 0}
-            autoComplete={f.type === "password" ? "current-password" : "off"}
+            {...f.autofill}
+            autoCapitalize="off"
+            spellcheck={false}
             value={values[f.id]}
             onInput={(e) => setValues({ ...values, [f.id]: e.currentTarget.value })}
           />

@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { get, type Chat, type Message } from "../api.ts";
 import { shortTime } from "../format.ts";
 import { chatHref } from "../router.ts";
-import { Avatar, errorText } from "./bits.tsx";
+import { Avatar, errorText, NetworkBadge } from "./bits.tsx";
 
 interface Unified {
   results: { chats: Chat[]; in_groups: Chat[]; messages: { items: Message[]; chats: Record<string, Chat>; hasMore: boolean } };
@@ -25,7 +25,7 @@ export function SearchResults({ query, onClose }: { query: string; onClose(): vo
       <a href={chatHref(chat.id)} class="result">
         <Avatar name={chat.title} />
         <span class="title">{chat.title}</span>
-        <span class="muted">{chat.network}</span>
+        <NetworkBadge network={chat.network} />
       </a>
     </li>
   );

@@ -12,6 +12,20 @@ export function Avatar({ name }: { name: string }) {
   );
 }
 
+/**
+ * Which network a chat is on, as a small badge: the network's name as text (never colour alone), with the words
+ * "Network:" for screen readers and as a tooltip. Stateless, from the chat's own `network` field: the virtualised list
+ * renders it in every row as often as it likes, without a fetch.
+ */
+export function NetworkBadge({ network }: { network: string }) {
+  return (
+    <span class="network" title={`Network: ${network}`} data-network={network}>
+      <span class="sr-only">Network: </span>
+      {network}
+    </span>
+  );
+}
+
 /** One line for a message in a list. */
 export function preview(message: Message): string {
   const who = message.isSender ? "You: " : "";
