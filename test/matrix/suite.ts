@@ -108,6 +108,9 @@ export function matrixSuite(target: MatrixTarget) {
           ["sent while you were away", false, "Bob"],
         ]),
       );
+      // Membership shows as notices, with the names people have (the creation comes before its creator's join).
+      const notices = (await api.messages(dmChat)).filter((m) => m.type === "NOTICE").map((m) => m.text);
+      expect(notices).toEqual(expect.arrayContaining(["Bob created the room", "Bob joined", "Bob invited Alice Liddell", "Alice Liddell joined"]));
       const group = await api.chatTitled(accountID, "Book club");
       expect(group.type).toBe("group");
       expect(group.participants.items.map((p) => p.fullName).sort()).toEqual(["Alice Liddell", "Bob", "Carol"]);

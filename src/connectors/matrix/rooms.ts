@@ -19,6 +19,11 @@ export interface Room {
   /** The room that replaced this one (m.room.tombstone). */
   replacement?: string;
   members: Map<string, Member>;
+  /**
+   * Display names seen in any member event of the room, also ones later in the timeline being read: the room's
+   * creation comes before its creator's join, and is shown with the name the creator joins with.
+   */
+  names: Map<string, string>;
   heroes?: string[];
   joinedCount?: number;
   invitedCount?: number;
@@ -31,7 +36,7 @@ export interface Room {
 }
 
 export function newRoom(id: string, membership: Room["membership"]): Room {
-  return { id, membership, encrypted: false, members: new Map(), tags: {} };
+  return { id, membership, encrypted: false, members: new Map(), names: new Map(), tags: {} };
 }
 
 /** Applies one state event (from the state block, the timeline or an invite's stripped state). */
@@ -58,7 +63,9 @@ export function applyState(room: Room, event: MatrixEvent, selfID: string): void
       const userID = event.state_key;
       if (typeof userID !== "string" || !userID.startsWith("@")) break;
       const membership = text("membership") ?? "leave";
-      room.members.set(userID, { membership, displayName: text("displayname")?.slice(0, 255) || undefined, avatarURL: text("avatar_url")?.startsWith("mxc://") ? text("avatar_url") : undefined });
+      const displayName = text("displayname")?.slice(0, 255) || undefined;
+      room.members.set(userID, { membership, displayName, avatarURL: text("avatar_url")?.startsWith("mxc://") ? text("avatar_url") : undefined });
+      if (displayName) room.names.set(userID, displayName);
       if (userID === selfID && content.is_direct === true) room.directInvite = true;
       if (userID === selfID && membership === "invite") room.inviter = event.sender;
       break;
@@ -68,7 +75,8 @@ export function applyState(room: Room, event: MatrixEvent, selfID: string): void
 
 /** The spec's display name of a member: the display name, made unique with the user ID where two members share it. */
 export function memberName(room: Room, userID: string): string {
-  const name = room.members.get(userID)?.displayName;
+  const member = room.members.get(userID);
+  const name = member ? member.displayName : room.names.get(userID);
   if (!name) return userID;
   for (const [other, member] of room.members) if (other !== userID && member.displayName === name && member.membership === "join") return `${name} (${userID})`;
   return name;

@@ -149,6 +149,10 @@ export class SyncProcessor {
       if (event?.type === "m.tag" && event.content?.tags && typeof event.content.tags === "object") room.tags = event.content.tags as Record<string, unknown>;
     }
     const timeline = (data.timeline?.events ?? []).map((raw) => parseEvent(raw, roomID)).filter((e): e is MatrixEvent => e !== undefined);
+    for (const event of timeline) {
+      const name = event.type === "m.room.member" && event.state_key && typeof event.content.displayname === "string" ? event.content.displayname.slice(0, 255) : undefined;
+      if (name && !room.names.has(event.state_key!)) room.names.set(event.state_key!, name);
+    }
     // Events are translated with the room as it was before them: the timeline's state changes apply one by one.
     const stateBefore = timeline.filter((e) => e.state_key !== undefined);
     if (stateBefore.length === 0) this.announce(room, emit);

@@ -131,3 +131,11 @@ describe("a room as a chat", () => {
     expect(roomChat(r, SELF, { id: SELF, isSelf: true }, true)).toMatchObject({ type: "single", title: "Bob", imgURL: "mxc://example.org/bob" });
   });
 });
+
+describe("names in notices", () => {
+  it("names a room's creator by the name they join with, though the creation comes first", () => {
+    const r = newRoom(ROOM, "join");
+    r.names.set("@bob:example.org", "Bob"); // what the sync's pre-scan of the timeline records
+    expect(translate(event({ type: "m.room.create", state_key: "", content: {} }), { room: r, selfID: SELF })[0]).toMatchObject({ message: { text: "Bob created the room", senderName: "Bob" } });
+  });
+});
