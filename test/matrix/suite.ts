@@ -4,12 +4,32 @@
  * API is driven through the official SDK wherever it has the operation; every JSON answer is checked against the
  * served OpenAPI document. Tests run in order and build on each other, as a person's session would.
  */
+import { crc32, deflateSync } from "node:zlib";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startSynapse, type SynapseServer } from "../harness/synapse.ts";
 import { ResponseChecker } from "../scenario/openapi-check.ts";
 import { Client, describeWithSynapse, enc, imageBytes, MATRIX_BRIDGE, randomToken, waitFor, type MatrixTarget, type Runtime } from "./kit.ts";
 import { connect } from "../events/kit.ts";
 import { Peer } from "./peer.ts";
+
+/** A valid PNG of the given size (a gradient), made here so its dimensions are known. */
+function pngOf(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const rows = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) rows.set([x % 256, y % 256, (x + y) % 256], y * (width * 3 + 1) + 1 + x * 3);
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", header), chunk("IDAT", deflateSync(rows)), chunk("IEND", Buffer.alloc(0))]);
+}
 
 /** A first sync loads this many messages per room, so that paging back has to reach the server. */
 const FIRST_BACKFILL = 20;
@@ -227,6 +247,18 @@ export function matrixSuite(target: MatrixTarget) {
       const image = await bob.waitForEvent((e) => e.content?.msgtype === "m.image" && e.sender === phone.userID);
       expect(image.event.content).toMatchObject({ body: "dog.png", filename: "dog.png", info: { mimetype: "image/png", size: bytes.length, w: 1, h: 1 } });
       expect(Buffer.from(await bob.download(image.event.content.url)).equals(Buffer.from(bytes))).toBe(true);
+      expect(image.event.content.info.thumbnail_url).toBeUndefined(); // 1×1: its own thumbnail
+    });
+
+    it("sends a large image with a thumbnail the homeserver made", async () => {
+      const big = pngOf(1600, 1200);
+      const upload = await api.sdk.assets.upload({ file: new File([new Uint8Array(big)], "landscape.png", { type: "image/png" }) });
+      await api.sdk.messages.send(dmChat, { attachment: { uploadID: upload.uploadID! } });
+      const image = await bob.waitForEvent((e) => e.content?.body === "landscape.png");
+      const info = image.event.content.info;
+      expect(info).toMatchObject({ w: 1600, h: 1200, mimetype: "image/png", thumbnail_info: { w: 800, h: 600 } });
+      expect(info.thumbnail_url).toMatch(/^mxc:\/\//);
+      expect((await bob.download(info.thumbnail_url)).byteLength).toBe(info.thumbnail_info.size);
     });
 
     it("creates a group of three with a title; the invitees join and messages flow both ways", async () => {

@@ -18,7 +18,7 @@ import type { AccountRecord } from "../../store/records.ts";
 import { Backoff, sleep } from "../xmpp/backoff.ts";
 import { markdownToHTML } from "./formatting.ts";
 import { MatrixError, MatrixHttp, seg } from "./http.ts";
-import { downloadMedia, msgtypeFor, uploadMedia } from "./media.ts";
+import { downloadMedia, msgtypeFor, thumbnailFor, uploadMedia } from "./media.ts";
 import { memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
 import { readState, USER_ID, type MatrixState } from "./state.ts";
 import { SyncProcessor, type SyncResponse } from "./sync.ts";
@@ -188,11 +188,13 @@ export class MatrixClient implements NetworkClient {
       const { info } = message.attachment;
       const url = await uploadMedia(this.http, message.attachment);
       const fileName = info.fileName ?? "file";
+      this.authenticatedMedia ??= await this.offersAuthenticatedMedia();
       const details = {
         ...(info.mimeType ? { mimetype: info.mimeType } : {}),
         ...(info.fileSize !== undefined ? { size: info.fileSize } : {}),
         ...(info.size ? { w: info.size.width, h: info.size.height } : {}),
         ...(info.duration !== undefined ? { duration: Math.round(info.duration * 1000) } : {}),
+        ...(await thumbnailFor(this.http, url, info, this.authenticatedMedia)),
       };
       // A caption goes in `body` with the name in `filename` (spec 1.10); without one, `body` is the name.
       content = { msgtype: msgtypeFor(info.mimeType), body: message.text ?? fileName, filename: fileName, url, info: details };

@@ -1,3 +1,4 @@
+import { imageSize } from "image-size";
 import { NetworkError, type NetworkMedia, type OutgoingFile } from "../../bridges/connector.ts";
 import type { MatrixHttp } from "./http.ts";
 import { seg } from "./http.ts";
@@ -30,13 +31,60 @@ export async function downloadMedia(http: MatrixHttp, url: string, authenticated
 export async function uploadMedia(http: MatrixHttp, file: OutgoingFile): Promise<string> {
   const { info } = file;
   if (info.fileSize === undefined) throw new NetworkError("rejected", "the attachment's size is unknown");
+  return upload(http, withLength(file.open(), info.fileSize), { fileName: info.fileName ?? "file", contentType: info.mimeType ?? "application/octet-stream", length: info.fileSize });
+}
+
+async function upload(http: MatrixHttp, body: ReadableStream<Uint8Array> | Uint8Array, file: { fileName: string; contentType: string; length: number }): Promise<string> {
   const answer = await http.request<{ content_uri?: unknown }>("POST", "/_matrix/media/v3/upload", {
-    query: { filename: info.fileName ?? "file" },
-    raw: { body: withLength(file.open(), info.fileSize), contentType: info.mimeType ?? "application/octet-stream", length: info.fileSize },
+    query: { filename: file.fileName },
+    raw: { body, contentType: file.contentType, length: file.length },
     timeoutMs: 120_000,
   });
   if (typeof answer.content_uri !== "string" || !MXC.test(answer.content_uri)) throw new NetworkError("unavailable", "the homeserver's upload answer has no mxc:// URI");
   return answer.content_uri;
+}
+
+/** Images larger than this are sent with a thumbnail (smaller ones serve as their own, as Element does). */
+const THUMBNAIL = { width: 800, height: 600 };
+const MAX_THUMBNAIL_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A thumbnail for an image just uploaded, made by the homeserver itself (its thumbnail endpoint scales what it
+ * stores) and uploaded as a file of its own, so clients that show `thumbnail_url` get a small image. Undefined for
+ * images small enough to be their own thumbnail, and where the server cannot make one (sending goes on without).
+ */
+export async function thumbnailFor(http: MatrixHttp, url: string, info: { mimeType?: string; size?: { width: number; height: number } }, authenticated: boolean): Promise<Record<string, unknown> | undefined> {
+  const match = MXC.exec(url);
+  if (!match || !info.mimeType?.startsWith("image/") || !info.size || (info.size.width <= THUMBNAIL.width && info.size.height <= THUMBNAIL.height)) return undefined;
+  const path = `${authenticated ? "/_matrix/client/v1/media" : "/_matrix/media/v3"}/thumbnail/${seg(match[1])}/${seg(match[2])}`;
+  try {
+    const response = await http.stream(path, { query: { width: THUMBNAIL.width, height: THUMBNAIL.height, method: "scale" }, timeoutMs: 30_000 });
+    const bytes = await readAtMost(response, MAX_THUMBNAIL_BYTES);
+    const { width, height } = imageSize(bytes);
+    const mimetype = response.headers.get("content-type")?.split(";")[0] || "image/jpeg";
+    if (!width || !height) return undefined;
+    const thumbnail = await upload(http, bytes, { fileName: "thumbnail", contentType: mimetype, length: bytes.byteLength });
+    return { thumbnail_url: thumbnail, thumbnail_info: { w: width, h: height, mimetype, size: bytes.byteLength } };
+  } catch {
+    return undefined;
+  }
+}
+
+async function readAtMost(response: Response, max: number): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > max) throw new Error("thumbnail too large");
+    chunks.push(chunk);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
 }
 
 /** Node's fetch sends the Content-Length given with a stream; workerd needs a FixedLengthStream for it. */
