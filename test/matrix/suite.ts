@@ -206,7 +206,8 @@ export function matrixSuite(target: MatrixTarget) {
       const sent = await api.sdk.messages.send(dmChat, { text: "did you read this?" });
       const event = await bob.waitForEvent((e) => e.content?.body === "did you read this?");
       await bob.receipt(dmRoom, event.event.event_id);
-      await api.messageWith(dmChat, (m) => m.id === sent.pendingMessageID && m.seen !== undefined && m.seen !== false, "bob's read receipt");
+      const read = await api.messageWith(dmChat, (m) => m.id === sent.pendingMessageID && m.seen !== undefined && m.seen !== false, "bob's read receipt");
+      expect(read.sendStatus?.deliveredToUsers).toContain(bob.userID);
       const incoming = await bob.text(dmRoom, "read me");
       await api.messageWith(dmChat, (m) => m.text === "read me", "bob's message");
       await api.ok("POST", `/v1/chats/${enc(dmChat)}/read`, {});

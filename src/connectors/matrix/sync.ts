@@ -232,7 +232,12 @@ export class SyncProcessor {
         if ((kind !== "m.read" && kind !== "m.read.private") || !readers || typeof readers !== "object") continue;
         for (const [userID, receipt] of Object.entries(readers as Record<string, { ts?: unknown }>)) {
           if (userID === selfID) emit({ type: "read", networkChatID: room.id, networkMessageID: eventID });
-          else if (kind === "m.read") emit({ type: "receipt", networkChatID: room.id, networkMessageID: eventID, userID, kind: "read", timestamp: typeof receipt?.ts === "number" ? receipt.ts : Date.now() });
+          else if (kind === "m.read") {
+            // Matrix has no delivery receipts: a message someone read has reached them.
+            const timestamp = typeof receipt?.ts === "number" ? receipt.ts : Date.now();
+            emit({ type: "receipt", networkChatID: room.id, networkMessageID: eventID, userID, kind: "delivered", timestamp });
+            emit({ type: "receipt", networkChatID: room.id, networkMessageID: eventID, userID, kind: "read", timestamp });
+          }
         }
       }
     }
