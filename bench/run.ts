@@ -18,6 +18,8 @@ import { buildWorkload, listChatIDs, type Workload } from "./workload.ts";
 import { killXmpp, runXmppBench } from "./xmpp.ts";
 import { RateLimiter } from "../src/http/rate-limit.ts";
 import { formatXmpp } from "./xmpp-report.ts";
+import { killMatrix, runMatrixBench } from "./matrix.ts";
+import { formatMatrix } from "./matrix-report.ts";
 import { runWebBench, webRows } from "./web.ts";
 import { formatEvents, runEventsBench } from "./events.ts";
 import { formatRelay, killRelay, runRelayBench } from "./relay.ts";
@@ -45,6 +47,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      tools/call search_messages beside the same REST search, memory per open /v0/sse session),
                      fanout (live events), assets (memory during a large upload + download), xmpp (a real Prosody:
                      backfill of archived messages at login, send → other client latency beside a plain client),
+                     matrix (a real Synapse 1.67: backfill of one room's messages at login, send → other client
+                     latency, catch-up of messages sent while the daemon was down, RSS of an idle connected account;
+                     each beside a plain Matrix client doing the same work),
                      ratelimit (GET /v1/chats with the rate limiter on and off, alternating rounds), web (the web
                      inbox in Debian's chromium: first chat rows painted, cold and warm loads, scrolling the chat
                      list through every chat, the bundle's size), events (the durable event log on a data set of its
@@ -66,6 +71,10 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --xmpp-messages N  archived messages each XMPP backfill round reads at login (default 10000; --quick: 1000)
   --xmpp-sends N     measured sends of each XMPP latency path, after 20 warm-up ones (default 500; --quick: 100)
   --xmpp-cpu-prof DIR  start the XMPP section's daemons with --cpu-prof, writing their profiles into DIR
+  --matrix-messages N  messages in the Matrix backfill room, all loaded at login (default 10000; --quick: 1000)
+  --matrix-sends N   measured sends of each Matrix latency path, after 30 warm-up ones (default 300; --quick: 100)
+  --matrix-catchup N messages sent while the daemon is down, per Matrix catch-up round (default 1000)
+  --matrix-cpu-prof DIR  start the Matrix section's daemons with --cpu-prof, writing their profiles into DIR
   --replay-events N  events the events section logs and replays (default 100000; --quick: 10000)
   --web-loads N      cold page loads of the web section, each in a fresh browser context and followed by a warm one
                      (default 20; --quick: 5)
@@ -108,6 +117,10 @@ const { values: opts } = parseArgs({
     "xmpp-messages": { type: "string" },
     "xmpp-sends": { type: "string" },
     "xmpp-cpu-prof": { type: "string" },
+    "matrix-messages": { type: "string" },
+    "matrix-sends": { type: "string" },
+    "matrix-catchup": { type: "string" },
+    "matrix-cpu-prof": { type: "string" },
     "web-loads": { type: "string" },
     "replay-events": { type: "string" },
     node: { type: "string" },
@@ -144,11 +157,14 @@ const mcpSessions = num(opts["mcp-sessions"], 200);
 const bindingRounds = num(opts["binding-rounds"], opts.quick ? 1 : 3);
 const xmppMessages = num(opts["xmpp-messages"], opts.quick ? 1000 : 10_000);
 const xmppSends = num(opts["xmpp-sends"], opts.quick ? 100 : 500);
+const matrixMessages = num(opts["matrix-messages"], opts.quick ? 1000 : 10_000);
+const matrixSends = num(opts["matrix-sends"], opts.quick ? 100 : 300);
+const matrixCatchup = num(opts["matrix-catchup"], 1000);
 const webLoads = num(opts["web-loads"], opts.quick ? 5 : 20);
 const replayEvents = num(opts["replay-events"], opts.quick ? 10_000 : 100_000);
-const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "events", "relay"];
+const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "matrix", "events", "relay"];
 /** Sections that need neither the seeded data set nor its daemon. */
-const STANDALONE = ["bindings", "xmpp", "events", "relay"];
+const STANDALONE = ["bindings", "xmpp", "matrix", "events", "relay"];
 const onlyList = opts.only?.split(",").map((s) => s.trim());
 /** Scale mode (--scale, or --only scale / worker-scale): its own run (bench/scale.ts), none of the sections above. */
 const scaleParts = opts.scale || onlyList?.some((s) => (SCALE_SECTIONS as readonly string[]).includes(s))
@@ -174,6 +190,9 @@ const FANOUT_ATTEMPTS = 3;
 /** XMPP backfill rounds (fresh user and data dir each; the median is reported), and unmeasured sends before each latency path. */
 const XMPP_ROUNDS = 3;
 const XMPP_WARMUP_SENDS = 20;
+/** Matrix backfill and catch-up rounds (each a pair: inboxd and a plain client; medians reported), and unmeasured sends before the latency. */
+const MATRIX_ROUNDS = 3;
+const MATRIX_WARMUP_SENDS = 30;
 /**
  * Every daemon the bench starts runs the rate limiter with a budget no load here reaches: the rows measure what one
  * token can get through, which the default budget (100/s) would cap. The ratelimit section compares it with the
@@ -204,6 +223,7 @@ function cleanup() {
   generator?.close();
   fanoutGenerator?.close();
   killXmpp();
+  killMatrix();
   killRelay();
   cleanupScale();
   killAll();
@@ -237,6 +257,24 @@ async function main() {
       json.xmpp = result;
     }
   }
+  let matrixReport: string | undefined;
+  if (sections.has("matrix")) {
+    if (opts.node) useNode(opts.node);
+    const command = [process.env.INBOXD_RATE_LIMIT ? `INBOXD_RATE_LIMIT=${process.env.INBOXD_RATE_LIMIT}` : "", "npm run bench --", ...process.argv.slice(2)].filter(Boolean).join(" ");
+    const result = await runMatrixBench({
+      messages: matrixMessages, rounds: MATRIX_ROUNDS, sends: matrixSends, warmupSends: MATRIX_WARMUP_SENDS, catchup: matrixCatchup,
+      cpuProfDir: opts["matrix-cpu-prof"] && resolve(opts["matrix-cpu-prof"]), node: opts.node, command, log,
+    }).catch((error: Error) => {
+      // Without Synapse (its source, or its Python libraries and no root to install them) a full run goes on without
+      // this section; --only matrix fails.
+      if (opts.only || !/Synapse 1\.67\.0 source is needed|INBOXD_SYNAPSE_SOURCE|Missing for Synapse|installing Synapse's Python libraries failed/.test(error.message)) throw error;
+      matrixReport = `Matrix: not measured: ${error.message}`;
+    });
+    if (result) {
+      matrixReport = formatMatrix(result);
+      json.matrix = result;
+    }
+  }
   let eventsReport: string | undefined;
   if (sections.has("events")) {
     if (opts.node) useNode(opts.node);
@@ -261,8 +299,9 @@ async function main() {
     json.relay = result;
   }
   if ([...sections].every((s) => STANDALONE.includes(s))) {
-    if (xmppReport || eventsReport || relayReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
+    if (xmppReport || matrixReport || eventsReport || relayReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
     if (xmppReport) console.log(`\n${xmppReport}`);
+    if (matrixReport) console.log(`\n${matrixReport}`);
     if (eventsReport) console.log(`\n${eventsReport}`);
     if (relayReport) console.log(`\n${relayReport}`);
     if (bindingsReport) console.log(`\n${bindingsReport}`);
@@ -506,6 +545,7 @@ async function main() {
   console.log(`\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n`);
   console.log(formatReport(loads, scalars, live));
   if (xmppReport) console.log(`\n${xmppReport}`);
+  if (matrixReport) console.log(`\n${matrixReport}`);
   if (eventsReport) console.log(`\n${eventsReport}`);
   if (relayReport) console.log(`\n${relayReport}`);
   if (bindingsReport) console.log(`\n${bindingsReport}`);
