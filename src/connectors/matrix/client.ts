@@ -73,6 +73,7 @@ export class MatrixClient implements NetworkClient {
       emit: (event) => this.host.emit(event),
       ownEcho: (txn) => this.txns.has(txn),
       firstBackfill: options.firstBackfill,
+      progress: (text) => this.status("backfilling", text),
     });
   }
 
@@ -116,7 +117,8 @@ export class MatrixClient implements NetworkClient {
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
         this.state.synced = { since: response.next_batch };
         await this.host.saveState(this.state as unknown as Record<string, unknown>);
-        if (fullState) await this.status("connected");
+        await this.status("connected"); // also after a long gap's progress reports
+
         fullState = false;
         this.backoff.reset();
       } catch (error) {

@@ -29,10 +29,12 @@ export interface SyncDeps {
   /** Whether a transaction ID is one of this client's sends (its echo is not a new message). */
   ownEcho(txn: string): boolean;
   firstBackfill: number;
+  /** Reports progress of long work (a long gap) as the account's status text. */
+  progress?(text: string): Promise<void>;
 }
 
-/** The most events a gappy sync fills in per room (older ones come through paging back). */
-const GAP_LIMIT = 10_000;
+/** Events per /messages page when filling a gap or loading history (what costs a homeserver least per event). */
+const GAP_PAGE = 1000;
 /** Events per room a sync's timeline carries before it is "limited". */
 const TIMELINE_LIMIT = 100;
 
@@ -52,6 +54,8 @@ export class SyncProcessor {
   private readonly flags = new Map<string, string>();
   private readonly typing = new Map<string, Set<string>>();
   private readonly counts = new Map<string, number>();
+  /** Resolves once everything handed over so far in this batch is stored. */
+  private stored: () => Promise<void> = async () => undefined;
 
   constructor(private readonly deps: SyncDeps) {}
 
@@ -70,6 +74,8 @@ export class SyncProcessor {
   async apply(sync: SyncResponse, since: string | undefined, progress: (text: string) => Promise<void>): Promise<void> {
     const pending: Promise<void>[] = [];
     const emit = (event: InboundEvent) => void pending.push(this.deps.emit(event));
+    // What a gap fill waits for before reading its next page: the page before it stored (see fillGap).
+    this.stored = () => Promise.all(pending.splice(0)).then(() => undefined);
     const changed = this.accountData(sync.account_data?.events);
     const joined = Object.entries(sync.rooms?.join ?? {});
     let done = 0;
@@ -159,8 +165,8 @@ export class SyncProcessor {
     else if (!this.announced.has(roomID)) this.announce(room, emit, true);
     const prevBatch = typeof data.timeline?.prev_batch === "string" ? data.timeline.prev_batch : undefined;
     if (data.timeline?.limited === true && prevBatch) {
-      const older = await this.fill(roomID, prevBatch, since ? { to: since, max: GAP_LIMIT } : { max: Math.max(0, this.deps.firstBackfill - timeline.length) });
-      for (const event of older) this.timelineEvent(room, event, emit);
+      if (since) await this.fillGap(room, since, prevBatch, emit);
+      else for (const event of await this.fill(roomID, prevBatch, Math.max(0, this.deps.firstBackfill - timeline.length))) this.timelineEvent(room, event, emit);
     }
     const replaced = room.replacement;
     for (const event of timeline) this.timelineEvent(room, event, emit);
@@ -184,13 +190,38 @@ export class SyncProcessor {
     emit({ type: "chat", chat: { ...this.chatOf(room), isArchived: true } });
   }
 
-  /** Events between the last batch and this one's timeline (or history before it on a first sync), oldest first. */
-  private async fill(roomID: string, from: string, bound: { to?: string; max: number }): Promise<MatrixEvent[]> {
+  /**
+   * A gappy sync: what happened in the room between the last batch and this one's timeline, read forwards from the
+   * last position and handed over page by page, so storing one page overlaps reading the next (and a long gap is
+   * never held in memory: each page waits for the one before it to be stored).
+   */
+  private async fillGap(room: Room, since: string, until: string, emit: (e: InboundEvent) => void) {
+    let token = since;
+    let filled = 0;
+    for (;;) {
+      const page = await this.deps.http.request<{ chunk?: unknown[]; end?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(room.id)}/messages`, {
+        query: { from: token, to: until, dir: "f", limit: GAP_PAGE },
+      });
+      const chunk = Array.isArray(page.chunk) ? page.chunk : [];
+      await this.stored();
+      for (const raw of chunk) {
+        const event = parseEvent(raw, room.id);
+        if (event) this.timelineEvent(room, event, emit);
+      }
+      filled += chunk.length;
+      if (typeof page.end !== "string" || chunk.length === 0 || page.end === token) return;
+      if (filled >= GAP_PAGE) await this.deps.progress?.(`Catching up: ${filled.toLocaleString("en")} events in ${room.name ?? room.id}`);
+      token = page.end;
+    }
+  }
+
+  /** History before a first sync's timeline, up to `max` events, oldest first (stored only once all are read). */
+  private async fill(roomID: string, from: string, max: number): Promise<MatrixEvent[]> {
     const events: MatrixEvent[] = [];
     let token = from;
-    while (events.length < bound.max) {
+    while (events.length < max) {
       const page = await this.deps.http.request<{ chunk?: unknown[]; end?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(roomID)}/messages`, {
-        query: { from: token, to: bound.to, dir: "b", limit: Math.min(1000, bound.max - events.length) },
+        query: { from: token, dir: "b", limit: Math.min(GAP_PAGE, max - events.length) },
       });
       const chunk = Array.isArray(page.chunk) ? page.chunk : [];
       for (const raw of chunk) {
@@ -200,7 +231,7 @@ export class SyncProcessor {
       if (typeof page.end !== "string" || chunk.length === 0 || page.end === token) break;
       token = page.end;
     }
-    return events.slice(0, bound.max).reverse();
+    return events.slice(0, max).reverse();
   }
 
   private timelineEvent(room: Room, event: MatrixEvent, emit: (e: InboundEvent) => void) {
