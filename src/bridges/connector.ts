@@ -112,6 +112,11 @@ export interface InboundMessage {
   isSender?: boolean;
   replyTo?: string;
   attachments?: Attachment[];
+  /**
+   * Reactions the message already has when it arrives from history (`fetchHistory`), where the network hands over
+   * old reactions with their messages rather than as events; `networkReactionID` as for a reaction event.
+   */
+  reactions?: { senderID: string; reactionKey: string; networkReactionID?: string }[];
 }
 
 /** Older messages of a chat, oldest first; `hasMore` is false once the network has nothing older. */

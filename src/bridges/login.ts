@@ -131,6 +131,10 @@ export interface LoginClient {
 export interface LoginCapable {
   readonly bridge: BridgeFacts;
   loginFlows(): LoginFlow[];
-  /** `reauth` is the existing login's accounts when reconnecting. No IO until `start()`. */
-  createLogin(flowID: string, reauth?: AccountRecord[], client?: LoginClient): LoginProcess;
+  /**
+   * `reauth` is the existing login's accounts when reconnecting; `signedIn` is every account of this network on the
+   * device, so that a new login that turns out to be one of them can take up what it holds (Matrix: its device).
+   * No IO until `start()`.
+   */
+  createLogin(flowID: string, reauth?: AccountRecord[], client?: LoginClient, signedIn?: AccountRecord[]): LoginProcess;
 }

@@ -135,7 +135,7 @@ export async function startLoginSession(ctx: Context, bridgeID: string, input: {
   } else if (activeAccounts(ctx, connector.network).length >= connector.bridge.maxAccounts) {
     throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device; remove one first`, undefined, { "x-should-retry": "false" });
   }
-  const process = await callNetwork(async () => connector.createLogin(flowID, reauthAccounts, { clientHTTP: input.clientHTTP === true }));
+  const process = await callNetwork(async () => connector.createLogin(flowID, reauthAccounts, { clientHTTP: input.clientHTTP === true }, ctx.db.accounts.filter((a) => a.network === connector.network)));
   return presentSession(ctx, await ctx.sessions.start(bridgeID, process, reauth));
 }
 

@@ -2,7 +2,8 @@ import { keys, firstSeqOf, type ChatRecord, type MessageRecord } from "../store/
 import type { InboundMessage } from "../bridges/connector.ts";
 import type { Context } from "./context.ts";
 import { termsOf } from "./messages.ts";
-import { inboundRecord } from "./ingest.ts";
+import { inboundRecord, type NetworkReaction } from "./ingest.ts";
+import { applyReaction } from "./reactions.ts";
 
 /** How many older messages one fetch asks the network for. */
 export const HISTORY_BATCH = 50;
@@ -56,6 +57,10 @@ async function oldestWithNetworkID(ctx: Context, chat: ChatRecord): Promise<Mess
 /** Stores an older message at `seq`: already read (it is history), never the chat's preview. */
 async function prepend(ctx: Context, chat: ChatRecord, m: InboundMessage, seq: number) {
   const record: MessageRecord = { ...(await inboundRecord(ctx, chat, m)), seq };
+  for (const r of m.reactions ?? []) {
+    applyReaction(record, r.senderID, r.reactionKey, false, true);
+    if (r.networkReactionID) ctx.db.kv.put(keys.networkReaction(chat.no, r.networkReactionID), { seq, senderID: r.senderID, reactionKey: r.reactionKey } satisfies NetworkReaction);
+  }
   await ctx.db.putMessage(chat.no, record);
   ctx.db.kv.put(keys.networkMessage(chat.no, m.networkMessageID), seq);
   ctx.db.index.add(termsOf(record), [record.ts, chat.no, record.seq]);

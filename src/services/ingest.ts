@@ -128,7 +128,8 @@ function applyNetworkState(chat: ChatRecord, network: NetworkChat): boolean {
   return before !== JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived]);
 }
 
-interface NetworkReaction {
+/** Where a reaction the network identified lives, so that deleting that reaction later removes it. */
+export interface NetworkReaction {
   seq: number;
   senderID: string;
   reactionKey: string;

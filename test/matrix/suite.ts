@@ -47,6 +47,7 @@ export function matrixSuite(target: MatrixTarget) {
     let dmRoom: string; // bob's DM with alice
     let dmChat: string;
     let historyRoom: string;
+    let longRoom: string;
     const password = (user: string) => `${user}-secret-${user.length * 7}`;
     const peers: Peer[] = [];
     const track = (p: Peer) => (peers.push(p), p);
@@ -81,6 +82,21 @@ export function matrixSuite(target: MatrixTarget) {
       await phone.join(historyRoom);
       await carol.join(historyRoom);
       for (let i = 1; i <= 45; i++) await (i % 2 ? bob : carol).text(historyRoom, `chapter ${i}`);
+      // Edits and reactions of messages more than a sync's timeline (100 events) older than they are: a first load
+      // carries the relations without their messages.
+      longRoom = await bob.createRoom({ name: "Long read", invite: [registered.alice.userID, registered.carol.userID] });
+      await phone.join(longRoom);
+      await carol.join(longRoom);
+      const opening = [await bob.text(longRoom, "page 1"), await carol.text(longRoom, "page 2"), await bob.text(longRoom, "page 3"), await bob.text(longRoom, "page 4")];
+      const filler = Array.from({ length: 110 }, (_, i) => `filler ${i}`);
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        for (let text = filler.shift(); text; text = filler.shift()) await bob.text(longRoom, text);
+      }));
+      await bob.edit(longRoom, opening[0], "page 1, revised");
+      await carol.edit(longRoom, opening[2], "page 3, as carol would have it"); // bob's message: not carol's to edit
+      await carol.react(longRoom, opening[0], "👍");
+      await bob.react(longRoom, opening[1], "🎉");
+      await carol.redact(longRoom, await carol.react(longRoom, opening[3], "🤔"));
     });
 
     afterAll(async () => {
@@ -141,12 +157,37 @@ export function matrixSuite(target: MatrixTarget) {
       expect(everything).not.toMatch(/syt_|accessToken|access_token/);
     });
 
+    it("signs in again as the same user (by user name) into the same account and the same device", async () => {
+      const inboxdDevices = async () => (await phone.request("GET", "/_matrix/client/v3/devices")).devices.filter((d: { display_name?: string }) => d.display_name === "inboxd").map((d: { device_id: string }) => d.device_id);
+      const before = await inboxdDevices();
+      expect(before).toHaveLength(1);
+      const again = await login({ username: "alice", password: password("alice"), homeserver: server.url });
+      expect(again).toMatchObject({ status: "complete", accountID, loginID });
+      await api.accountStatus(accountID, "connected", undefined, 30_000);
+      expect(await inboxdDevices()).toEqual(before);
+      expect((await api.sdk.accounts.list()).filter((a) => a.accountID.startsWith("local-matrix"))).toHaveLength(1);
+    });
+
     it("pages back past what the first sync loaded, to the room's first message", async () => {
       const group = await api.chatTitled(accountID, "Book club");
       const texts = (await api.messages(group.id)).map((m) => m.text).filter((t) => t?.startsWith("chapter"));
       expect(texts).toHaveLength(45);
       expect(new Set(texts).size).toBe(45);
       expect(texts.at(-1)).toBe("chapter 1");
+    });
+
+    it("pages back with the edits and reactions that arrived before their messages", async () => {
+      const chat = await api.chatTitled(accountID, "Long read");
+      const byText = new Map((await api.messages(chat.id)).map((m) => [m.text, m]));
+      expect([...byText.keys()].filter((t) => t?.startsWith("filler"))).toHaveLength(110);
+      const reactions = (text: string) => (byText.get(text)?.reactions ?? []).map((r) => [r.participantID, r.reactionKey]).sort();
+      expect(byText.get("page 1, revised")?.editedTimestamp).toBeDefined();
+      expect(reactions("page 1, revised")).toEqual([[carol.userID, "👍"]]);
+      expect(reactions("page 2")).toEqual([[bob.userID, "🎉"]]);
+      expect(byText.has("page 3")).toBe(true);
+      expect(byText.get("page 3")?.editedTimestamp).toBeUndefined();
+      expect(byText.has("page 4")).toBe(true);
+      expect(reactions("page 4")).toEqual([]);
     });
 
     it("receives text, formatting, a reply, an edit, reactions (added and removed) and a redaction", async () => {

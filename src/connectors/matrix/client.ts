@@ -21,6 +21,7 @@ import { MatrixError, MatrixHttp, seg } from "./http.ts";
 import { downloadMedia, msgtypeFor, thumbnailFor, uploadMedia } from "./media.ts";
 import { memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
 import { readState, USER_ID, type MatrixState } from "./state.ts";
+import { HeldRelations } from "./held-relations.ts";
 import { SyncProcessor, type SyncResponse } from "./sync.ts";
 import { parseEvent, translate } from "./timeline.ts";
 
@@ -57,6 +58,8 @@ export class MatrixClient implements NetworkClient {
   /** Our reactions: room, message and key → the reaction event (to redact it on unreact). */
   private readonly reactions = new Map<string, string>();
   private authenticatedMedia?: boolean;
+  /** Edits and reactions still waiting for their (older) message; lives in the state, saved with it. */
+  private readonly held: HeldRelations;
 
   constructor(
     private readonly account: AccountRecord,
@@ -65,6 +68,7 @@ export class MatrixClient implements NetworkClient {
   ) {
     this.state = readState(account.state ?? {});
     this.http = new MatrixHttp(this.state.homeserver, this.state.accessToken);
+    this.held = new HeldRelations(((this.state.synced ??= {}).held ??= {}));
     this.sync = new SyncProcessor({
       selfID: this.state.userID,
       self: () => this.self,
@@ -74,6 +78,8 @@ export class MatrixClient implements NetworkClient {
       ownEcho: (txn) => this.txns.has(txn),
       firstBackfill: options.firstBackfill,
       progress: (text) => this.status("backfilling", text),
+      hold: (roomID, event) => this.held.hold(roomID, event, "newer"),
+      historyStarts: (roomID, mark) => void ((this.state.synced ??= {}).history = { ...this.state.synced.history, [roomID]: mark }),
     });
   }
 
@@ -115,7 +121,7 @@ export class MatrixClient implements NetworkClient {
         if (this.stopped) return;
         if (typeof response.next_batch !== "string") throw new NetworkError("unavailable", "the homeserver's /sync answer has no next_batch", "bad_answer");
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
-        this.state.synced = { since: response.next_batch };
+        this.state.synced = { ...this.state.synced, since: response.next_batch };
         await this.host.saveState(this.state as unknown as Record<string, unknown>);
         await this.status("connected"); // also after a long gap's progress reports
 
@@ -288,26 +294,53 @@ export class MatrixClient implements NetworkClient {
 
   /**
    * Older messages: the server's pagination token just before the anchor event (/context), then /messages
-   * backwards. Only messages are returned (edits and reactions of that age arrive folded into them).
+   * backwards. Edits and reactions are events of their own, newer than what they change, so paging backwards meets
+   * them first, and a first sync hands over the newest of them while their messages are still on the server: both
+   * are held (per room, in memory) until the message they belong to arrives here, then handed over with it — its
+   * newest edit by its own sender as its text, its reactions as `reactions`.
    */
   async fetchHistory(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage> {
     const room = this.room(networkChatID);
-    const context = await this.http.request<{ start?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(networkChatID)}/context/${seg(before.networkMessageID)}`, { query: { limit: 0 } });
-    if (typeof context.start !== "string") return { messages: [], hasMore: false };
+    const mark = this.state.synced?.history?.[networkChatID];
+    const start = mark?.oldest === before.networkMessageID ? mark.token : await this.tokenBefore(networkChatID, before.networkMessageID);
+    if (!start) return { messages: [], hasMore: false };
+    let from: string = start;
     const messages: InboundMessage[] = [];
-    let from = context.start;
+    let hasMore = true;
+    // Whole pages, every message of them handed over, so that the token after the last page is where the next
+    // call goes on from.
     for (let pages = 0; pages < 10 && messages.length < limit; pages++) {
-      const page = await this.http.request<{ chunk?: unknown[]; end?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(networkChatID)}/messages`, { query: { from, dir: "b", limit: Math.min(1000, Math.max(limit, 50)), filter: JSON.stringify(this.sync.filter().room.timeline) } });
+      const page: { chunk?: unknown[]; end?: unknown } = await this.http.request("GET", `/_matrix/client/v3/rooms/${seg(networkChatID)}/messages`, { query: { from, dir: "b", limit: Math.min(1000, Math.max(limit, 50)), filter: JSON.stringify(this.sync.filter().room.timeline) } });
       const chunk = Array.isArray(page.chunk) ? page.chunk : [];
       for (const raw of chunk) {
         const event = parseEvent(raw, networkChatID);
         if (!event) continue;
-        for (const e of translate(event, { room, selfID: this.state.userID })) if (e.type === "message") messages.push(e.message);
+        for (const e of translate(event, { room, selfID: this.state.userID })) {
+          if (e.type === "message") messages.push(this.held.attach(networkChatID, e.message));
+          else this.held.hold(networkChatID, e, "older");
+        }
       }
-      if (typeof page.end !== "string" || chunk.length === 0) return { messages: messages.slice(0, limit).reverse(), hasMore: false };
+      if (typeof page.end !== "string" || chunk.length === 0 || page.end === from) {
+        hasMore = false;
+        break;
+      }
       from = page.end;
     }
-    return { messages: messages.slice(0, limit).reverse(), hasMore: true };
+    const oldest = messages.at(-1);
+    const synced = (this.state.synced ??= {});
+    if (oldest && hasMore) synced.history = { ...synced.history, [networkChatID]: { oldest: oldest.networkMessageID, token: from } };
+    else if (!hasMore) {
+      delete synced.history?.[networkChatID];
+      this.held.drop(networkChatID);
+    }
+    await this.host.saveState(this.state as unknown as Record<string, unknown>);
+    return { messages: messages.reverse(), hasMore };
+  }
+
+  /** The pagination token just before a message (for history below a message no mark names: /context). */
+  private async tokenBefore(roomID: string, eventID: string): Promise<string | undefined> {
+    const context = await this.http.request<{ start?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(roomID)}/context/${seg(eventID)}`, { query: { limit: 0 } });
+    return typeof context.start === "string" ? context.start : undefined;
   }
 
   async createChat(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat> {
@@ -384,5 +417,3 @@ function formatted(text: string): Record<string, string> {
 }
 
 const reactionKey = (room: string, event: string, key: string) => `${room}\n${event}\n${key}`;
-
-export type { InboundEvent };

@@ -31,8 +31,8 @@ export class MatrixConnector implements NetworkConnector, LoginCapable {
     return matrixFlows;
   }
 
-  createLogin(flowID: string, reauth?: AccountRecord[]) {
-    return createMatrixLogin(flowID, reauth);
+  createLogin(flowID: string, reauth?: AccountRecord[], _client?: unknown, signedIn?: AccountRecord[]) {
+    return createMatrixLogin(flowID, reauth, signedIn);
   }
 }
 

@@ -19,9 +19,12 @@ const DEVICE_NAME = "inboxd";
  * /.well-known/matrix/client, as Element does); left empty, it is the server part of the user ID. Failures carry a
  * code saying which: not_a_homeserver, unreachable, invalid_credentials, invalid_token, rate_limited.
  */
-export function createMatrixLogin(flowID: string, reauth?: AccountRecord[]): LoginProcess {
+export function createMatrixLogin(flowID: string, reauth?: AccountRecord[], signedIn: AccountRecord[] = []): LoginProcess {
   if (flowID !== "password" && flowID !== "token") throw new NetworkError("not_found", `Matrix has no login flow ${flowID}`);
   const previous = reauth?.[0]?.state ? readState(reauth[0].state) : undefined;
+  // Every session this device holds, the reconnected one first: signing in again as one of those users takes up
+  // its device instead of adding another (one inboxd device per Matrix user).
+  const known = [...(reauth ?? []), ...signedIn].flatMap((a) => (a.state ? [readState(a.state)] : [])).filter((s) => s.userID && s.deviceID);
   const homeserverField = { id: "homeserver", label: "Homeserver", type: "text" as const, placeholder: "matrix.org or https://matrix.example.org", optional: true, ...(previous?.homeserver ? { initialValue: previous.homeserver } : {}) };
   return {
     async start(): Promise<LoginStep> {
@@ -45,7 +48,8 @@ export function createMatrixLogin(flowID: string, reauth?: AccountRecord[]): Log
     },
     async submit(_step: LoginStep, submission: StepSubmission): Promise<LoginStep> {
       const f = submission.fields;
-      const state = flowID === "token" ? await tokenLogin(f, previous) : await passwordLogin(f, previous);
+      const state = flowID === "token" ? await tokenLogin(f, previous) : await passwordLogin(f, known);
+      await releaseReplacedDevice(known.find((s) => s.userID === state.userID), state);
       const user = await profileOf(new MatrixHttp(state.homeserver, state.accessToken), state.userID);
       return {
         type: "complete",
@@ -58,13 +62,14 @@ export function createMatrixLogin(flowID: string, reauth?: AccountRecord[]): Log
   };
 }
 
-async function passwordLogin(f: Record<string, string>, previous: MatrixState | undefined): Promise<MatrixState> {
+async function passwordLogin(f: Record<string, string>, known: MatrixState[]): Promise<MatrixState> {
   const username = (f.username ?? "").trim();
   if (!username) throw new NetworkError("rejected", "a user ID is required", "invalid_user");
   if (!f.password) throw new NetworkError("rejected", "a password is required", "invalid_credentials");
   if (username.startsWith("@") && !USER_ID.test(username)) throw new NetworkError("rejected", `${username} is not a Matrix user ID (@name:server)`, "invalid_user");
   const serverName = username.startsWith("@") ? username.slice(username.indexOf(":") + 1) : undefined;
   const homeserver = await discover((f.homeserver ?? "").trim() || serverName);
+  const previous = known.find((s) => s.userID === username || (!serverName && s.homeserver === homeserver && s.userID.slice(1, s.userID.indexOf(":")) === username));
   const http = new MatrixHttp(homeserver);
   const answer = await http
     .request<{ user_id?: unknown; access_token?: unknown; device_id?: unknown; well_known?: { "m.homeserver"?: { base_url?: unknown } } }>("POST", "/_matrix/client/v3/login", {
@@ -74,7 +79,7 @@ async function passwordLogin(f: Record<string, string>, previous: MatrixState | 
         password: f.password,
         initial_device_display_name: DEVICE_NAME,
         // Signing in again reuses this device: one device per account, not a new one per login.
-        ...(previous?.deviceID && previous.userID === username ? { device_id: previous.deviceID } : {}),
+        ...(previous ? { device_id: previous.deviceID } : {}),
       },
       patienceMs: 0,
     })
@@ -82,7 +87,18 @@ async function passwordLogin(f: Record<string, string>, previous: MatrixState | 
   if (typeof answer.user_id !== "string" || typeof answer.access_token !== "string" || typeof answer.device_id !== "string")
     throw new NetworkError("rejected", "the homeserver's login answer lacks user_id, access_token or device_id", "not_a_homeserver");
   const base = answer.well_known?.["m.homeserver"]?.base_url;
-  return { homeserver: typeof base === "string" && /^https?:\/\//.test(base) ? trimSlash(base) : homeserver, userID: answer.user_id, deviceID: answer.device_id, accessToken: answer.access_token, synced: previous?.synced };
+  const synced = previous?.userID === answer.user_id ? previous.synced : undefined;
+  return { homeserver: typeof base === "string" && /^https?:\/\//.test(base) ? trimSlash(base) : homeserver, userID: answer.user_id, deviceID: answer.device_id, accessToken: answer.access_token, ownDevice: true, synced };
+}
+
+/**
+ * A device inboxd made with a password login, now replaced by another one of the same user (the old device was
+ * gone on the server, or a token of another session took its place): signed out, so the user's device list does not
+ * fill up with dead inboxd sessions. A session whose token the user brought is theirs and is never signed out here.
+ */
+async function releaseReplacedDevice(old: MatrixState | undefined, next: MatrixState): Promise<void> {
+  if (!old?.ownDevice || old.deviceID === next.deviceID || !old.accessToken || old.accessToken === next.accessToken) return;
+  await new MatrixHttp(old.homeserver, old.accessToken).request("POST", "/_matrix/client/v3/logout", { body: {}, timeoutMs: 10_000, patienceMs: 0 }).catch(() => undefined);
 }
 
 async function tokenLogin(f: Record<string, string>, previous: MatrixState | undefined): Promise<MatrixState> {

@@ -1,3 +1,5 @@
+import type { HeldRelationsState } from "./held-relations.ts";
+
 /**
  * What a Matrix account keeps between runs (the account's connector state: stored with the account, never returned
  * by the API). The password is never kept: only the access token and device ID the login produced.
@@ -8,6 +10,8 @@ export interface MatrixState {
   userID: string;
   deviceID: string;
   accessToken: string;
+  /** The device was made by inboxd's password login (a token login uses a session the user made elsewhere). */
+  ownDevice?: boolean;
   /**
    * Sync progress. Kept under `synced`, which a reconnect of the login leaves alone (services/bridges.ts), so
    * signing in again resumes where the account stopped instead of loading everything again.
@@ -15,7 +19,21 @@ export interface MatrixState {
   synced?: {
     /** The last `/sync` batch whose events are all stored: the next sync starts here. */
     since?: string;
+    /**
+     * Per room, where paging back goes on: the oldest message handed over and the pagination token just before it
+     * (a first sync's `prev_batch`, then each history page's `end`). Paging from the token reads exactly what comes
+     * before what was loaded; a position found afresh from a message (/context) is topological and can skip events
+     * that were sent concurrently with it.
+     */
+    history?: Record<string, HistoryMark>;
+    /** Edits and reactions of messages not loaded yet (held-relations.ts). */
+    held?: HeldRelationsState;
   };
+}
+
+export interface HistoryMark {
+  oldest: string;
+  token: string;
 }
 
 export function readState(state: Record<string, unknown>): MatrixState {
@@ -25,7 +43,8 @@ export function readState(state: Record<string, unknown>): MatrixState {
     userID: String(s.userID ?? ""),
     deviceID: String(s.deviceID ?? ""),
     accessToken: String(s.accessToken ?? ""),
-    synced: { since: typeof s.synced?.since === "string" ? s.synced.since : undefined },
+    ...(s.ownDevice === true ? { ownDevice: true } : {}),
+    synced: { since: typeof s.synced?.since === "string" ? s.synced.since : undefined, history: historyMarks(s.synced?.history), held: heldState(s.synced?.held) },
   };
 }
 
@@ -33,3 +52,21 @@ export function readState(state: Record<string, unknown>): MatrixState {
 export const USER_ID = /^@[\x21-\x39\x3b-\x7e]+:[A-Za-z0-9.:[\]-]+$/;
 /** A room ID (`!opaque:server`). */
 export const ROOM_ID = /^![\x21-\x7e]+$/;
+
+function historyMarks(value: unknown): Record<string, HistoryMark> {
+  const marks: Record<string, HistoryMark> = {};
+  if (!value || typeof value !== "object") return marks;
+  for (const [roomID, mark] of Object.entries(value as Record<string, Partial<HistoryMark>>))
+    if (typeof mark?.oldest === "string" && typeof mark.token === "string") marks[roomID] = { oldest: mark.oldest, token: mark.token };
+  return marks;
+}
+
+/** Held relations as saved (a room's entries are checked where they are used; a bad shape is dropped whole). */
+function heldState(value: unknown): HeldRelationsState {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return {};
+  const rooms = value as HeldRelationsState;
+  const valid = Object.values(rooms).every(
+    (room) => room && typeof room === "object" && Object.values(room.edits ?? {}).every((e) => Array.isArray(e) && typeof e[0] === "string") && Object.values(room.reactions ?? {}).every((r) => Array.isArray(r) && r.every(Array.isArray)),
+  );
+  return valid ? rooms : {};
+}

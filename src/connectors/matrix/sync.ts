@@ -2,6 +2,7 @@ import type { InboundEvent, NetworkChat } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import { seg, type MatrixHttp } from "./http.ts";
 import { applyState, memberName, newRoom, roomChat, type Room } from "./rooms.ts";
+import type { HistoryMark } from "./state.ts";
 import { parseEvent, translate, type MatrixEvent } from "./timeline.ts";
 
 /** The parts of a /sync answer the connector reads (everything is checked before use: servers can send anything). */
@@ -31,6 +32,10 @@ export interface SyncDeps {
   firstBackfill: number;
   /** Reports progress of long work (a long gap) as the account's status text. */
   progress?(text: string): Promise<void>;
+  /** A first load's edits and reactions of older messages, and its deletions, also go here (held-relations.ts). */
+  hold?(roomID: string, event: InboundEvent): void;
+  /** A first load's oldest message of a room and the token before it, where paging back goes on (state.ts). */
+  historyStarts?(roomID: string, mark: HistoryMark): void;
 }
 
 /** Events per /messages page when filling a gap or loading history (what costs a homeserver least per event). */
@@ -164,12 +169,19 @@ export class SyncProcessor {
     if (stateBefore.length === 0) this.announce(room, emit);
     else if (!this.announced.has(roomID)) this.announce(room, emit, true);
     const prevBatch = typeof data.timeline?.prev_batch === "string" ? data.timeline.prev_batch : undefined;
-    if (data.timeline?.limited === true && prevBatch) {
-      if (since) await this.fillGap(room, since, prevBatch, emit);
-      else for (const event of await this.fill(roomID, prevBatch, Math.max(0, this.deps.firstBackfill - timeline.length))) this.timelineEvent(room, event, emit);
-    }
+    const older = data.timeline?.limited === true && prevBatch && !since ? await this.fill(roomID, prevBatch, Math.max(0, this.deps.firstBackfill - timeline.length)) : { events: [], token: prevBatch };
+    if (data.timeline?.limited === true && prevBatch && since) await this.fillGap(room, since, prevBatch, emit);
+    // A first load's edits and reactions of messages older than it loaded are kept for when history reaches them.
+    const loaded = since ? undefined : new Set([...older.events, ...timeline].map((e) => e.event_id));
+    let oldest: string | undefined;
+    const first = (e: InboundEvent) => {
+      if (e.type === "message") oldest ??= e.message.networkMessageID;
+      emit(e);
+    };
+    for (const event of older.events) this.timelineEvent(room, event, loaded ? first : emit, loaded);
     const replaced = room.replacement;
-    for (const event of timeline) this.timelineEvent(room, event, emit);
+    for (const event of timeline) this.timelineEvent(room, event, loaded ? first : emit, loaded);
+    if (loaded && oldest && older.token) this.deps.historyStarts?.(roomID, { oldest, token: older.token });
     if (stateBefore.length) this.announce(room, emit);
     if (room.replacement && room.replacement !== replaced) await this.follow(room, emit);
     for (const raw of data.ephemeral?.events ?? []) this.ephemeral(room, raw, emit);
@@ -215,8 +227,11 @@ export class SyncProcessor {
     }
   }
 
-  /** History before a first sync's timeline, up to `max` events, oldest first (stored only once all are read). */
-  private async fill(roomID: string, from: string, max: number): Promise<MatrixEvent[]> {
+  /**
+   * History before a first sync's timeline, up to `max` events, oldest first (stored only once all are read), and
+   * the token before the oldest of them. Whole pages are kept, so that the token is exact.
+   */
+  private async fill(roomID: string, from: string, max: number): Promise<{ events: MatrixEvent[]; token: string }> {
     const events: MatrixEvent[] = [];
     let token = from;
     while (events.length < max) {
@@ -231,16 +246,21 @@ export class SyncProcessor {
       if (typeof page.end !== "string" || chunk.length === 0 || page.end === token) break;
       token = page.end;
     }
-    return events.slice(0, max).reverse();
+    return { events: events.reverse(), token };
   }
 
-  private timelineEvent(room: Room, event: MatrixEvent, emit: (e: InboundEvent) => void) {
+  /** `loaded`: on a first load, the events it loaded; a relation to any other (older) event is also held. */
+  private timelineEvent(room: Room, event: MatrixEvent, emit: (e: InboundEvent) => void, loaded?: Set<string>) {
     const txn = event.unsigned?.transaction_id;
     const translated = translate(event, { room, selfID: this.deps.selfID });
     if (event.state_key !== undefined) applyState(room, event, this.deps.selfID);
     // The echo of a message this client sent: the host already has it, under the ID the send returned.
     if (typeof txn === "string" && this.deps.ownEcho(txn) && translated.every((e) => e.type === "message")) return;
-    for (const e of translated) emit(e);
+    for (const e of translated) {
+      if (loaded && (e.type === "edit" || e.type === "reaction") && !loaded.has(e.networkMessageID)) this.deps.hold?.(room.id, e);
+      if (loaded && e.type === "delete") this.deps.hold?.(room.id, e);
+      emit(e);
+    }
   }
 
   private ephemeral(room: Room, raw: unknown, emit: (e: InboundEvent) => void) {
