@@ -25,8 +25,11 @@ function errcodeToCode(errcode: string | undefined, status: number): string | un
 
 export interface RequestOptions {
   body?: unknown;
-  /** A raw body (media uploads): sent as is, with its own content type. */
-  raw?: { body: ReadableStream<Uint8Array> | Uint8Array; contentType: string; length?: number };
+  /**
+   * A raw body (media uploads): sent as is, with its own content type. `reopen` gives the same bytes afresh, so
+   * that a rate-limited upload can be repeated too (a stream is used up by the first attempt).
+   */
+  raw?: { body: ReadableStream<Uint8Array> | Uint8Array; contentType: string; length?: number; reopen?: () => ReadableStream<Uint8Array> | Uint8Array };
   query?: Record<string, string | number | boolean | undefined>;
   signal?: AbortSignal;
   /** How long an answer may take to start (a long-polling /sync asks for its timeout plus a margin). */
@@ -59,15 +62,16 @@ export class MatrixHttp {
 
   async request<T = Record<string, unknown>>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const patience = Date.now() + (options.patienceMs ?? DEFAULT_PATIENCE_MS);
-    for (;;) {
+    for (let attempt = options; ; ) {
       try {
-        return await this.once<T>(method, path, options);
+        return await this.once<T>(method, path, attempt);
       } catch (error) {
         // A rate limit is waited out (what mautrix and Element do), as long as the caller's patience lasts.
-        if (!(error instanceof MatrixError) || error.errcode !== "M_LIMIT_EXCEEDED" || options.raw) throw error;
+        if (!(error instanceof MatrixError) || error.errcode !== "M_LIMIT_EXCEEDED" || (options.raw && !options.raw.reopen)) throw error;
         const wait = Math.min(Math.max(error.retryAfterMs ?? 1000, 100), 60_000);
         if (Date.now() + wait > patience) throw error;
         await delay(wait, options.signal);
+        if (options.raw?.reopen) attempt = { ...options, raw: { ...options.raw, body: options.raw.reopen() } };
       }
     }
   }

@@ -31,13 +31,14 @@ export async function downloadMedia(http: MatrixHttp, url: string, authenticated
 export async function uploadMedia(http: MatrixHttp, file: OutgoingFile): Promise<string> {
   const { info } = file;
   if (info.fileSize === undefined) throw new NetworkError("rejected", "the attachment's size is unknown");
-  return upload(http, withLength(file.open(), info.fileSize), { fileName: info.fileName ?? "file", contentType: info.mimeType ?? "application/octet-stream", length: info.fileSize });
+  const open = () => withLength(file.open(), info.fileSize!);
+  return upload(http, open, { fileName: info.fileName ?? "file", contentType: info.mimeType ?? "application/octet-stream", length: info.fileSize });
 }
 
-async function upload(http: MatrixHttp, body: ReadableStream<Uint8Array> | Uint8Array, file: { fileName: string; contentType: string; length: number }): Promise<string> {
+async function upload(http: MatrixHttp, open: () => ReadableStream<Uint8Array> | Uint8Array, file: { fileName: string; contentType: string; length: number }): Promise<string> {
   const answer = await http.request<{ content_uri?: unknown }>("POST", "/_matrix/media/v3/upload", {
     query: { filename: file.fileName },
-    raw: { body, contentType: file.contentType, length: file.length },
+    raw: { body: open(), contentType: file.contentType, length: file.length, reopen: open },
     timeoutMs: 120_000,
   });
   if (typeof answer.content_uri !== "string" || !MXC.test(answer.content_uri)) throw new NetworkError("unavailable", "the homeserver's upload answer has no mxc:// URI");
@@ -63,7 +64,7 @@ export async function thumbnailFor(http: MatrixHttp, url: string, info: { mimeTy
     const { width, height } = imageSize(bytes);
     const mimetype = response.headers.get("content-type")?.split(";")[0] || "image/jpeg";
     if (!width || !height) return undefined;
-    const thumbnail = await upload(http, bytes, { fileName: "thumbnail", contentType: mimetype, length: bytes.byteLength });
+    const thumbnail = await upload(http, () => bytes, { fileName: "thumbnail", contentType: mimetype, length: bytes.byteLength });
     return { thumbnail_url: thumbnail, thumbnail_info: { w: width, h: height, mimetype, size: bytes.byteLength } };
   } catch {
     return undefined;
