@@ -292,6 +292,36 @@ export function matrixSuite(target: MatrixTarget) {
       expect(image.event.content.info.thumbnail_url).toBeUndefined(); // 1×1: its own thumbnail
     });
 
+    it("receives a location, a sticker, a video, a file, a voice message, an emote and a thread's replies", async () => {
+      const root = await bob.text(dmRoom, "a thread starts here");
+      await bob.send(dmRoom, { msgtype: "m.location", body: "The old harbour", geo_uri: "geo:51.5,-0.12" });
+      const sticker = await bob.upload(pngOf(64, 64), "image/png", "sticker.png");
+      await bob.send(dmRoom, { body: "a waving cat", url: sticker, info: { mimetype: "image/png", w: 64, h: 64, size: 100 } }, "m.sticker");
+      const clip = await bob.upload(new Uint8Array(2048), "video/mp4", "clip.mp4");
+      await bob.send(dmRoom, { msgtype: "m.video", body: "clip.mp4", url: clip, info: { mimetype: "video/mp4", size: 2048, duration: 3500, w: 320, h: 240 } });
+      const report = await bob.upload(new TextEncoder().encode("numbers"), "text/csv", "report.csv");
+      await bob.send(dmRoom, { msgtype: "m.file", body: "this quarter's numbers", filename: "report.csv", url: report, info: { mimetype: "text/csv", size: 7 } });
+      const voice = await bob.upload(new Uint8Array(512), "audio/ogg", "voice.ogg");
+      await bob.send(dmRoom, { msgtype: "m.audio", body: "Voice message", url: voice, info: { mimetype: "audio/ogg", size: 512, duration: 2000 }, "org.matrix.msc3245.voice": {} });
+      await bob.send(dmRoom, { msgtype: "m.emote", body: "waves" });
+      await bob.send(dmRoom, { msgtype: "m.text", body: "in the thread", "m.relates_to": { rel_type: "m.thread", event_id: root, is_falling_back: true, "m.in_reply_to": { event_id: root } } });
+      const threaded = await api.messageWith(dmChat, (m) => m.text === "in the thread", "the thread's reply");
+      const messages = await api.messages(dmChat);
+      const find = (match: (m: (typeof messages)[number]) => boolean) => messages.find(match)!;
+      expect(threaded.linkedMessageID).toBe(find((m) => m.text === "a thread starts here").id);
+      expect(find((m) => m.type === "LOCATION")?.text).toBe("The old harbour\ngeo:51.5,-0.12");
+      expect(find((m) => m.type === "STICKER")?.attachments?.[0]).toMatchObject({ id: sticker, isSticker: true, size: { width: 64, height: 64 } });
+      expect(find((m) => m.type === "VIDEO")?.attachments?.[0]).toMatchObject({ id: clip, mimeType: "video/mp4", duration: 3.5, size: { width: 320, height: 240 } });
+      const file = find((m) => m.type === "FILE");
+      expect(file).toMatchObject({ text: "this quarter's numbers", attachments: [{ id: report, fileName: "report.csv", mimeType: "text/csv", fileSize: 7 }] });
+      expect(find((m) => m.type === "VOICE")?.attachments?.[0]).toMatchObject({ id: voice, isVoiceNote: true, duration: 2 });
+      expect(messages.some((m) => m.text === "* Bob waves")).toBe(true);
+      // The file downloads through the API, as it was uploaded.
+      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(report)}`, { headers: { authorization: `Bearer ${runtime.token}` } });
+      expect(served.status).toBe(200);
+      expect(await served.text()).toBe("numbers");
+    });
+
     it("sends a large image with a thumbnail the homeserver made", async () => {
       const big = pngOf(1600, 1200);
       const upload = await api.sdk.assets.upload({ file: new File([new Uint8Array(big)], "landscape.png", { type: "image/png" }) });
@@ -428,6 +458,16 @@ export function matrixSuite(target: MatrixTarget) {
       const texts = (await api.messages(dmChat)).map((m) => m.text);
       expect(texts.filter((t) => t === "after the server restart")).toHaveLength(1);
       expect(texts.filter((t) => t === "how are you doing?")).toHaveLength(1);
+    });
+
+    it("shows connecting with the reason while Synapse is gone, and catches up once it is back", async () => {
+      await server.kill();
+      const away = await api.accountStatus(accountID, "connecting", undefined, 45_000);
+      expect(away.statusText).toMatch(/cannot reach .*retrying in \d+ s/);
+      await server.start();
+      await bob.text(dmRoom, "after the server came back");
+      await api.messageWith(dmChat, (m) => m.text === "after the server came back", "the message after the outage", 45_000);
+      await api.accountStatus(accountID, "connected", undefined, 30_000);
     });
 
     it("shows an invitation as a chat, and joins the room when alice answers", async () => {
