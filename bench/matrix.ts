@@ -27,6 +27,7 @@ import { DAEMON_NODE_OPTIONS } from "../adapters/node/heap-growth.ts";
 import { SyncProcessor } from "../src/connectors/matrix/sync.ts";
 import { startSynapse, synapseSource, type SynapseServer } from "../test/harness/synapse.ts";
 import { Peer } from "../test/matrix/peer.ts";
+import { startTimingProxy } from "./timing-proxy.ts";
 import { createToken, freePort, getOnce, memory, ROOT, spawnNode, track } from "./daemon.ts";
 import { Api, cpuWindow, median, percentiles, sleep, storedTexts, waitForStatus, type Percentiles } from "./xmpp-client.ts";
 
@@ -40,6 +41,10 @@ export interface MatrixBenchOptions {
   warmupSends: number;
   /** Messages sent while the daemon is down, per catch-up round. */
   catchup: number;
+  /** "lean" (default) or "default": the Synapse configuration (see startSynapse). */
+  synapse?: "lean" | "default";
+  /** Events of the one sync whose ingestion is timed (spread over INGEST_ROOMS rooms, so one /sync carries all). */
+  ingest: number;
   /** Starts each daemon with --cpu-prof into this dir (the profile is written when it stops). */
   cpuProfDir?: string;
   /** `--node V`: the daemons run on that Node (.ci/with-node), as in the other sections. */
@@ -97,6 +102,25 @@ export interface CatchUpRound {
   problem?: string;
 }
 
+/** One first sync of a run carrying `events` timeline events, timed at the proxy and at the API (section 5). */
+export interface IngestRound {
+  attempt: number;
+  events: number;
+  bytes: number;
+  /** The homeserver's part: the request's arrival at the proxy → its whole answer read. */
+  serverMs: number;
+  /** The answer's last byte handed to the daemon → the account first read `connected` (all stored, position saved). */
+  ingestMs: number;
+  eventsPerSecond: number;
+  /** The bench parsing the same answer (the least a client does with it). */
+  parseMs: number;
+  daemonCpu: number;
+  others: number;
+  stored: number;
+  verified: boolean;
+  problem?: string;
+}
+
 export interface RssRound {
   noAccountMB: number[];
   accountMB: number[];
@@ -104,6 +128,7 @@ export interface RssRound {
 
 export interface MatrixResult {
   synapseVersion: string;
+  synapseSetup: "lean" | "default";
   cpus: number;
   command: string;
   /** Load averages before and after the section, and the processes that used the most CPU meanwhile. */
@@ -130,6 +155,7 @@ export interface MatrixResult {
   catchUpMedianEventsPerSecond: number;
   baselineCatchUpMedianEventsPerSecond: number;
   rss: { rounds: RssRound[]; noAccountMB: number; accountMB: number; settleSeconds: number };
+  ingest: { rooms: number; rounds: IngestRound[]; medianEventsPerSecond: number; medianParseMs: number };
 }
 
 const PASSWORD = "bench-password";
@@ -147,6 +173,8 @@ const RSS_SETTLE_MS = 5_000;
 const RSS_SAMPLES = 5;
 const RSS_SAMPLE_EVERY_MS = 1_000;
 const RSS_ROUNDS = 3;
+/** Section 5's events are spread over this many rooms: fewer per room than a sync's timeline holds (100). */
+const INGEST_ROOMS = 20;
 /** The connector's most events a gappy sync fills in per room (src/connectors/matrix/sync.ts GAP_LIMIT). */
 const GAP_LIMIT = 10_000;
 
@@ -262,14 +290,14 @@ const chatsPath = (url: string) => `${url}/v1/chats`;
 // ---- inboxd's API ----
 
 /** Signs in through the login-session API (flow "password"); the step answers once the homeserver took the password. */
-async function loginMatrix(api: Api, fields: { username: string; password: string; homeserver: string }): Promise<{ accountID: string; completeAt: number }> {
+async function loginMatrix(api: Api, fields: Record<string, string>, flowID: "password" | "token" = "password"): Promise<{ accountID: string; completeAt: number }> {
   const base = "/v1/bridges/local-matrix/login-sessions";
-  const session = await api.post(base, { flowID: "password" });
+  const session = await api.post(base, { flowID });
   let answer = await api.post(`${base}/${encodeURIComponent(session.loginSessionID)}/steps/${encodeURIComponent(session.currentStep.stepID)}`, { type: "user_input", fields });
   const started = performance.now();
   while (answer.status !== "complete") {
-    if (answer.status === "failed" || answer.status === "cancelled") throw new Error(`Matrix login of ${fields.username} ${answer.status}: ${JSON.stringify(answer.error ?? answer)}`);
-    if (performance.now() - started > 60_000) throw new Error(`Matrix login of ${fields.username} not complete after 60 s: ${JSON.stringify(answer)}`);
+    if (answer.status === "failed" || answer.status === "cancelled") throw new Error(`Matrix login of ${fields.username ?? "a token"} ${answer.status}: ${JSON.stringify(answer.error ?? answer)}`);
+    if (performance.now() - started > 60_000) throw new Error(`Matrix login of ${fields.username ?? "a token"} not complete after 60 s: ${JSON.stringify(answer)}`);
     await sleep(POLL_MS);
     answer = await api.get(`${base}/${encodeURIComponent(session.loginSessionID)}`);
   }
@@ -376,6 +404,20 @@ async function sendMany(peer: Peer, roomID: string, texts: string[], concurrency
   return (performance.now() - started) / 1000;
 }
 
+/** `texts[i]` into `rooms[i]`, each room's in order, `concurrency` PUTs in flight over all rooms. */
+async function sendManyRooms(peer: Peer, rooms: string[], texts: string[][], concurrency: number): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  const lane = async () => {
+    while (next < rooms.length) {
+      const r = next++;
+      for (const text of texts[r]) await peer.text(rooms[r], text);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, rooms.length) }, lane));
+  return (performance.now() - started) / 1000;
+}
+
 /** The newest message body of a room, as the room has it (parallel sends land in any order). */
 async function newestBody(peer: Peer, roomID: string): Promise<string> {
   const newest = (await peer.messages(roomID, 5)).find((e) => e.type === "m.room.message");
@@ -421,7 +463,9 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
   try {
     log("matrix: building the daemon bundle with matrixFirstBackfill (dist/bench/matrix-daemon.mjs)");
     await buildTunedDaemon();
-    synapse = await startSynapse();
+    // Lean: the server's housekeeping left out and its database on tmpfs (test/harness/synapse.ts), for inboxd and
+    // the plain client alike; `--matrix-synapse default` measures against the tests' configuration instead.
+    synapse = await startSynapse({ lean: options.synapse !== "default" });
     const server = synapse;
     ownPids.add(server.pid()!);
     synapseDir = readFileSync(`/proc/${server.pid()}/cmdline`, "utf8").split("\0").find((a) => a.endsWith("/homeserver.yaml"))?.slice(0, -"/homeserver.yaml".length);
@@ -676,9 +720,12 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
     }
     removeDir(dir);
 
+    // ---- 5. One sync of `ingest` events, ingested: timed from its answer reaching the daemon ----
+    const ingest = await measureIngest();
     const loadAfter = os.loadavg();
     return {
       synapseVersion,
+      synapseSetup: options.synapse === "default" ? "default" : "lean",
       cpus: os.cpus().length,
       command: options.command,
       loadBefore,
@@ -700,7 +747,76 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
         accountMB: median(rssRounds.map((r) => median(r.accountMB))),
         settleSeconds: RSS_SETTLE_MS / 1000,
       },
+      ingest,
     };
+
+    /**
+     * The account signs in with a token of a new session of alice's and the proxy's URL as its homeserver (a password
+     * login would move it to the server's own URL, which its login answer names). While the daemon is down bob sends
+     * `ingest` messages over INGEST_ROOMS rooms; the daemon's first sync of its next run carries all of them.
+     */
+    async function measureIngest(): Promise<MatrixResult["ingest"]> {
+      const proxy = await startTimingProxy(server.url);
+      const ingestDir = tempDir("inboxd-bench-matrix-ingest-");
+      try {
+        const rooms: string[] = [];
+        for (let i = 0; i < INGEST_ROOMS; i++) {
+          const roomID = await bob.createRoom({ name: `Bench ingest ${i}`, invite: [aliceReg.userID] });
+          await phone.join(roomID);
+          rooms.push(roomID);
+        }
+        const session = await matrix(server, undefined, "POST", `${CS}/login`, {}, { type: "m.login.password", identifier: { type: "m.id.user", user: "alice" }, password: PASSWORD, initial_device_display_name: "bench ingest" });
+        const ingestToken = await createToken(ingestDir);
+        let d = await start("cli", ingestDir, ingestToken);
+        let api = new Api(d.url, ingestToken);
+        const { accountID: ingestAccount, completeAt: ready } = await loginMatrix(api, { homeserver: proxy.url, accessToken: session.access_token }, "token");
+        await waitForStatus(api, ingestAccount, "connected", ready, 600_000, POLL_MS);
+        const chats = await Promise.all(rooms.map((_, i) => chatTitled(api, ingestAccount, `Bench ingest ${i}`)));
+        api.close();
+        await stop(d);
+        const perRoom = Math.ceil(options.ingest / INGEST_ROOMS);
+        const rounds: IngestRound[] = [];
+        for (let round = 1; round <= options.rounds; round++) {
+          const attempts: IngestRound[] = [];
+          for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+            const texts = rooms.map((_, r) => Array.from({ length: perRoom }, (_, i) => `ingest ${round}.${attempt} room ${r} #${i}`));
+            const sendSeconds = await sendManyRooms(bob, rooms, texts, SEED_CONCURRENCY);
+            const delivered = proxy.nextFullSync();
+            d = await start("cli", ingestDir, ingestToken);
+            api = new Api(d.url, ingestToken);
+            try {
+              const sync = await delivered;
+              const cpu0 = processCpuSeconds(d.pid);
+              const others0 = processCpu();
+              const status = await waitForStatus(api, ingestAccount, "connected", sync.deliveredAt, 300_000, POLL_MS / 5);
+              const daemonCpu = processCpuSeconds(d.pid) - cpu0;
+              const others = busySeconds(others0, processCpu(), d.pid);
+              // Every room's newest `perRoom` messages are this round's, in order.
+              const tails = await Promise.all(chats.map(async (chat, r) => (await storedTexts(api, chat.id)).slice(-perRoom).join("\n") === texts[r].join("\n")));
+              const stored = tails.filter(Boolean).length * perRoom;
+              const verified = tails.every(Boolean) && sync.events >= perRoom * INGEST_ROOMS;
+              const result: IngestRound = {
+                attempt, events: sync.events, bytes: sync.bytes, serverMs: sync.serverMs, ingestMs: status.ms, eventsPerSecond: sync.events / (status.ms / 1000), parseMs: sync.parseMs, daemonCpu, others, stored, verified,
+                ...(verified ? {} : { problem: `${tails.filter((ok) => !ok).length} room(s) do not end with this round's messages; the sync carried ${sync.events} events` }),
+              };
+              log(`matrix: ingest round ${round}${attempt > 1 ? `, attempt ${attempt}` : ""}: bob sent ${perRoom * INGEST_ROOMS} messages over ${INGEST_ROOMS} rooms in ${sendSeconds.toFixed(1)} s; ` +
+                `Synapse answered the first sync (${result.events} events, ${(result.bytes / 1e6).toFixed(1)} MB) in ${result.serverMs.toFixed(0)} ms; stored in ${result.ingestMs.toFixed(0)} ms (${Math.round(result.eventsPerSecond)} events/s; daemon CPU ${daemonCpu.toFixed(2)} s, others ${others.toFixed(2)} s)${verified ? ", verified" : `: ${result.problem}`}`);
+              attempts.push(result);
+            } finally {
+              api.close();
+              await stop(d);
+            }
+            const last = attempts.at(-1)!;
+            if ((last.others / (last.ingestMs / 1000)) * 100 <= NOISE_PCT) break;
+          }
+          rounds.push(attempts.reduce((best, r) => (r.others / r.ingestMs < best.others / best.ingestMs ? r : best)));
+        }
+        return { rooms: INGEST_ROOMS, rounds, medianEventsPerSecond: median(rounds.map((r) => r.eventsPerSecond)), medianParseMs: median(rounds.map((r) => r.parseMs)) };
+      } finally {
+        await proxy.close();
+        removeDir(ingestDir);
+      }
+    }
   } finally {
     await Promise.all(peers.map((peer) => peer.close().catch(() => undefined)));
     for (const daemon of daemons) await daemon.stop().catch(() => undefined);
@@ -737,6 +853,13 @@ function processCpu(): Map<number, [string, number]> {
     }
   }
   return out;
+}
+
+/** CPU seconds every other process (not this one, not `except`) used between two readings. */
+function busySeconds(before: Map<number, [string, number]>, after: Map<number, [string, number]>, except: number): number {
+  let total = 0;
+  for (const [pid, [, seconds]] of after) if (pid !== process.pid && pid !== except) total += seconds - (before.get(pid)?.[1] ?? 0);
+  return total;
 }
 
 /** The other processes that used the most CPU between two readings (still running at the second; not this section's). */

@@ -48,8 +48,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      fanout (live events), assets (memory during a large upload + download), xmpp (a real Prosody:
                      backfill of archived messages at login, send → other client latency beside a plain client),
                      matrix (a real Synapse 1.67: backfill of one room's messages at login, send → other client
-                     latency, catch-up of messages sent while the daemon was down, RSS of an idle connected account;
-                     each beside a plain Matrix client doing the same work),
+                     latency, catch-up of messages sent while the daemon was down, one sync of 1,000 events
+                     ingested (timed at a proxy), RSS of an idle connected account; each beside a plain Matrix
+                     client doing the same work),
                      ratelimit (GET /v1/chats with the rate limiter on and off, alternating rounds), web (the web
                      inbox in Debian's chromium: first chat rows painted, cold and warm loads, scrolling the chat
                      list through every chat, the bundle's size), events (the durable event log on a data set of its
@@ -74,6 +75,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --matrix-messages N  messages in the Matrix backfill room, all loaded at login (default 10000; --quick: 1000)
   --matrix-sends N   measured sends of each Matrix latency path, after 30 warm-up ones (default 300; --quick: 100)
   --matrix-catchup N messages sent while the daemon is down, per Matrix catch-up round (default 1000)
+  --matrix-ingest N  events of the one Matrix sync whose ingestion is timed, over 20 rooms (default 1000)
+  --matrix-synapse lean|default  the benchmark's Synapse: lean (default: housekeeping off, database on /dev/shm)
+                     or as the tests run it
   --matrix-cpu-prof DIR  start the Matrix section's daemons with --cpu-prof, writing their profiles into DIR
   --replay-events N  events the events section logs and replays (default 100000; --quick: 10000)
   --web-loads N      cold page loads of the web section, each in a fresh browser context and followed by a warm one
@@ -120,6 +124,8 @@ const { values: opts } = parseArgs({
     "matrix-messages": { type: "string" },
     "matrix-sends": { type: "string" },
     "matrix-catchup": { type: "string" },
+    "matrix-ingest": { type: "string" },
+    "matrix-synapse": { type: "string" },
     "matrix-cpu-prof": { type: "string" },
     "web-loads": { type: "string" },
     "replay-events": { type: "string" },
@@ -160,6 +166,12 @@ const xmppSends = num(opts["xmpp-sends"], opts.quick ? 100 : 500);
 const matrixMessages = num(opts["matrix-messages"], opts.quick ? 1000 : 10_000);
 const matrixSends = num(opts["matrix-sends"], opts.quick ? 100 : 300);
 const matrixCatchup = num(opts["matrix-catchup"], 1000);
+const matrixIngest = num(opts["matrix-ingest"], 1000);
+const matrixSynapse = (opts["matrix-synapse"] ?? "lean") as "lean" | "default";
+if (matrixSynapse !== "lean" && matrixSynapse !== "default") {
+  console.error(`--matrix-synapse must be lean or default, not ${matrixSynapse}`);
+  process.exit(2);
+}
 const webLoads = num(opts["web-loads"], opts.quick ? 5 : 20);
 const replayEvents = num(opts["replay-events"], opts.quick ? 10_000 : 100_000);
 const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "matrix", "events", "relay"];
@@ -262,7 +274,7 @@ async function main() {
     if (opts.node) useNode(opts.node);
     const command = [process.env.INBOXD_RATE_LIMIT ? `INBOXD_RATE_LIMIT=${process.env.INBOXD_RATE_LIMIT}` : "", "npm run bench --", ...process.argv.slice(2)].filter(Boolean).join(" ");
     const result = await runMatrixBench({
-      messages: matrixMessages, rounds: MATRIX_ROUNDS, sends: matrixSends, warmupSends: MATRIX_WARMUP_SENDS, catchup: matrixCatchup,
+      messages: matrixMessages, rounds: MATRIX_ROUNDS, sends: matrixSends, warmupSends: MATRIX_WARMUP_SENDS, catchup: matrixCatchup, ingest: matrixIngest, synapse: matrixSynapse,
       cpuProfDir: opts["matrix-cpu-prof"] && resolve(opts["matrix-cpu-prof"]), node: opts.node, command, log,
     }).catch((error: Error) => {
       // Without Synapse (its source, or its Python libraries and no root to install them) a full run goes on without

@@ -54,17 +54,33 @@ export function synapseSource(): { path: string } | { missing: string } {
 }
 
 /**
+ * What the benchmark's Synapse leaves out, so that its figures show the client more than the server's housekeeping
+ * (measured here, 2026-12-01: about 5 ms less Synapse CPU per sent event, and half the PUT /send latency with the
+ * database on tmpfs, where SQLite's ~12 fdatasync calls per send cost nothing). None of it changes what a client
+ * sees of rooms, messages, media or sync; the user directory stops following profile changes.
+ */
+const LEAN_CONFIG = {
+  use_presence: false,
+  stats: { enabled: false },
+  update_user_directory_from_worker: "nobody",
+  notify_appservices_from_worker: "nobody",
+  send_federation: false,
+  start_pushers: false,
+};
+
+/**
  * Starts Synapse in the foreground on a free loopback port and resolves once `/_matrix/client/versions` answers.
  * `extraConfig` keys replace the harness's top-level config keys (e.g. a low `rc_message` to provoke M_LIMIT_EXCEEDED).
+ * `lean` (benchmarks): LEAN_CONFIG, warnings only in the log, and the data dir on /dev/shm where there is one.
  */
-export async function startSynapse(options: { extraConfig?: Record<string, unknown> } = {}): Promise<SynapseServer> {
+export async function startSynapse(options: { extraConfig?: Record<string, unknown>; lean?: boolean } = {}): Promise<SynapseServer> {
   const { root, pythonPath } = await prepareSource();
-  const dir = mkdtempSync(join(tmpdir(), "inboxd-synapse-data-"));
+  const dir = mkdtempSync(join(options.lean && existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "inboxd-synapse-data-"));
   const configPath = join(dir, "homeserver.yaml");
   const logPath = join(dir, "homeserver.log");
   const secret = randomBytes(24).toString("hex");
   writeFileSync(join(dir, "signing.key"), signingKey());
-  writeFileSync(join(dir, "log.yaml"), JSON.stringify(logConfig(logPath), null, 2));
+  writeFileSync(join(dir, "log.yaml"), JSON.stringify(logConfig(logPath, options.lean ? "WARNING" : "INFO"), null, 2));
   // Secrets stay fixed across restarts, so access tokens and macaroons issued before a restart stay valid.
   const secrets = { registration_shared_secret: secret, macaroon_secret_key: randomBytes(24).toString("hex"), form_secret: randomBytes(24).toString("hex") };
   let port = 0;
@@ -76,7 +92,7 @@ export async function startSynapse(options: { extraConfig?: Record<string, unkno
     graceMs: STOP_GRACE_MS,
     async configure() {
       port = await freePort();
-      const config = { ...synapseConfig(dir, port, secrets), ...options.extraConfig };
+      const config = { ...synapseConfig(dir, port, secrets), ...(options.lean ? LEAN_CONFIG : {}), ...options.extraConfig };
       writeFileSync(configPath, `# Written by test/harness/synapse.ts (JSON is YAML).\n${JSON.stringify(config, null, 2)}\n`);
     },
     // cwd = the source root, so that `-m synapse...` imports the unpacked package (and finds the metadata shim).
@@ -137,13 +153,13 @@ function synapseConfig(dir: string, port: number, secrets: Record<string, string
 }
 
 /** Python logging dictConfig; Synapse's own record factory fills %(request)s. */
-function logConfig(logPath: string): Record<string, unknown> {
+function logConfig(logPath: string, level: "INFO" | "WARNING"): Record<string, unknown> {
   return {
     version: 1,
     formatters: { precise: { format: "%(asctime)s - %(name)s - %(lineno)d - %(levelname)s - %(request)s - %(message)s" } },
     handlers: { file: { class: "logging.FileHandler", formatter: "precise", filename: logPath, encoding: "utf8" } },
-    loggers: { "synapse.storage.SQL": { level: "INFO" } },
-    root: { level: "INFO", handlers: ["file"] },
+    loggers: { "synapse.storage.SQL": { level } },
+    root: { level, handlers: ["file"] },
     disable_existing_loggers: false,
   };
 }
