@@ -254,6 +254,9 @@ export function matrixSuite(target: MatrixTarget) {
       await api.ok("POST", `/v1/chats/${enc(dmChat)}/read`, {});
       const receipt = await bob.waitForEphemeral((e, r) => r === dmRoom && e.type === "m.receipt" && e.content?.[incoming]?.["m.read"]?.[phone.userID] !== undefined);
       expect(receipt.roomID).toBe(dmRoom);
+      // The fully-read marker moves with it (what Element shows as the read line).
+      const marker = await phone.request("GET", `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/account_data/m.fully_read`);
+      expect(marker.event_id).toBe(incoming);
     });
 
     it("passes typing both ways (bob's arrives on /v1/ws)", async () => {
@@ -355,6 +358,9 @@ export function matrixSuite(target: MatrixTarget) {
       expect(direct[`@dave:${server.serverName}`]).toHaveLength(1);
       const again = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@dave:${server.serverName}` } });
       expect(again).toMatchObject({ status: "existing", chatID: started.chatID });
+      // A name, not a user ID: found through the user directory.
+      const byName = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { fullName: "Dave" } });
+      expect(byName).toMatchObject({ status: "existing", chatID: started.chatID });
     });
 
     it("lists the people of its rooms as contacts, searches the user directory, and looks up an exact user ID", async () => {
