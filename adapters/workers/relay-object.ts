@@ -277,7 +277,12 @@ export class RelayObject {
 
   private async forwardHttp(request: Request): Promise<Response> {
     const declared = Number(request.headers.get("content-length") ?? "0");
-    if (declared > this.maxBody) throw tooLarge(this.maxBody);
+    if (declared > this.maxBody) {
+      // Read and dropped first (for up to BODY_DRAIN_MS), as for a body found too large on the way: workerd resets a
+      // connection whose request body is left unread, and the client would see a write error instead of the 413.
+      if (request.body) await drain(request.body.getReader());
+      throw tooLarge(this.maxBody);
+    }
     const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
     const { id, stream, head } = this.open(FrameType.HTTP, request, hasBody);
     const body = hasBody ? capped(request.body!, this.maxBody) : undefined;
