@@ -16,9 +16,24 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser as Chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { aptInstall } from "../harness/server-process.ts";
 import { Browser, exchange, MemoryProvider, pkce, register, type Server } from "./kit.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
+
+/**
+ * Debian's chromium, installed with apt when it is missing and the tests run as root (as the Prosody and Synapse
+ * harnesses install their servers); otherwise the error names the one command to run.
+ */
+/** A beforeAll that may install chromium waits this long (a fresh machine downloads ~100 MB of packages). */
+export const CHROMIUM_INSTALL_MS = 600_000;
+
+export async function ensureChromium(): Promise<void> {
+  if (existsSync(CHROMIUM)) return;
+  const hint = `these tests drive Debian's chromium at ${CHROMIUM}: run \`sudo apt-get install -y chromium\``;
+  await aptInstall(["chromium"], { lock: "inboxd-chromium-install.lock", unless: `test -x ${CHROMIUM}`, notRoot: `${hint} (not root, so the tests cannot install it)`, failed: `installing chromium failed; ${hint}` });
+  if (!existsSync(CHROMIUM)) throw new Error(`apt-get reported success but ${CHROMIUM} is still missing; ${hint}`);
+}
 const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
 
 /** A loopback server that receives the redirect back to the app and hands over its query. */
@@ -62,12 +77,12 @@ export function browserSuite(name: string, start: () => Promise<Server & { signI
     let receiver: Awaited<ReturnType<typeof redirectReceiver>>;
 
     beforeAll(async () => {
-      if (!existsSync(CHROMIUM)) throw new Error(`these tests drive Debian's chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
+      await ensureChromium();
       server = await start();
       receiver = await redirectReceiver();
       // As root and on a closed network: no sandbox, no background connections (they are refused here).
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
-    });
+    }, CHROMIUM_INSTALL_MS);
     afterAll(async () => {
       await browser?.close();
       await receiver?.close();

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { png } from "../assets/fixtures.ts";
 import { startSynapse, synapseSource, type SynapseServer } from "../harness/synapse.ts";
 import { Peer } from "../matrix/peer.ts";
-import { CHROMIUM } from "../oauth/browser.ts";
+import { CHROMIUM, CHROMIUM_INSTALL_MS, ensureChromium } from "../oauth/browser.ts";
 import { randomToken } from "../oauth/kit.ts";
 
 export interface WebServer {
@@ -94,7 +94,7 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
     };
 
     beforeAll(async () => {
-      if (!existsSync(CHROMIUM)) throw new Error(`these tests drive Debian's chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
+      await ensureChromium();
       const tokens = { admin: randomToken(), victim: randomToken() };
       server = { ...(await start(tokens)), ...tokens };
       sdk = new BeeperDesktop({ baseURL: server.url, accessToken: server.admin, maxRetries: 0, logLevel: "off" });
@@ -109,7 +109,7 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       });
       page.on("dialog", (d) => void d.accept());
       if ("path" in synapse) homeserver = await startSynapse().catch((e) => void (homeserverFailure = e));
-    });
+    }, CHROMIUM_INSTALL_MS);
     afterAll(async () => {
       await browser?.close();
       await server?.stop();
