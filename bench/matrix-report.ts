@@ -118,7 +118,7 @@ export function formatMatrix(r: MatrixResult): string {
     ...backfillBound,
     `Seeding (not part of the figure): bob sent the ${n} messages in ${s(r.seed.seconds)} s with ${r.seed.concurrency} PUTs in flight (${int(r.messages / r.seed.seconds)} messages/s).`,
     "inboxd: a fresh data dir and daemon each round (started with matrixFirstBackfill = the message count), timed from POST login-sessions to the",
-    "first poll (every 10 ms) of GET /v1/accounts/{id} reading `connected`, which the connector reports once every event of the first sync is",
+    "first poll (every 100 ms) of GET /v1/accounts/{id} reading `connected`, which the connector reports once every event of the first sync is",
     "stored; then every stored text is read back through the API and compared with the room's order as the plain client read it. The plain",
     "client: a password login (new device), the first /sync inboxd makes (its filter, full_state, timeout 0), /messages pages of 1,000 back.",
     "Peak RSS: the daemon's VmHWM once connected (before the read-back).",
