@@ -293,11 +293,12 @@ export class MatrixClient implements NetworkClient {
   }
 
   /**
-   * Older messages: the server's pagination token just before the anchor event (/context), then /messages
-   * backwards. Edits and reactions are events of their own, newer than what they change, so paging backwards meets
-   * them first, and a first sync hands over the newest of them while their messages are still on the server: both
-   * are held (per room, in memory) until the message they belong to arrives here, then handed over with it — its
-   * newest edit by its own sender as its text, its reactions as `reactions`.
+   * Older messages: /messages backwards from where the last page (or the first sync) ended, kept per room in the
+   * state (a message no mark names is found with /context). Edits and reactions are events of their own, newer
+   * than what they change, so paging backwards meets them first, and a first sync hands over the newest of them
+   * while their messages are still on the server: both are held (held-relations.ts, in the state) until the
+   * message they belong to arrives here, then handed over with it — its newest edit by its own sender as its
+   * text, its reactions as `reactions`.
    */
   async fetchHistory(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage> {
     const room = this.room(networkChatID);
