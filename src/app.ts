@@ -15,7 +15,7 @@ import { infoRoutes, type ServerInfo } from "./routes/info.ts";
 import { messageRoutes } from "./routes/messages.ts";
 import { bridgeRoutes } from "./routes/bridges.ts";
 import { LoginSessions } from "./bridges/login-sessions.ts";
-import { completeLogin } from "./services/bridges.ts";
+import { completeLogin, syncLoginAccounts } from "./services/bridges.ts";
 import type { Context } from "./services/context.ts";
 import { JsonText } from "./services/present.ts";
 import { TokenVerifier } from "./services/tokens.ts";
@@ -42,6 +42,7 @@ import { typingRoutes } from "./routes/typing.ts";
 import { SandboxConnector } from "./connectors/sandbox/sandbox.ts";
 import { XmppConnector, type XmppOptions } from "./connectors/xmpp/index.ts";
 import { MatrixConnector, type MatrixOptions } from "./connectors/matrix/index.ts";
+import { DesktopApiConnector, type DesktopApiOptions } from "./connectors/desktop-api/index.ts";
 import { webRoutes } from "./web/index.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
 
@@ -79,6 +80,8 @@ export interface AppOptions extends GuardOptions {
   xmpp?: XmppOptions;
   /** Matrix: how many messages of each room a first sync loads (default 50). */
   matrix?: MatrixOptions;
+  /** Another Desktop API server as a network: how the runtime opens its WebSocket, and the first load's size. */
+  desktopApi?: DesktopApiOptions;
   /** MCP tools offered: "all" (default), "read-only", or tool names (src/mcp/options.ts). */
   mcp?: Pick<McpOptions, "tools">;
   /** How long an OAuth access token lives (default 1 hour). */
@@ -104,14 +107,16 @@ const earliest = (...times: (number | undefined)[]) => {
 
 /**
  * The built-in networks: the sandbox (up to 10 accounts), a single-account variant of it that behaves like
- * networks bound to one phone or device and, like SMS, has no typing notifications, XMPP and Matrix.
+ * networks bound to one phone or device and, like SMS, has no typing notifications, XMPP, Matrix, and another
+ * Desktop API server (the desktop app, or another inboxd).
  */
-function defaultConnectors(options: AppOptions): NetworkConnector[] {
+function defaultConnectors(options: AppOptions, db: Db): NetworkConnector[] {
   return [
     new SandboxConnector({ qrDelayMs: options.sandboxQrDelayMs }),
     new SandboxConnector({ network: "sandbox-solo", displayName: "Sandbox (single account)", maxAccounts: 1, qrDelayMs: options.sandboxQrDelayMs, typing: false }),
     new XmppConnector(options.xmpp),
     new MatrixConnector(options.matrix),
+    new DesktopApiConnector(() => db.instanceID, options.desktopApi),
   ];
 }
 
@@ -148,9 +153,11 @@ export async function createApp(options: AppOptions): Promise<App> {
   // The app is the store's one writer, so it keeps the chat snapshot that makes the next start fast. A store
   // without one (written before snapshots existed) gets it over the first commits, beginning with this one.
   db.keepsChatSnapshot = true;
+  // Made on first start and written with this commit: how another inboxd tells this one apart (loop detection).
+  void db.instanceID;
   await db.commit();
   const bridges = new BridgeRuntime();
-  for (const c of options.connectors ?? defaultConnectors(options)) bridges.register(c);
+  for (const c of options.connectors ?? defaultConnectors(options, db)) bridges.register(c);
   const sessions = new LoginSessions({ ttlMs: options.loginSessionTtlMs, complete: (session, result) => completeLogin(context, session, result) });
   const webhooks = new WebhookDispatcher(db.kv, { fetch: options.fetch, onIdleUntil: () => context.rearm() });
   const assets: AssetConfig = {
@@ -171,6 +178,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     rearm: () => options.schedule?.(earliest(nextReminderAt(context), nextMuteEnd(context), webhooks.nextAt(), context.nextUploadExpiry)),
   };
   bridges.onEvent = (account, event) => ingest(context, account, event);
+  bridges.onSetLoginAccounts = (account, accounts) => syncLoginAccounts(context, account, accounts);
   bridges.onSaveState = async (account, state) => {
     account.state = state;
     db.saveAccounts();

@@ -4,6 +4,7 @@ import { serve as listen } from "srvx";
 import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { limitHeapGrowth } from "./heap-growth.ts";
 import { xmppOverTCP } from "./xmpp-tcp.ts";
+import { openUpstreamSocket } from "./upstream-socket.ts";
 import { arrival, peerAddress, requestFor, type NodeRequest } from "./peer.ts";
 import { LOOPBACK_PROXIES, trustedProxies, type ProxyTrust } from "./forwarded.ts";
 import { baseURL, signInLink } from "./open-command.ts";
@@ -33,7 +34,7 @@ export interface ServeOptions {
    * Test tuning; `xmppFirstBackfill`: messages per archive a first XMPP connect reads; `matrixFirstBackfill`:
    * messages per room a first Matrix sync loads.
    */
-  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number; matrixFirstBackfill?: number };
+  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number; matrixFirstBackfill?: number; desktopApiFirstBackfill?: number };
   /** Overrides for tests: how long a request's headers and body may take (request-body.ts). */
   bodyTimeouts?: BodyTimeouts;
   /** Per-token budgets and failed-authentication throttling (`--rate-limit`); false turns them off. Default: on, with src/http/rate-limit.ts's defaults. */
@@ -215,6 +216,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     clientAddress: peerAddress,
     xmpp: { transports: [xmppOverTCP], firstBackfill: options.tuning?.xmppFirstBackfill },
     matrix: { firstBackfill: options.tuning?.matrixFirstBackfill },
+    desktopApi: { openSocket: openUpstreamSocket, firstBackfill: options.tuning?.desktopApiFirstBackfill },
     loginSessionTtlMs: options.tuning?.loginSessionTtlMs,
     sandboxQrDelayMs: options.tuning?.sandboxQrDelayMs,
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },

@@ -14,6 +14,7 @@ import { parseRateLimit } from "../../src/http/rate-limit.ts";
 import { frameFor, handleClientFrame, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
 import { replayLog } from "../../src/events/replay.ts";
 import { eventLogSettings } from "../../src/events/log.ts";
+import { openUpstreamSocket } from "./upstream-socket.ts";
 
 /** What a socket carries across hibernation (see upgrade()). */
 interface SocketAttachment {
@@ -52,6 +53,7 @@ export interface InboxEnv {
   INBOXD_KEEP_AWAKE?: string;
   /** Test tuning: how many messages of each Matrix room a first sync loads (default 50). */
   INBOXD_MATRIX_FIRST_BACKFILL?: string;
+  INBOXD_DESKTOP_API_FIRST_BACKFILL?: string;
   /** JSON `{"chats":40,"messages":800,"accounts":2,"seed":7}`: fill an empty store with a sandbox dataset. */
   INBOXD_SEED?: string;
   /** MCP tools offered: all (default), read-only, or tool names separated by commas (as `serve --mcp-tools`). */
@@ -273,6 +275,7 @@ export class InboxObject {
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
       matrix: { firstBackfill: optionalNumber(this.env.INBOXD_MATRIX_FIRST_BACKFILL) },
+      desktopApi: { openSocket: openUpstreamSocket, firstBackfill: optionalNumber(this.env.INBOXD_DESKTOP_API_FIRST_BACKFILL) },
       eventLog: eventLogSettings(this.env as unknown as Record<string, string | undefined>),
       accessTokenTtlMs: (optionalNumber(this.env.INBOXD_TOKEN_TTL) ?? 0) * 1000 || undefined,
       info: { platform: { os: "workerd", arch: "unknown" } },

@@ -1,5 +1,6 @@
 import type { Attachment, User } from "../schema/wire.ts";
 import type { AccountRecord } from "../store/records.ts";
+import type { LoginResult } from "./login.ts";
 
 /**
  * The protocol-neutral bridge contract (after mautrix bridgev2's NetworkConnector / NetworkAPI split).
@@ -144,6 +145,8 @@ export type InboundEvent =
   | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean; networkReactionID?: string }
   /** A participant's whole set of reactions to a message, replacing what they had (networks that send sets). */
   | { type: "reactions"; networkChatID: string; networkMessageID: string; senderID: string; reactionKeys: string[] }
+  /** Every reaction a message has, replacing all it had (networks that hand over whole messages: another Desktop API server). */
+  | { type: "message-reactions"; networkChatID: string; networkMessageID: string; reactions: { senderID: string; reactionKey: string }[] }
   | { type: "chat"; chat: NetworkChat }
   /** `timeoutMs`: how long a `typing` state holds without a new notice (networks repeat it while typing goes on). */
   | { type: "typing"; networkChatID: string; senderID: string; state: TypingState; timeoutMs?: number }
@@ -161,6 +164,14 @@ export interface ConnectorHost {
   emit(event: InboundEvent): Promise<void>;
   /** Replaces the connector-owned state of this account (stored with it, never returned by the API). */
   saveState(state: Record<string, unknown>): Promise<void>;
+  /**
+   * For a network whose one login holds a set of accounts that changes on the network's side (another Desktop API
+   * server, whose owner adds and removes accounts there): the login's accounts as they are now. Accounts new to the
+   * login are stored and connected; accounts of the login missing from the list are removed with their chats, as a
+   * removed login's are; the others keep their ID and history and take the new user and network name. Resolves once
+   * stored.
+   */
+  setLoginAccounts(accounts: LoginResult["accounts"]): Promise<void>;
 }
 
 export interface NetworkClient {
@@ -206,6 +217,8 @@ export interface NetworkClient {
    * notifications (iMessage's "Notify Anyway" for a recipient in a Focus mode). Resolves once the network took it.
    */
   notifyAnyway?(networkChatID: string): Promise<void>;
+  /** Gives the network a chat reminder set (or cleared: null) through the API, for a network that keeps reminders itself. */
+  setReminder?(networkChatID: string, reminder: { at: number; dismissOnIncomingMessage: boolean } | null): Promise<void>;
   /** Tells the network of pin, mute and low-priority changes made through the API (both ways, with NetworkChat's flags). */
   setChatFlags?(networkChatID: string, flags: ChatFlags): Promise<void>;
   /** Ends this device's session on the network when the login is removed (best effort: removal goes on if it fails). */

@@ -1,5 +1,5 @@
 import type { User } from "../schema/wire.ts";
-import type { AccountRecord } from "../store/records.ts";
+import type { AccountOrigin, AccountRecord } from "../store/records.ts";
 
 /**
  * The login half of the connector contract (after bridgev2's LoginProcess): a connector lists its flows and runs
@@ -66,7 +66,7 @@ export interface LoginResult {
   /** The network's stable ID of the identity (reconnects must produce the same one). */
   remoteID: string;
   user: User;
-  accounts: { remoteID: string; user: User; networkName?: string; state: Record<string, unknown> }[];
+  accounts: { remoteID: string; user: User; networkName?: string; state: Record<string, unknown>; origin?: AccountOrigin }[];
 }
 
 export type LoginStep =

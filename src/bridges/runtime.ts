@@ -1,6 +1,7 @@
 import { ApiError } from "../http/errors.ts";
 import type { AccountRecord } from "../store/records.ts";
 import type { InboundEvent, NetworkClient, NetworkConnector } from "./connector.ts";
+import type { LoginResult } from "./login.ts";
 
 /**
  * Holds the registered connectors and one live client per account, and routes the events clients emit to the
@@ -11,6 +12,7 @@ export class BridgeRuntime {
   private readonly clients = new Map<string, NetworkClient>();
   onEvent: (account: AccountRecord, event: InboundEvent) => Promise<void> = async () => undefined;
   onSaveState: (account: AccountRecord, state: Record<string, unknown>) => Promise<void> = async () => undefined;
+  onSetLoginAccounts: (account: AccountRecord, accounts: LoginResult["accounts"]) => Promise<void> = async () => undefined;
 
   register(connector: NetworkConnector) {
     this.registered.set(connector.network, connector);
@@ -25,6 +27,7 @@ export class BridgeRuntime {
     const client = connector.loadAccount(account, {
       emit: (event) => this.onEvent(account, event),
       saveState: (state) => this.onSaveState(account, state),
+      setLoginAccounts: (accounts) => this.onSetLoginAccounts(account, accounts),
     });
     this.clients.set(account.accountID, client);
     await client.connect();

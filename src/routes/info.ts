@@ -21,6 +21,10 @@ const FullInfo = v.pipe(
       hostname: v.string(),
       remote_access: v.boolean(),
       mcp_enabled: v.boolean(),
+      instance_id: v.pipe(
+        v.string(),
+        v.description("inboxd: this server's identity, so that a desktop-api login can tell it would point back at itself."),
+      ),
     }),
     endpoints: v.pipe(
       v.strictObject({
@@ -74,6 +78,7 @@ export function infoRoutes(api: Api, info: ServerInfo) {
           hostname: rc.url.hostname,
           remote_access: info.remoteAccess,
           mcp_enabled: true,
+          instance_id: rc.app.db.instanceID,
         },
         endpoints: {
           oauth: oauthEndpoints(base),

@@ -58,6 +58,16 @@ export const Account = v.pipe(
     loginID: v.optional(v.pipe(v.string(), v.metadata(extension("the bridge login this account belongs to.")))),
     statusText: v.optional(v.pipe(v.string(), v.metadata(extension("the account's status in words.")))),
     capabilities: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.metadata(extension("what the account's network supports.")))),
+    via: v.optional(
+      v.pipe(
+        v.strictObject({ bridge: BridgeRef, accountID: v.string(), servers: v.array(v.string()) }),
+        v.metadata(
+          extension(
+            "for an account served through another Desktop API server: its bridge and account ID there, and the instance IDs of the inboxd servers it passed through, nearest first.",
+          ),
+        ),
+      ),
+    ),
   }),
   v.description("A chat account on one network."),
 );

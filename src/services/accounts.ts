@@ -42,11 +42,13 @@ export function presentAccount(a: AccountRecord, ctx?: Context): Account {
   const out: Account = {
     accountID: a.accountID,
     user: { ...a.user, isSelf: true },
-    bridge: { id: `local-${a.network}`, provider: "local", type: a.network },
+    // An account through another server keeps its bridge type there; `self-hosted` says it is not on this device.
+    bridge: { id: `local-${a.network}`, provider: a.origin ? "self-hosted" : "local", type: a.origin?.bridge.type ?? a.network },
     status: a.status,
     network: a.networkName,
     loginID: a.loginID,
   };
+  if (a.origin) out.via = { bridge: a.origin.bridge, accountID: a.origin.accountID, servers: a.origin.servers };
   if (a.statusText) out.statusText = a.statusText;
   const capabilities = ctx && accountCapabilities(connectedClient(ctx, a.accountID));
   if (capabilities) out.capabilities = capabilities;

@@ -169,6 +169,7 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
       // Reconnect in place: same accountID and history; keep what the connector already synced.
       await ctx.bridges.detach(account.accountID);
       account.user = a.user;
+      account.origin = a.origin;
       account.state = { ...a.state, ...account.state, ...pickCredentials(a.state) };
       account.status = "connecting";
       account.statusText = undefined;
@@ -182,6 +183,7 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
         remoteID: a.remoteID,
         status: "connecting",
         state: a.state,
+        ...(a.origin ? { origin: a.origin } : {}),
       };
       db.accounts.push(account);
     }
@@ -190,9 +192,17 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
   db.saveLogins();
   db.saveAccounts();
   await db.commit();
-  // Connect in the background: the session is complete; the account reports backfilling, then connected.
-  for (const id of accountIDs) {
-    const account = db.account(id)!;
+  for (const id of accountIDs) connectInBackground(ctx, db.account(id)!);
+  // A reconnect names the account it was for first, so the session's accountID is that account.
+  const wanted = session.reauth?.accountID;
+  if (wanted) accountIDs.sort((a, b) => Number(b === wanted) - Number(a === wanted));
+  return { loginID: login.loginID, accountIDs };
+}
+
+/** Connects in the background: the caller is done; the account reports backfilling, then connected. */
+function connectInBackground(ctx: Context, account: AccountRecord) {
+  const { db } = ctx;
+  {
     void ctx.bridges.attach(account).then(
       async (client) => {
         if (account.status === "connecting" && !client?.reportsStatus) {
@@ -209,10 +219,51 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
       },
     );
   }
-  // A reconnect names the account it was for first, so the session's accountID is that account.
-  const wanted = session.reauth?.accountID;
-  if (wanted) accountIDs.sort((a, b) => Number(b === wanted) - Number(a === wanted));
-  return { loginID: login.loginID, accountIDs };
+}
+
+/**
+ * ConnectorHost.setLoginAccounts: the login of `member` now holds `accounts` (the network added or removed some). A
+ * new one is stored and connected; one gone is disconnected and removed with its chats; the rest take the new
+ * user, network name and origin. The bridge's account limit applies to additions as to a login.
+ */
+export async function syncLoginAccounts(ctx: Context, member: AccountRecord, accounts: LoginResult["accounts"]): Promise<void> {
+  const { db } = ctx;
+  const login = db.logins.find((l) => l.loginID === member.loginID);
+  const connector = ctx.bridges.connectors().find((c) => c.network === member.network) as Bridgeable | undefined;
+  if (!login || !connector) return;
+  const current = db.accounts.filter((a) => a.loginID === login.loginID);
+  const gone = current.filter((a) => !accounts.some((x) => x.remoteID === a.remoteID));
+  let room = connector.bridge.maxAccounts - activeAccounts(ctx, connector.network).length + gone.length;
+  const added: AccountRecord[] = [];
+  for (const a of accounts) {
+    const existing = current.find((x) => x.remoteID === a.remoteID);
+    if (existing) {
+      existing.user = a.user;
+      if (a.networkName) existing.networkName = a.networkName;
+      if (a.origin) existing.origin = a.origin;
+      continue;
+    }
+    if (room-- <= 0) continue;
+    const account: AccountRecord = {
+      accountID: `local-${connector.network}_ba_${randomID()}`,
+      network: connector.network,
+      networkName: a.networkName ?? connector.displayName,
+      user: a.user,
+      loginID: login.loginID,
+      remoteID: a.remoteID,
+      status: "connecting",
+      state: a.state,
+      ...(a.origin ? { origin: a.origin } : {}),
+    };
+    db.accounts.push(account);
+    added.push(account);
+  }
+  for (const account of gone) await ctx.bridges.detach(account.accountID);
+  for (const chat of [...db.chats.all()]) if (gone.some((a) => a.accountID === chat.accountID)) await db.dropChat(chat);
+  db.accounts = db.accounts.filter((a) => !gone.includes(a));
+  db.saveAccounts();
+  await db.commit();
+  for (const account of added) connectInBackground(ctx, account);
 }
 
 /** Connector state that a reconnect refreshes (credentials), as opposed to sync progress, which it keeps. */

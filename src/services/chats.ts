@@ -296,6 +296,7 @@ export async function archiveChat(ctx: Context, chatID: string, archived: boolea
 
 export async function setReminder(ctx: Context, chatID: string, at: number, dismissOnIncomingMessage: boolean) {
   const chat = requireChat(ctx, chatID);
+  await remindOnNetwork(ctx, chat, { at, dismissOnIncomingMessage });
   chat.reminder = { at, dismissOnIncomingMessage };
   ctx.db.saveChat(chat);
   await ctx.db.commit();
@@ -304,6 +305,7 @@ export async function setReminder(ctx: Context, chatID: string, at: number, dism
 
 export async function clearReminder(ctx: Context, chatID: string) {
   const chat = requireChat(ctx, chatID);
+  await remindOnNetwork(ctx, chat, null);
   chat.reminder = undefined;
   ctx.db.saveChat(chat);
   await ctx.db.commit();
@@ -351,4 +353,10 @@ export async function notifyAnyway(ctx: Context, chatID: string): Promise<Chat> 
   if (!client.notifyAnyway) throw unsupported("notify-anyway");
   await callNetwork(() => client.notifyAnyway!(chat.networkChatID));
   return presentChat(ctx.db, chat, { preview: true });
+}
+
+/** A network that keeps reminders itself (another Desktop API server) is told first; a refusal there stops the change. */
+async function remindOnNetwork(ctx: Context, chat: ChatRecord, reminder: { at: number; dismissOnIncomingMessage: boolean } | null) {
+  const client = ctx.bridges.attached(chat.accountID);
+  if (client?.setReminder) await callNetwork(() => client.setReminder!(chat.networkChatID, reminder));
 }

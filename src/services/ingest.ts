@@ -59,11 +59,21 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
     if ((event.type === "edit" || event.type === "delete") && event.senderID !== undefined && event.senderID !== message.senderID) return;
     if (event.type === "receipt") return applyReceipt(ctx, chat, message, event);
     if (event.type === "edit") {
+      // A network that hands over whole messages repeats an edit with every later change: the same edit is no change.
+      if (message.text === event.text && message.editedTs === event.timestamp) return;
       message.text = event.text;
       message.editedTs = event.timestamp;
       db.index.add(termsOf(message), [message.ts, chat.no, message.seq]);
     } else if (event.type === "delete") message.deleted = true;
-    else if (event.type === "reactions") {
+    else if (event.type === "message-reactions") {
+      const key = (r: { senderID?: string; participantID?: string; reactionKey: string }) => `${r.senderID ?? r.participantID}\n${r.reactionKey}`;
+      const had = message.reactions ?? [];
+      const wanted = new Set(event.reactions.map(key));
+      const present = new Set(had.map(key));
+      if (had.length === wanted.size && [...wanted].every((k) => present.has(k))) return;
+      for (const r of had) if (!wanted.has(key(r))) applyReaction(message, r.participantID, r.reactionKey, true, true);
+      for (const r of event.reactions) if (!present.has(key(r))) applyReaction(message, r.senderID, r.reactionKey, false, true);
+    } else if (event.type === "reactions") {
       const had = (message.reactions ?? []).filter((r) => r.participantID === event.senderID).map((r) => r.reactionKey);
       for (const key of had) if (!event.reactionKeys.includes(key)) applyReaction(message, event.senderID, key, true, true);
       for (const key of event.reactionKeys) if (!had.includes(key)) applyReaction(message, event.senderID, key, false, true);

@@ -66,6 +66,15 @@ export class Db {
     return db;
   }
 
+  /** This store's identity (MetaRecord.instanceID): made, and written with the next commit, on first use. */
+  get instanceID(): string {
+    if (!this.meta.instanceID) {
+      this.meta.instanceID = `inboxd_${crypto.randomUUID().replace(/-/g, "")}`;
+      this.kv.put(keys.meta, this.meta);
+    }
+    return this.meta.instanceID;
+  }
+
   /** (Re)reads meta, accounts and every chat: from the chat snapshot where there is one, else record by record. */
   async reload(): Promise<void> {
     this.meta = (await this.storage.getItem<MetaRecord>(keys.meta)) ?? { schema: 1, nextChatNo: 0 };

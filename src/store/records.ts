@@ -15,6 +15,19 @@ export interface AccountRecord {
   statusText?: string;
   /** Connector-owned state (e.g. a sandbox seed); never returned by the API. */
   state?: Record<string, unknown>;
+  /** Set for an account that comes through another Desktop API server (the desktop-api network). */
+  origin?: AccountOrigin;
+}
+
+/**
+ * Where an account served through another Desktop API server comes from: the bridge it has there, its account ID
+ * there, and the instance IDs of the inboxd servers it passed through, nearest first (empty for a server that has
+ * none, like the desktop app).
+ */
+export interface AccountOrigin {
+  bridge: { id: string; provider: "cloud" | "self-hosted" | "local" | "platform-sdk"; type: string };
+  accountID: string;
+  servers: string[];
 }
 
 /** A bridge login: one signed-in network identity, holding one or more accounts. */
@@ -158,6 +171,11 @@ export function encodeKeyPart(value: string): string {
 export interface MetaRecord {
   schema: 1;
   nextChatNo: number;
+  /**
+   * This store's random identity, made on first start: what another inboxd reads in /v1/info to tell that a
+   * desktop-api login would point back at itself (src/connectors/desktop-api/loops.ts).
+   */
+  instanceID?: string;
 }
 
 export const CHUNK_SIZE = 32;

@@ -31,7 +31,7 @@ export async function startNode(options: {
   seed?: SeedOptions;
   tokens: { token: string; scopes: Scope[] }[];
   verbose?: boolean;
-  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number; matrixFirstBackfill?: number };
+  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number; matrixFirstBackfill?: number; desktopApiFirstBackfill?: number };
   /** Per-token budgets (default: off, as suites load one token far beyond a person's use). */
   rateLimit?: RateLimitOptions | false;
   /** Event log retention (the daemon reads it from INBOXD_EVENT_LOG_*). */

@@ -69,7 +69,7 @@ export async function startWorkerd(options: {
   token?: string;
   /** The same shape as the Node harness: at most one read+write and one read-only token. */
   tokens?: { token: string; scopes: ("read" | "write")[] }[];
-  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number; matrixFirstBackfill?: number };
+  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number; matrixFirstBackfill?: number; desktopApiFirstBackfill?: number };
   /** INBOXD_RATE_LIMIT (default "off": suites load one token far beyond a person's use). */
   rateLimit?: string;
   /** Other vars, as wrangler.toml's [vars] would set them (INBOXD_EVENT_LOG_MAX_EVENTS, …). */
@@ -91,6 +91,7 @@ export async function startWorkerd(options: {
         ...(options.tuning?.sandboxQrDelayMs ? { INBOXD_SANDBOX_QR_DELAY_MS: String(options.tuning.sandboxQrDelayMs) } : {}),
         ...(options.tuning?.xmppFirstBackfill ? { INBOXD_XMPP_FIRST_BACKFILL: String(options.tuning.xmppFirstBackfill) } : {}),
         ...(options.tuning?.matrixFirstBackfill ? { INBOXD_MATRIX_FIRST_BACKFILL: String(options.tuning.matrixFirstBackfill) } : {}),
+        ...(options.tuning?.desktopApiFirstBackfill ? { INBOXD_DESKTOP_API_FIRST_BACKFILL: String(options.tuning.desktopApiFirstBackfill) } : {}),
         ...(options.seed ? { INBOXD_SEED: JSON.stringify(options.seed) } : {}),
         INBOXD_RATE_LIMIT: options.rateLimit ?? "off",
         ...options.vars,

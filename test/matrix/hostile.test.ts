@@ -97,7 +97,7 @@ describe("the Matrix client against a hostile homeserver", () => {
     const events: InboundEvent[] = [];
     const saved: Record<string, unknown>[] = [];
     const account = { accountID: "local-matrix_ba_test", network: "matrix", user: { id: SELF }, status: "connecting", state: { homeserver: url, userID: SELF, deviceID: "DEV", accessToken: "token" } } as unknown as AccountRecord;
-    const c = new MatrixClient(account, { emit: async (e) => void events.push(e), saveState: async (s) => void saved.push(structuredClone(s)) }, { firstBackfill: 10 });
+    const c = new MatrixClient(account, { emit: async (e) => void events.push(e), saveState: async (s) => void saved.push(structuredClone(s)), setLoginAccounts: async () => undefined }, { firstBackfill: 10 });
     return { c, events, saved, statuses: () => events.filter((e) => e.type === "status").map((e) => (e as { statusText?: string }).statusText ?? "") };
   }
 

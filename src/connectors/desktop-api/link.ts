@@ -1,0 +1,327 @@
+import type BeeperDesktop from "@beeper/desktop-api";
+import { NetworkError, type ConnectorHost, type InboundEvent, type SendReceipt } from "../../bridges/connector.ts";
+import type { AccountRecord } from "../../store/records.ts";
+import { upstreamAccounts } from "./accounts.ts";
+import { chatOf, messageOf, MediaURLs, reactionsOf, type UpstreamChat, type UpstreamMessage } from "./convert.ts";
+import { refresh } from "./oauth.ts";
+import { readState, type DesktopApiState, type UpstreamAuth } from "./state.ts";
+import { networkErrorOf, upstreamSDK } from "./upstream.ts";
+
+/** The part of a WebSocket the link uses: the standard one, `ws`'s, and a Worker's accepted socket all have it. */
+export interface UpstreamSocket {
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "close" | "error", listener: (event: unknown) => void): void;
+}
+
+/** Opens a WebSocket with request headers (the token): the runtime's part (adapters/node, adapters/workers). */
+export type OpenSocket = (url: string, headers: Record<string, string>) => Promise<UpstreamSocket>;
+
+export interface LinkOptions {
+  openSocket?: OpenSocket;
+  /** This inboxd's instance ID: upstream accounts that passed through it are not imported. */
+  self: () => string;
+  /** Messages of each chat a first load reads (older ones load when a client pages back). */
+  firstBackfill: number;
+  now: () => number;
+  onIdle: () => void;
+}
+
+interface Member {
+  account: AccountRecord;
+  host: ConnectorHost;
+  state: DesktopApiState;
+}
+
+type WireEvent = { type: string; eventID?: number; chatID?: string; ids?: string[]; entries?: unknown[]; typing?: { participantID: string; state: "typing" | "paused"; timeoutMs?: number }; latestEventID?: number };
+
+const RETRY_MS = [1000, 2000, 5000, 10_000, 30_000];
+
+/**
+ * One login's connection to the upstream server, shared by the login's accounts (the upstream has one event stream
+ * for all of them). It loads what a member has not loaded yet, then follows `/v1/ws`: resumed with `since` from the
+ * last event handled where the upstream keeps an event log (inboxd), otherwise reloaded from the REST API after every
+ * reconnect (the desktop app). Everything it hands the host runs one at a time, in the upstream's order.
+ */
+export class UpstreamLink {
+  readonly media: MediaURLs;
+  readonly sdk: BeeperDesktop;
+  private readonly members = new Map<string, Member>();
+  private baseURL: string;
+  private auth: UpstreamAuth;
+  private eventID: number | undefined;
+  private socket: UpstreamSocket | undefined;
+  private queue: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private running = false;
+  private renewing: Promise<void> | undefined;
+  private saveTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Upstream chat → its account there (message.deleted and typing name only the chat). */
+  private readonly chatAccount = new Map<string, string>();
+  /** Sends in progress per upstream chat, and the IDs of messages sent from here (never delivered back as new). */
+  private readonly sending = new Map<string, Set<Promise<unknown>>>();
+  private readonly sentHere = new Set<string>();
+
+  constructor(readonly loginID: string, first: DesktopApiState, private readonly options: LinkOptions) {
+    this.baseURL = first.baseURL;
+    this.auth = first.auth;
+    this.eventID = first.eventID;
+    this.media = new MediaURLs(loginID);
+    this.sdk = upstreamSDK(this.baseURL, () => this.auth, () => this.renew());
+  }
+
+  join(account: AccountRecord, host: ConnectorHost) {
+    const state = readState(account.state);
+    this.members.set(state.upstreamAccountID, { account, host, state });
+    if (!this.running) {
+      this.running = true;
+      void this.run();
+    } else if (!state.backfilled && this.socket) this.enqueue(() => this.backfill([state.upstreamAccountID]));
+    else void host.emit({ type: "status", status: this.socket ? "connected" : "connecting" });
+  }
+
+  leave(upstreamAccountID: string) {
+    this.members.delete(upstreamAccountID);
+    if (this.members.size) return;
+    this.stop();
+    this.options.onIdle();
+  }
+
+  stop() {
+    this.stopped = true;
+    this.flushState();
+    this.socket?.close(1000, "disconnecting");
+  }
+
+  member(upstreamAccountID: string): Member | undefined {
+    return this.members.get(upstreamAccountID);
+  }
+
+  /** Runs a send; live copies of what it sends are held until it settles, then known as this side's own. */
+  async send(upstreamChatID: string, work: () => Promise<SendReceipt>): Promise<SendReceipt> {
+    const running = work().then((receipt) => {
+      this.sentHere.add(receipt.networkMessageID);
+      if (this.sentHere.size > 5000) this.sentHere.delete(this.sentHere.values().next().value!);
+      return receipt;
+    });
+    const set = this.sending.get(upstreamChatID) ?? new Set();
+    set.add(running);
+    this.sending.set(upstreamChatID, set);
+    try {
+      return await running;
+    } finally {
+      set.delete(running);
+      if (!set.size) this.sending.delete(upstreamChatID);
+    }
+  }
+
+  /** Refreshes an OAuth token once however many requests found it expired; the new tokens are saved at once. */
+  renew(): Promise<void> {
+    this.renewing ??= refresh(this.auth, this.options.now())
+      .then((auth) => {
+        this.auth = auth;
+        this.flushState();
+      })
+      .finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
+  private async run() {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      const started = this.options.now();
+      try {
+        await this.connectOnce();
+      } catch (error) {
+        const failure = networkErrorOf(error);
+        if (failure.code === "invalid_token") {
+          this.broadcast({ type: "status", status: "reconnect_required", statusText: failure.message });
+          this.running = false;
+          return;
+        }
+        if (!this.stopped) this.broadcast({ type: "status", status: "connecting", statusText: failure.message });
+      }
+      if (this.stopped) return;
+      if (this.options.now() - started > 60_000) attempt = 0;
+      await new Promise((r) => setTimeout(r, RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]));
+    }
+  }
+
+  /** One connection: accounts, the event stream, what needs loading; resolves when the socket closes. */
+  private async connectOnce() {
+    if (this.auth.expiresAt !== undefined && this.auth.expiresAt - this.options.now() < 60_000) await this.renew();
+    await this.syncAccounts();
+    if (this.eventID === undefined) this.eventID = await this.latestEventID();
+    if (!this.options.openSocket) throw new NetworkError("unavailable", "this runtime cannot open WebSockets to an upstream server");
+    const socket = await this.options.openSocket(`${this.baseURL.replace(/^http/, "ws")}/v1/ws`, { authorization: `Bearer ${this.auth.accessToken}` });
+    this.socket = socket;
+    const closed = new Promise<void>((resolve) => {
+      socket.addEventListener("close", () => {
+        // A Worker's socket answers the server's close frame only when told to: without this, the server waits.
+        try {
+          socket.close();
+        } catch {
+          // already closed
+        }
+        resolve();
+      });
+      socket.addEventListener("error", () => resolve());
+    });
+    let answer!: (resumed: boolean) => void;
+    const subscribed = new Promise<boolean>((resolve) => (answer = resolve));
+    const asked = this.eventID;
+    socket.addEventListener("message", (event) => {
+      let message: WireEvent;
+      try {
+        message = JSON.parse(String(event.data));
+      } catch {
+        return;
+      }
+      if (message.type === "ready") return;
+      if (message.type === "subscriptions.updated") answer(asked !== undefined && "since" in message);
+      // An upstream without an event log refuses `since`: subscribe without it, and reload instead of resuming.
+      else if (message.type === "error" && asked !== undefined) socket.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"] }));
+      else this.enqueue(() => this.handle(message));
+    });
+    // Subscribed at once rather than after `ready`: that may arrive with the upgrade, before anyone listens.
+    socket.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"], ...(asked !== undefined ? { since: asked } : {}) }));
+    this.enqueue(async () => {
+      const resumed = await Promise.race([subscribed, closed.then(() => undefined)]);
+      if (resumed === undefined) return;
+      const behind = [...this.members.values()].filter((m) => !resumed || !m.state.backfilled).map((m) => m.state.upstreamAccountID);
+      await this.backfill(behind);
+    });
+    await closed;
+    if (this.socket === socket) this.socket = undefined;
+    this.flushState();
+    if (!this.stopped) this.broadcast({ type: "status", status: "connecting", statusText: "the upstream server closed the connection; reconnecting" });
+  }
+
+  /** The newest event the upstream logged (inboxd's GET /v1/events): where a first stream starts. None: no log. */
+  private async latestEventID(): Promise<number | undefined> {
+    const page = (await this.sdk.get("/v1/events", { query: { limit: 1 } }).catch(() => undefined)) as { latestEventID?: unknown } | undefined;
+    return typeof page?.latestEventID === "number" ? page.latestEventID : undefined;
+  }
+
+  /** Loads members' chats and their newest messages (oldest first), then reports them connected. */
+  private async backfill(upstreamAccountIDs: string[]) {
+    for (const id of upstreamAccountIDs) {
+      const member = this.members.get(id);
+      if (!member) continue;
+      await member.host.emit({ type: "status", status: "backfilling" });
+      for await (const chat of this.sdk.chats.list({ accountIDs: [id] }) as AsyncIterable<UpstreamChat>) {
+        this.chatAccount.set(chat.id, id);
+        await member.host.emit({ type: "chat", chat: chatOf(chat, this.media) });
+        const recent: UpstreamMessage[] = [];
+        for await (const m of this.sdk.messages.list(chat.id) as AsyncIterable<UpstreamMessage>) {
+          recent.push(m);
+          if (recent.length >= this.options.firstBackfill) break;
+        }
+        for (const m of recent.reverse()) if (!m.isDeleted) await member.host.emit({ type: "message", networkChatID: chat.id, message: messageOf(m, this.media, true) });
+      }
+      member.state.backfilled = true;
+      await this.saveMember(member);
+    }
+    this.broadcast({ type: "status", status: "connected" });
+  }
+
+  private async handle(event: WireEvent) {
+    if (event.type === "message.upserted") {
+      const entries = (event.entries ?? (await this.fetchMessages(event.chatID!, event.ids ?? []))) as UpstreamMessage[];
+      for (const m of entries) await this.deliver(m);
+    } else if (event.type === "message.deleted") {
+      const member = await this.memberForChat(event.chatID!);
+      for (const id of event.ids ?? []) await member?.host.emit({ type: "delete", networkChatID: event.chatID!, networkMessageID: id });
+    } else if (event.type === "chat.upserted") {
+      for (const chat of (event.entries ?? []) as UpstreamChat[]) {
+        const member = this.members.get(chat.accountID);
+        this.chatAccount.set(chat.id, chat.accountID);
+        await member?.host.emit({ type: "chat", chat: chatOf(chat, this.media) });
+      }
+    } else if (event.type === "typing" && event.typing) {
+      const member = await this.memberForChat(event.chatID!);
+      await member?.host.emit({ type: "typing", networkChatID: event.chatID!, senderID: event.typing.participantID, state: event.typing.state, ...(event.typing.timeoutMs ? { timeoutMs: event.typing.timeoutMs } : {}) });
+    } else if (event.type === "account.upserted" || event.type === "account.deleted") {
+      await this.syncAccounts();
+    } else if (event.type === "resync.required") {
+      // The upstream no longer has what was missed: reload everything, then go on from its newest event.
+      await this.backfill([...this.members.keys()]);
+      if (typeof event.latestEventID === "number") this.eventID = event.latestEventID;
+    }
+    if (typeof event.eventID === "number") {
+      this.eventID = event.eventID;
+      this.scheduleSave();
+    }
+  }
+
+  /** An upserted message: new (unless sent from here), edited, deleted, or its reactions changed. */
+  private async deliver(m: UpstreamMessage) {
+    const member = this.members.get(m.accountID);
+    if (!member) return;
+    this.chatAccount.set(m.chatID, m.accountID);
+    const inFlight = this.sending.get(m.chatID);
+    if (m.isSender && inFlight) await Promise.allSettled([...inFlight]);
+    const emit = (event: InboundEvent) => member.host.emit(event);
+    if (m.isDeleted) return emit({ type: "delete", networkChatID: m.chatID, networkMessageID: m.id });
+    if (!this.sentHere.has(m.id)) await emit({ type: "message", networkChatID: m.chatID, message: messageOf(m, this.media) });
+    if (m.editedTimestamp && m.text !== undefined)
+      await emit({ type: "edit", networkChatID: m.chatID, networkMessageID: m.id, text: m.text, timestamp: Date.parse(m.editedTimestamp), senderID: m.senderID });
+    await emit({ type: "message-reactions", networkChatID: m.chatID, networkMessageID: m.id, reactions: reactionsOf(m) });
+  }
+
+  private async fetchMessages(chatID: string, ids: string[]): Promise<UpstreamMessage[]> {
+    const out: UpstreamMessage[] = [];
+    for (const id of ids) {
+      const m = await this.sdk.messages.retrieve(id, { chatID }).catch(() => undefined);
+      if (m) out.push(m as unknown as UpstreamMessage);
+    }
+    return out;
+  }
+
+  private async memberForChat(chatID: string): Promise<Member | undefined> {
+    let accountID = this.chatAccount.get(chatID);
+    if (!accountID) {
+      const chat = (await this.sdk.chats.retrieve(chatID).catch(() => undefined)) as UpstreamChat | undefined;
+      if (!chat) return undefined;
+      accountID = chat.accountID;
+      this.chatAccount.set(chatID, accountID);
+    }
+    return this.members.get(accountID);
+  }
+
+  /** Makes the login's accounts those the upstream has now (added and removed there since). */
+  private async syncAccounts() {
+    const found = await upstreamAccounts(this.sdk, this.baseURL, this.auth, [...this.members.values()][0]?.state.instanceID, this.options.self());
+    const have = [...this.members.keys()].sort().join("\n");
+    const now = found.accounts.map((a) => a.remoteID).sort().join("\n");
+    const host = [...this.members.values()][0]?.host;
+    if (have !== now && host) await host.setLoginAccounts(found.accounts);
+  }
+
+  private enqueue(work: () => Promise<void>) {
+    this.queue = this.queue.then(work).catch((error: unknown) => {
+      // A step that fails (the upstream went away mid-load) ends this connection; the next one starts over.
+      this.broadcast({ type: "status", status: "connecting", statusText: networkErrorOf(error).message });
+      this.socket?.close(4000, "reconnecting");
+    });
+  }
+
+  private broadcast(event: InboundEvent) {
+    for (const m of this.members.values()) void m.host.emit(event).catch(() => undefined);
+  }
+
+  private scheduleSave() {
+    this.saveTimer ??= setTimeout(() => this.flushState(), 1000);
+  }
+
+  private flushState() {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = undefined;
+    for (const member of this.members.values()) void this.saveMember(member).catch(() => undefined);
+  }
+
+  private saveMember(member: Member) {
+    member.state = { ...member.state, baseURL: this.baseURL, auth: this.auth, ...(this.eventID !== undefined ? { eventID: this.eventID } : {}) };
+    return member.host.saveState(member.state as unknown as Record<string, unknown>);
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * Plumbing for the desktop-api suite: the upstream is a second inboxd daemon with seeded sandbox accounts (a real
+ * server speaking the Desktop API), reached by the runtime under test over loopback; both are driven through the
+ * XMPP suite's API client (the official SDK plus raw HTTP, every JSON answer checked against the served document).
+ * Nothing here asserts.
+ */
+import { createServer } from "node:net";
+import { startNode, type NodeHarness } from "../harness/node.ts";
+import { ResponseChecker } from "../scenario/openapi-check.ts";
+import { Client, randomToken, type Runtime } from "../xmpp/kit.ts";
+
+export { Client, enc, imageBytes, randomToken, sleep, waitFor, type Runtime } from "../xmpp/kit.ts";
+
+export const BRIDGE = "local-desktop-api";
+
+export interface DesktopApiTarget {
+  name: string;
+  /** `firstBackfill`: messages per chat a first load reads (small, so that paging back has to reach the upstream). */
+  start(token: string, options: { firstBackfill: number }): Promise<Runtime>;
+}
+
+export interface Upstream {
+  url: string;
+  token: string;
+  node: NodeHarness;
+  api: Client;
+  instanceID: string;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The upstream inboxd: two seeded sandbox accounts (with their Echo chats), one read-write token. */
+export async function startUpstream(): Promise<Upstream> {
+  const token = randomToken();
+  const node = await startNode({ seed: { chats: 6, messages: 240, accounts: 2, seed: 11 }, tokens: [{ token, scopes: ["read", "write"] }] });
+  const runtime: Runtime = { url: node.url, token, restart: () => node.restart(), stop: () => node.stop() };
+  const api = new Client(runtime);
+  api.spec = new ResponseChecker(await api.ok("GET", "/v1/spec"));
+  const info = await api.ok("GET", "/v1/info");
+  return { url: node.url, token, node, api, instanceID: info.server.instance_id, restart: () => node.restart(), stop: () => node.stop() };
+}
+
+/** A loopback port nothing listens on (taken from the kernel, then let go). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
