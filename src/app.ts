@@ -61,6 +61,8 @@ export interface AppOptions extends GuardOptions {
   loginSessionTtlMs?: number;
   /** How long the sandbox QR login waits before completing on its own (default 1.5 s). */
   sandboxQrDelayMs?: number;
+  /** How long the sandbox's Echo takes to answer (default 20–60 ms at random; benchmarks set a fixed one). */
+  sandboxEchoDelayMs?: number;
   /**
    * Asks the runtime to call `App.wake()` at the given time (ms since epoch), replacing any earlier request;
    * undefined cancels it. The daemon uses a timer, the Worker a Durable Object alarm.
@@ -112,7 +114,7 @@ const earliest = (...times: (number | undefined)[]) => {
  */
 function defaultConnectors(options: AppOptions, db: Db): NetworkConnector[] {
   return [
-    new SandboxConnector({ qrDelayMs: options.sandboxQrDelayMs }),
+    new SandboxConnector({ qrDelayMs: options.sandboxQrDelayMs, echoDelayMs: options.sandboxEchoDelayMs }),
     new SandboxConnector({ network: "sandbox-solo", displayName: "Sandbox (single account)", maxAccounts: 1, qrDelayMs: options.sandboxQrDelayMs, typing: false }),
     new XmppConnector(options.xmpp),
     new MatrixConnector(options.matrix),

@@ -34,7 +34,7 @@ export interface ServeOptions {
    * Test tuning; `xmppFirstBackfill`: messages per archive a first XMPP connect reads; `matrixFirstBackfill`:
    * messages per room a first Matrix sync loads.
    */
-  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs"> & { xmppFirstBackfill?: number; matrixFirstBackfill?: number; desktopApiFirstBackfill?: number };
+  tuning?: Pick<AppOptions, "loginSessionTtlMs" | "sandboxQrDelayMs" | "sandboxEchoDelayMs"> & { xmppFirstBackfill?: number; matrixFirstBackfill?: number; desktopApiFirstBackfill?: number };
   /** Overrides for tests: how long a request's headers and body may take (request-body.ts). */
   bodyTimeouts?: BodyTimeouts;
   /** Per-token budgets and failed-authentication throttling (`--rate-limit`); false turns them off. Default: on, with src/http/rate-limit.ts's defaults. */
@@ -219,6 +219,7 @@ async function startApp(options: ServeOptions, server: Awaited<ReturnType<typeof
     desktopApi: { openSocket: openUpstreamSocket, firstBackfill: options.tuning?.desktopApiFirstBackfill },
     loginSessionTtlMs: options.tuning?.loginSessionTtlMs,
     sandboxQrDelayMs: options.tuning?.sandboxQrDelayMs,
+    sandboxEchoDelayMs: options.tuning?.sandboxEchoDelayMs,
     info: { platform: { os: process.platform, arch: process.arch, release: os.release() } },
     log: options.verbose ? (line) => process.stderr.write(`${new Date().toISOString()} debug ${line}\n`) : undefined,
   });

@@ -74,6 +74,8 @@ export interface SandboxOptions {
   qrDelayMs?: number;
   /** Whether the network has typing notifications (default true); without them, like SMS, it neither sends nor shows any. */
   typing?: boolean;
+  /** How long Echo takes to answer, in ms (default: 20–60, at random); benchmarks set it to time only the path. */
+  echoDelayMs?: number;
 }
 
 /** How long Echo's `typing` holds without a new notice (networks repeat it every few seconds while typing goes on). */
@@ -95,17 +97,19 @@ export class SandboxConnector implements NetworkConnector, LoginCapable {
   readonly bridge: BridgeFacts;
   private readonly qrDelayMs: number;
   private readonly typing: boolean;
+  private readonly echoDelayMs: number | undefined;
 
   constructor(options: SandboxOptions = {}) {
     this.network = options.network ?? "sandbox";
     this.displayName = options.displayName ?? "Sandbox";
     this.qrDelayMs = options.qrDelayMs ?? 1500;
     this.typing = options.typing ?? true;
+    this.echoDelayMs = options.echoDelayMs;
     this.bridge = { maxAccounts: options.maxAccounts ?? 10, capabilities: sandboxCapabilities };
   }
 
   loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient {
-    return new SandboxClient(account, host, this.typing);
+    return new SandboxClient(account, host, this.typing, this.echoDelayMs);
   }
 
   loginFlows() {
@@ -152,6 +156,7 @@ class SandboxClient implements NetworkClient {
     private readonly account: AccountRecord,
     private readonly host: ConnectorHost,
     private readonly typing: boolean,
+    private readonly echoDelayMs?: number,
   ) {
     if (typing)
       this.setTyping = async (networkChatID, state) => {
@@ -257,7 +262,7 @@ class SandboxClient implements NetworkClient {
   }
 
   private echo(networkChatID: string, replyTo: string, message: OutgoingMessage) {
-    const delay = 20 + Math.floor(Math.random() * 40);
+    const delay = this.echoDelayMs ?? 20 + Math.floor(Math.random() * 40);
     this.later(delay / 2, () => this.echoTyping(networkChatID, "typing"));
     this.later(delay, async () => {
       const text = message.text ?? (message.attachment ? `[${message.attachment.info.fileName ?? "attachment"}]` : "");
