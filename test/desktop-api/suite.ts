@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ResponseChecker } from "../scenario/openapi-check.ts";
 import { Browser, consentFields } from "../oauth/kit.ts";
+import { connect } from "../events/kit.ts";
 import { BRIDGE, Client, closedPort, enc, imageBytes, randomToken, startUpstream, waitFor, type DesktopApiTarget, type Runtime, type Upstream } from "./kit.ts";
 
 interface Account {
@@ -237,6 +238,33 @@ export function desktopApiSuite(target: DesktopApiTarget) {
         }
         return false;
       });
+    });
+
+    it("passes typing through: Echo, upstream, mirrors it, and that comes back here on /v1/ws", async () => {
+      const conn = await connect(runtime.url, runtime.token, [echoHere]);
+      try {
+        await api.ok("POST", `/v1/chats/${enc(echoHere)}/typing`, { state: "typing" });
+        const frame = await conn.next((f) => f.type === "typing" && f.chatID === echoHere && (f.typing as { state: string }).state === "typing", { what: "Echo typing, here", timeoutMs: 10_000 });
+        expect((frame.typing as { participantID: string }).participantID).toMatch(/^@echo:/);
+      } finally {
+        conn.close();
+      }
+    });
+
+    it("creates a group on the upstream, and sets a chat's disappearing-message timer there", async () => {
+      const account = accountFor.get(upAccount)!;
+      const contacts = [];
+      for await (const u of up.sdk.accounts.contacts.list(upAccount)) if (!u.id.startsWith("@echo")) contacts.push(u.id);
+      const title = `Group ${rand()}`;
+      const created = (await api.sdk.chats.create({ accountID: account, type: "group", participantIDs: contacts.slice(0, 2), title } as never)) as unknown as { chatID: string };
+      expect((await api.sdk.chats.retrieve(created.chatID)).title).toBe(title);
+      await waitFor("the group on the upstream", async () => (await up.sdk.chats.list({ accountIDs: [upAccount] })).items.some((c) => c.title === title && c.type === "group"));
+      await api.sdk.chats.update(echoHere, { messageExpirySeconds: 3600 });
+      expect((await up.ok("GET", `/v1/chats/${enc(echoThere)}`)).messageExpirySeconds).toBe(3600);
+      // What the connector does not carry is refused here, saying so.
+      const picture = await api.raw("PATCH", `/v1/chats/${enc(echoHere)}`, { imgURL: "/nonexistent.png" });
+      expect(picture).toMatchObject({ status: 422, body: { code: "NOT_SUPPORTED" } });
+      await api.sdk.chats.update(echoHere, { messageExpirySeconds: null });
     });
 
     it("loses and doubles nothing across an upstream restart and a restart of this side", async () => {

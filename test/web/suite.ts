@@ -19,6 +19,7 @@ import { startSynapse, synapseSource, type SynapseServer } from "../harness/syna
 import { Peer } from "../matrix/peer.ts";
 import { CHROMIUM, CHROMIUM_INSTALL_MS, ensureChromium } from "../oauth/browser.ts";
 import { randomToken } from "../oauth/kit.ts";
+import { startUpstream } from "../desktop-api/kit.ts";
 
 export interface WebServer {
   url: string;
@@ -534,6 +535,47 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
       }
     }, 120_000);
 
+    it("connects another inboxd through its consent page: the wizard opens it, takes the address the tab lands on", async () => {
+      const upstream = await startUpstream();
+      try {
+        await hash("#/accounts");
+        await page.getByRole("button", { name: "Connect a Desktop API server account" }).click();
+        await page.getByRole("heading", { name: "Connect Desktop API server" }).waitFor();
+        await page.getByRole("button", { name: "Sign in on the server" }).click();
+        await page.getByLabel("Server address").fill(upstream.url);
+        await page.getByRole("button", { name: "Continue" }).click();
+        const consentLink = page.getByRole("link", { name: "the consent page" });
+        const consentURL = (await consentLink.getAttribute("href"))!;
+        expect(consentURL.startsWith(`${upstream.url}/oauth/authorize?`)).toBe(true);
+        if (options.screenshots) await page.screenshot({ path: shot("web-login-desktop-api.png") });
+        // The person's tab on the other server: its sign-in, its consent page; nothing listens where it sends them
+        // back, so that answer stands in for the connection error a real tab would show with the same address.
+        const tab = await page.context().newPage();
+        try {
+          await tab.route("http://127.0.0.1/inboxd/desktop-api/callback**", (route) => route.fulfill({ status: 200, contentType: "text/plain", body: "nothing here" }));
+          await tab.goto(consentURL);
+          await tab.getByLabel("Sign-in code or admin token").fill(upstream.token);
+          await tab.getByRole("button", { name: "Sign in" }).click();
+          await tab.getByRole("button", { name: "Approve" }).click();
+          await tab.waitForURL(/^http:\/\/127\.0\.0\.1\/inboxd\/desktop-api\/callback\?/);
+          await page.getByLabel("Address after approving").fill(tab.url());
+        } finally {
+          await tab.close();
+        }
+        await page.getByRole("button", { name: "Continue" }).click();
+        await page.getByText("Connected as Sandbox User 1").waitFor({ timeout: 20_000 });
+        await page.getByRole("button", { name: "Done" }).click();
+        const listed = page.getByRole("listitem", { name: "Desktop API server", exact: true });
+        await expect.poll(() => listed.locator(".status.connected").count(), { timeout: 30_000 }).toBe(2);
+        const accounts = (await sdk.accounts.list()).filter((a) => a.bridge.id === "local-desktop-api");
+        expect(accounts.map((a) => a.user.fullName).sort()).toEqual(["Sandbox User 1", "Sandbox User 2"]);
+        // Removed again: the rest of the suite counts the sandbox accounts alone.
+        await sdk.post(`/v1/bridges/local-desktop-api/logins/${(accounts[0] as unknown as { loginID: string }).loginID}/remove`, { body: { scope: "current-device" } });
+      } finally {
+        await upstream.stop();
+      }
+    }, 90_000);
+
     it("follows POST /v1/focus to the chat it names, with its draft in the composer", async () => {
       await hash("#/");
       const [chat] = (await sdk.chats.search({ inbox: "primary", includeMuted: true, limit: 3 })).items.slice(2);
@@ -596,7 +638,7 @@ export function webSuite(name: string, start: (tokens: WebTokens) => Promise<Web
 
     it("raised no page error and no CSP violation", () => {
       expect(problems).toEqual([]);
-      if (options.screenshots) for (const name of ["web-inbox.png", "web-chat.png", "web-login-wizard.png"]) expect(statSync(shot(name)).size).toBeGreaterThan(5000);
+      if (options.screenshots) for (const name of ["web-inbox.png", "web-chat.png", "web-login-wizard.png", "web-login-desktop-api.png"]) expect(statSync(shot(name)).size).toBeGreaterThan(5000);
       if (options.screenshots && "path" in synapse) for (const name of ["web-login-matrix.png", "web-matrix-chat.png"]) expect(statSync(shot(name)).size).toBeGreaterThan(5000);
     });
   });

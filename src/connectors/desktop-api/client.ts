@@ -91,6 +91,10 @@ export class DesktopApiClient implements NetworkClient {
     await upstreamCall(() => this.sdk.chats.update(networkChatID, flags));
   }
 
+  async setMessageExpiry(networkChatID: string, seconds: number) {
+    await upstreamCall(() => this.sdk.chats.update(networkChatID, { messageExpirySeconds: seconds || null }));
+  }
+
   async setReminder(networkChatID: string, reminder: { at: number; dismissOnIncomingMessage: boolean } | null) {
     if (!reminder) return void (await upstreamCall(() => this.sdk.chats.reminders.delete(networkChatID)));
     await upstreamCall(() => this.sdk.chats.reminders.create(networkChatID, { reminder: { remindAtMs: reminder.at, dismissOnIncomingMessage: reminder.dismissOnIncomingMessage } } as never));

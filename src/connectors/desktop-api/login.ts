@@ -50,7 +50,7 @@ export function createDesktopApiLogin(flowID: string, self: () => string, reauth
       return {
         type: "cookies",
         stepID: CONSENT_STEP,
-        instructions: `Open this address, sign in to the other server if it asks, and approve inboxd. Then submit the address the browser lands on (it starts with ${REDIRECT_URI}; nothing answers there, that is expected).`,
+        instructions: `Approve inboxd on the other server's consent page. It sends the browser on to ${REDIRECT_URI}?…, where nothing answers: that address completes the sign-in.`,
         url: pending.authorization.url,
         fields: [],
         expectedFinalURLRegex: `^${REDIRECT_URI.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\?`,

@@ -12,7 +12,7 @@ interface Flow {
 
 type Step =
   | { type: "user_input"; stepID: string; instructions?: string; fields: { id: string; label?: string; type?: string; placeholder?: string; initialValue?: string; optional?: boolean }[] }
-  | { type: "cookies"; stepID: string; instructions?: string; url: string; fields: { id: string; name: string; type: "cookie" | "header" | "local_storage" }[] }
+  | { type: "cookies"; stepID: string; instructions?: string; url: string; expectedFinalURLRegex?: string; fields: { id: string; name: string; type: "cookie" | "header" | "local_storage" }[] }
   | { type: "display_and_wait"; stepID: string; instructions?: string; display: { type: "qr" | "code"; data: string } | { type: "emoji"; imageURL: string } | { type: "nothing" } }
   | { type: "client_http" | "webauthn"; stepID: string; instructions?: string };
 
@@ -99,12 +99,12 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
     }
   };
 
-  const submit = async (step: Step, fields: Record<string, string>) => {
+  const submit = async (step: Step, fields: Record<string, string>, lastURL?: string) => {
     if (!session) return;
     setBusy(true);
     setError(undefined);
     try {
-      setSession(await call<LoginSession>("POST", `${base}/${enc(session.loginSessionID)}/steps/${enc(step.stepID)}`, { type: step.type, fields }));
+      setSession(await call<LoginSession>("POST", `${base}/${enc(session.loginSessionID)}/steps/${enc(step.stepID)}`, { type: step.type, fields, ...(lastURL ? { lastURL } : {}) }));
     } catch (e) {
       setError(errorText(e));
     } finally {
@@ -141,7 +141,7 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
         </>
       )}
       {step?.instructions && <p>{step.instructions}</p>}
-      {step && (step.type === "user_input" || step.type === "cookies") && <StepForm step={step} busy={busy} onSubmit={(fields) => submit(step, fields)} />}
+      {step && (step.type === "user_input" || step.type === "cookies") && <StepForm step={step} busy={busy} onSubmit={(fields, lastURL) => submit(step, fields, lastURL)} />}
       {step?.type === "display_and_wait" && (
         <div class="display" aria-live="polite">
           {step.display.type === "qr" && <Qr data={step.display.data} label="QR code to scan with the network's app" />}
@@ -171,7 +171,12 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
   );
 }
 
-function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_input" | "cookies" }>; busy: boolean; onSubmit(fields: Record<string, string>): void }) {
+function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_input" | "cookies" }>; busy: boolean; onSubmit(fields: Record<string, string>, lastURL?: string): void }) {
+  // A cookies step with nothing to copy that names where the browser ends up (a sign-in that redirects back, such
+  // as an OAuth consent) asks for that address: a web view would catch it itself, a person pastes it from the
+  // address bar.
+  const landing = step.type === "cookies" && step.fields.length === 0 && step.expectedFinalURLRegex !== undefined;
+  const [lastURL, setLastURL] = useState("");
   const fields = step.fields.map((f) => ({
     id: f.id,
     label: "name" in f ? `${f.name} (${f.type === "header" ? "header" : f.type === "cookie" ? "cookie" : "local storage"})` : f.label ?? f.id,
@@ -187,10 +192,25 @@ function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_
       key={step.stepID}
       onSubmit={(e) => {
         e.preventDefault();
-        onSubmit(values);
+        onSubmit(values, landing ? lastURL : undefined);
       }}
     >
-      {step.type === "cookies" && (
+      {landing && (
+        <>
+          <p>
+            Open{" "}
+            <a href={step.url} target="_blank" rel="noreferrer noopener">
+              the consent page
+            </a>{" "}
+            in a new tab and approve there. Then paste here the address the tab lands on.
+          </p>
+          <label>
+            <span>Address after approving</span>
+            <input type="url" name="lastURL" required autoFocus autoComplete="off" spellcheck={false} value={lastURL} onInput={(e) => setLastURL(e.currentTarget.value)} />
+          </label>
+        </>
+      )}
+      {step.type === "cookies" && !landing && (
         <p>
           Sign in at{" "}
           <a href={step.url} target="_blank" rel="noreferrer noopener">
