@@ -29,10 +29,13 @@ export interface Upstream {
   stop(): Promise<void>;
 }
 
-/** The upstream inboxd: two seeded sandbox accounts (with their Echo chats), one read-write token. */
-export async function startUpstream(): Promise<Upstream> {
+/**
+ * The upstream inboxd: two seeded sandbox accounts (with their Echo chats), one read-write token. Its OAuth access
+ * tokens live `accessTokenTtlMs` (default an hour), so that a suite can see the connector refresh one.
+ */
+export async function startUpstream(options: { accessTokenTtlMs?: number } = {}): Promise<Upstream> {
   const token = randomToken();
-  const node = await startNode({ seed: { chats: 6, messages: 240, accounts: 2, seed: 11 }, tokens: [{ token, scopes: ["read", "write"] }] });
+  const node = await startNode({ seed: { chats: 6, messages: 240, accounts: 2, seed: 11 }, tokens: [{ token, scopes: ["read", "write"] }], accessTokenTtlMs: options.accessTokenTtlMs });
   const runtime: Runtime = { url: node.url, token, restart: () => node.restart(), stop: () => node.stop() };
   const api = new Client(runtime);
   api.spec = new ResponseChecker(await api.ok("GET", "/v1/spec"));

@@ -21,6 +21,8 @@ interface Account {
 
 /** A first load reads this many messages per chat, so that paging back has to reach the upstream. */
 const FIRST_BACKFILL = 10;
+/** The upstream's OAuth access tokens expire this fast, so that the OAuth test sees the connector refresh one. */
+const ACCESS_TOKEN_TTL_MS = 3000;
 
 export function desktopApiSuite(target: DesktopApiTarget) {
   describe(`desktop-api connector on ${target.name}, against another inboxd`, () => {
@@ -41,7 +43,7 @@ export function desktopApiSuite(target: DesktopApiTarget) {
     const once = async (client: Client, chatID: string, text: string) => (await texts(client, chatID)).filter((t) => t === text).length;
 
     beforeAll(async () => {
-      upstream = await startUpstream();
+      upstream = await startUpstream({ accessTokenTtlMs: ACCESS_TOKEN_TTL_MS });
       up = upstream.api;
       runtime = await target.start(randomToken(), { firstBackfill: FIRST_BACKFILL });
       api = new Client(runtime);
@@ -350,6 +352,19 @@ export function desktopApiSuite(target: DesktopApiTarget) {
       const text = `after OAuth ${rand()}`;
       await api.sdk.messages.send(echoHere, { text });
       await api.messageWith(echoHere, (m) => m.text === `Echo: ${text}`, "Echo's answer after OAuth", 15_000);
-    });
+      // Once the access token has expired: the first call refreshes it (the refresh token rotates), and the new
+      // pair is what a restart signs in with.
+      await new Promise((r) => setTimeout(r, ACCESS_TOKEN_TTL_MS + 500));
+      const later = `after the token expired ${rand()}`;
+      await api.sdk.messages.send(echoHere, { text: later });
+      await api.messageWith(echoHere, (m) => m.text === `Echo: ${later}`, "Echo's answer with a refreshed token", 15_000);
+      await runtime.restart();
+      await waitFor("connected after the restart", async () => (await accountsOf(api)).filter((a) => a.bridge.id === BRIDGE).every((a) => a.status === "connected"), 30_000);
+      await new Promise((r) => setTimeout(r, ACCESS_TOKEN_TTL_MS + 500));
+      const afterRestart = `after a restart and another expiry ${rand()}`;
+      await api.sdk.messages.send(echoHere, { text: afterRestart });
+      await api.messageWith(echoHere, (m) => m.text === `Echo: ${afterRestart}`, "Echo's answer after the restart", 15_000);
+      expect((await accountsOf(api)).filter((a) => a.bridge.id === BRIDGE).every((a) => a.status === "connected")).toBe(true);
+    }, 90_000);
   });
 }

@@ -39,6 +39,8 @@ export async function startNode(options: {
   /** `--remote-access` (and its `--public-url`, `--trusted-proxy`) and `--allow-host`. */
   remoteAccess?: ServeOptions["remoteAccess"];
   allowHosts?: string[];
+  /** How long an OAuth access token lives (`--token-ttl`). */
+  accessTokenTtlMs?: number;
 }): Promise<NodeHarness> {
   const dataDir = await prepareDataDir(options);
   const listen = (port: number) =>
@@ -52,6 +54,7 @@ export async function startNode(options: {
       tuning: options.tuning,
       rateLimit: options.rateLimit ?? false,
       eventLog: options.eventLog,
+      accessTokenTtlMs: options.accessTokenTtlMs,
       print: () => undefined,
     });
   let server = await listen(0);

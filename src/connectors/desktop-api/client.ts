@@ -33,7 +33,7 @@ export class DesktopApiClient implements NetworkClient {
   }
 
   async disconnect() {
-    this.link.leave(this.upstreamAccountID);
+    await this.link.leave(this.upstreamAccountID);
   }
 
   capabilities(): ChatCapabilities {

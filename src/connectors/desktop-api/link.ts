@@ -81,8 +81,11 @@ export class UpstreamLink {
     else void host.emit({ type: "status", status: this.socket ? "connected" : "connecting" });
   }
 
-  leave(upstreamAccountID: string) {
+  /** Saves where the member's stream is first: the next connect of its account resumes from there. */
+  async leave(upstreamAccountID: string) {
+    const member = this.members.get(upstreamAccountID);
     this.members.delete(upstreamAccountID);
+    if (member) await this.saveMember(member).catch(() => undefined);
     if (this.members.size) return;
     this.stop();
     this.options.onIdle();
