@@ -15,8 +15,12 @@ export function upstreamSDK(baseURL: string, auth: () => UpstreamAuth, renew?: (
     };
     const response = await send();
     if (response.status !== 401 || !renew || !auth().refreshToken) return response;
-    await renew();
-    return send();
+    // A refresh the server refuses leaves the 401 standing: the caller reports it as a login to redo.
+    const renewed = await renew().then(
+      () => true,
+      () => false,
+    );
+    return renewed ? send() : response;
   };
   return new BeeperDesktop({ baseURL, accessToken: auth().accessToken, fetch: authorized, maxRetries: 2, timeout: 30_000, logLevel: "off" });
 }
