@@ -5,6 +5,8 @@ import { directChatID, ECHO_ID } from "../connectors/sandbox/sandbox.ts";
 import type { DomainEvent } from "../events/protocol.ts";
 import { seedDataset } from "../seed/dataset.ts";
 import { Db } from "../store/db.ts";
+import { keys } from "../store/records.ts";
+import { ingest } from "./ingest.ts";
 import { sendMessage } from "./messages.ts";
 
 /**
@@ -74,5 +76,33 @@ describe("ingest", () => {
     expect(failNext, "the answer's first commit failed").toBe(false);
     const logged = await app.events.log.read(0);
     expect("events" in logged && logged.events.some(answered), "in the event log").toBe(true);
+  });
+
+  it("applies a message's whole set of reactions, and an edit repeated with later changes only once", async () => {
+    const app = await createApp({ storage: await seeded() });
+    apps.push(app);
+    const account = app.context.db.accounts[0];
+    const echo = app.context.db.chats.findNetwork(account.accountID, directChatID(ECHO_ID))!;
+    const networkChatID = echo.networkChatID;
+    const emit = (event: Parameters<typeof ingest>[2]) => ingest(app.context, account, event);
+    await emit({ type: "message", networkChatID, message: { networkMessageID: "whole-1", senderID: ECHO_ID, timestamp: Date.now(), text: "first" } });
+    const stored = async () => (await app.context.db.message(echo.no, (await app.context.db.kv.get<number>(keys.networkMessage(echo.no, "whole-1")))!))!;
+    const set = (reactions: { senderID: string; reactionKey: string }[]) => emit({ type: "message-reactions", networkChatID, networkMessageID: "whole-1", reactions });
+    await set([{ senderID: ECHO_ID, reactionKey: "👍" }, { senderID: "@bob:x", reactionKey: "🎉" }, { senderID: "@bob:x", reactionKey: "👍" }]);
+    expect((await stored()).reactions!.map((r) => [r.participantID, r.reactionKey]).sort()).toEqual([["@bob:x", "🎉"], ["@bob:x", "👍"], [ECHO_ID, "👍"]].sort());
+    await set([{ senderID: "@bob:x", reactionKey: "👍" }]);
+    expect((await stored()).reactions!.map((r) => [r.participantID, r.reactionKey])).toEqual([["@bob:x", "👍"]]);
+    await set([]);
+    expect((await stored()).reactions).toEqual([]);
+    // The same edit again (a network that repeats it with every change of the message) changes and announces nothing.
+    const heard: DomainEvent[] = [];
+    app.events.add({ deliver: (events) => void heard.push(...events) });
+    await emit({ type: "edit", networkChatID, networkMessageID: "whole-1", text: "second", timestamp: 5, senderID: ECHO_ID });
+    expect((await stored()).text).toBe("second");
+    const announced = heard.length;
+    expect(announced).toBeGreaterThan(0);
+    await emit({ type: "edit", networkChatID, networkMessageID: "whole-1", text: "second", timestamp: 5, senderID: ECHO_ID });
+    await set([]);
+    expect(heard.length).toBe(announced);
   });
 });
