@@ -236,12 +236,16 @@ export async function resolveAsset(ctx: Context, config: AssetConfig, url: strin
 }
 
 async function fetchMedia(ctx: Context, config: AssetConfig, url: string): Promise<AssetRecord> {
+  // Several networks use mxc:// URLs (Matrix for any server name; desktop-api for its own): one that cannot serve a
+  // URL may fail on it rather than decline, so the others are still asked, and its failure counts only if none can.
+  let failure: unknown;
   for (const client of ctx.bridges.clientsList()) {
     if (!client.downloadMedia) continue;
-    const media = await client.downloadMedia(url);
+    const media = await client.downloadMedia(url).catch((error: unknown) => void (failure ??= error));
     if (!media) continue;
     return storeAsset(ctx, config, media.content, { fileName: media.fileName, mimeType: media.mimeType, kind: "remote", sourceURL: url, limit: MAX_UPLOAD_BYTES });
   }
+  if (failure) throw failure;
   throw notFound(`asset ${url}`);
 }
 
