@@ -290,6 +290,18 @@ export function desktopApiSuite(target: DesktopApiTarget) {
       expect((await texts(api, echoHere)).length).toBeGreaterThan(before.length);
     }, 120_000);
 
+    it("shows how an account stands upstream: one that needs a new login there says so here", async () => {
+      const account = accountFor.get(upAccount)!;
+      await up.sdk.messages.send(echoThere, { text: "!status reconnect_required signed out on the phone" });
+      const shown = await waitFor("the upstream's status, here", async () => {
+        const a = (await accountsOf(api)).find((x) => x.accountID === account) as Account & { statusText?: string };
+        return a.status === "reconnect_required" ? a : undefined;
+      }, 15_000);
+      expect(shown.statusText).toBe("upstream: signed out on the phone");
+      await up.sdk.messages.send(echoThere, { text: "!status connected" });
+      await waitFor("connected again, here", async () => (await accountsOf(api)).find((x) => x.accountID === account)?.status === "connected", 15_000);
+    });
+
     it("adds an account the upstream gains, and removes one it loses", async () => {
       const started = await up.ok("POST", "/v1/bridges/local-sandbox/login-sessions", { flowID: "password" });
       const code = await up.ok("POST", `/v1/bridges/local-sandbox/login-sessions/${started.loginSessionID}/steps/${started.currentStep.stepID}`, { type: "user_input", fields: { username: `grace${rand()}`, password: "sandbox" } });

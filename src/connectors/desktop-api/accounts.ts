@@ -9,6 +9,9 @@ interface UpstreamAccount {
   network?: string;
   bridge: { id: string; provider: "cloud" | "self-hosted" | "local" | "platform-sdk"; type: string };
   via?: { servers?: string[] };
+  /** inboxd says how each account's own connection stands; the desktop app does not. */
+  status?: string;
+  statusText?: string;
 }
 
 /**
@@ -20,12 +23,14 @@ export async function upstreamAccounts(sdk: BeeperDesktop, baseURL: string, auth
   const list = (await sdk.accounts.list()) as unknown as UpstreamAccount[];
   const accounts: LoginResult["accounts"] = [];
   const looped: string[] = [];
+  const statuses = new Map<string, { status: string; statusText?: string }>();
   for (const a of list) {
     const servers = [...(instanceID ? [instanceID] : []), ...(a.via?.servers ?? [])];
     if (servers.slice(1).includes(self) || a.via?.servers?.includes(self)) {
       looped.push(a.accountID);
       continue;
     }
+    if (a.status) statuses.set(a.accountID, { status: a.status, ...(a.statusText ? { statusText: a.statusText } : {}) });
     const state: DesktopApiState = { baseURL, auth, upstreamAccountID: a.accountID, ...(instanceID ? { instanceID } : {}) };
     accounts.push({
       remoteID: a.accountID,
@@ -35,5 +40,5 @@ export async function upstreamAccounts(sdk: BeeperDesktop, baseURL: string, auth
       origin: { bridge: a.bridge, accountID: a.accountID, servers },
     });
   }
-  return { accounts, looped };
+  return { accounts, looped, statuses };
 }

@@ -37,6 +37,7 @@ interface Member {
 type WireEvent = { type: string; eventID?: number; chatID?: string; ids?: string[]; entries?: unknown[]; typing?: { participantID: string; state: "typing" | "paused"; timeoutMs?: number }; latestEventID?: number };
 
 const RETRY_MS = [1000, 2000, 5000, 10_000, 30_000];
+const STATUSES = new Set(["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"]);
 
 /**
  * One login's connection to the upstream server, shared by the login's accounts (the upstream has one event stream
@@ -62,6 +63,8 @@ export class UpstreamLink {
   /** Sends in progress per upstream chat, and the IDs of messages sent from here (never delivered back as new). */
   private readonly sending = new Map<string, Set<Promise<unknown>>>();
   private readonly sentHere = new Set<string>();
+  /** How each account's own connection stands upstream (inboxd says; the app does not): shown once this link is up. */
+  private readonly upstreamStatus = new Map<string, { status: string; statusText?: string }>();
 
   constructor(readonly loginID: string, first: DesktopApiState, private readonly options: LinkOptions) {
     this.baseURL = first.baseURL;
@@ -78,7 +81,8 @@ export class UpstreamLink {
       this.running = true;
       void this.run();
     } else if (!state.backfilled && this.socket) this.enqueue(() => this.backfill([state.upstreamAccountID]));
-    else void host.emit({ type: "status", status: this.socket ? "connected" : "connecting" });
+    else if (this.socket) this.reportConnected();
+    else void host.emit({ type: "status", status: "connecting" });
   }
 
   /** Saves where the member's stream is first: the next connect of its account resumes from there. */
@@ -225,7 +229,17 @@ export class UpstreamLink {
       member.state.backfilled = true;
       await this.saveMember(member);
     }
-    this.broadcast({ type: "status", status: "connected" });
+    this.reportConnected();
+  }
+
+  /** Connected, as far as this link goes: each account then shows how it stands upstream (needing a login there…). */
+  private reportConnected() {
+    for (const [id, m] of this.members) {
+      const upstream = this.upstreamStatus.get(id);
+      const status = upstream && STATUSES.has(upstream.status) ? (upstream.status as AccountRecord["status"]) : "connected";
+      const statusText = status === "connected" ? undefined : `upstream: ${upstream?.statusText ?? status}`;
+      void m.host.emit({ type: "status", status, ...(statusText ? { statusText } : {}) }).catch(() => undefined);
+    }
   }
 
   private async handle(event: WireEvent) {
@@ -295,6 +309,10 @@ export class UpstreamLink {
   /** Makes the login's accounts those the upstream has now (added and removed there since). */
   private async syncAccounts() {
     const found = await upstreamAccounts(this.sdk, this.baseURL, this.auth, [...this.members.values()][0]?.state.instanceID, this.options.self());
+    const before = JSON.stringify([...this.upstreamStatus]);
+    this.upstreamStatus.clear();
+    for (const [id, status] of found.statuses) this.upstreamStatus.set(id, status);
+    if (this.socket && JSON.stringify([...this.upstreamStatus]) !== before) this.reportConnected();
     const have = [...this.members.keys()].sort().join("\n");
     const now = found.accounts.map((a) => a.remoteID).sort().join("\n");
     const host = [...this.members.values()][0]?.host;
