@@ -251,7 +251,7 @@ export class UpstreamLink {
       for (const id of event.ids ?? []) await member?.host.emit({ type: "delete", networkChatID: event.chatID!, networkMessageID: id });
     } else if (event.type === "chat.upserted") {
       for (const chat of (event.entries ?? []) as UpstreamChat[]) {
-        const member = this.members.get(chat.accountID);
+        const member = this.live(chat.accountID);
         this.chatAccount.set(chat.id, chat.accountID);
         await member?.host.emit({ type: "chat", chat: chatOf(chat, this.media) });
       }
@@ -273,7 +273,7 @@ export class UpstreamLink {
 
   /** An upserted message: new (unless sent from here), edited, deleted, or its reactions changed. */
   private async deliver(m: UpstreamMessage) {
-    const member = this.members.get(m.accountID);
+    const member = this.live(m.accountID);
     if (!member) return;
     this.chatAccount.set(m.chatID, m.accountID);
     const inFlight = this.sending.get(m.chatID);
@@ -303,7 +303,16 @@ export class UpstreamLink {
       accountID = chat.accountID;
       this.chatAccount.set(chatID, accountID);
     }
-    return this.members.get(accountID);
+    return this.live(accountID);
+  }
+
+  /**
+   * The member live events go to: not one whose chats are still to be loaded (its load reads what they would say,
+   * and a live message stored first would sort before the history loaded after it).
+   */
+  private live(upstreamAccountID: string): Member | undefined {
+    const member = this.members.get(upstreamAccountID);
+    return member?.state.backfilled ? member : undefined;
   }
 
   /** Makes the login's accounts those the upstream has now (added and removed there since). */
