@@ -19,6 +19,9 @@ export function useNode(version: string): void {
   inboxdNode = execFileSync(join(ROOT, ".ci/with-node"), [version, "node", "-p", "process.execPath"], { encoding: "utf8" }).trim();
 }
 
+/** The node binary inboxd runs on in this run (see useNode). */
+export const inboxdNodePath = () => inboxdNode;
+
 export const daemonNodeVersion = () => (inboxdNode === process.execPath ? process.version : execFileSync(inboxdNode, ["--version"], { encoding: "utf8" }).trim());
 
 /** The daemon and CLI as users run them: built (`npm run bench` builds first, as `npm start` does). */
@@ -99,7 +102,8 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+/** SIGTERM (a clean exit), SIGKILL after 10 s. */
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
@@ -119,12 +123,12 @@ export interface Daemon {
 }
 
 /** Starts `inboxd serve` and polls GET /v1/chats every 20 ms until it answers 200. */
-export async function startDaemon(dir: string, token: string, options: { inspect?: boolean; args?: string[] } = {}): Promise<Daemon> {
+export async function startDaemon(dir: string, token: string, options: { inspect?: boolean; args?: string[]; nodeArgs?: string[] } = {}): Promise<Daemon> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const inspectPort = options.inspect ? await freePort() : undefined;
   const started = performance.now();
-  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port), ...(options.args ?? [])], inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []);
+  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port), ...(options.args ?? [])], [...(options.nodeArgs ?? []), ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : [])]);
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));

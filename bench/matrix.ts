@@ -3,11 +3,11 @@
  * (test/harness/synapse.ts) with plain-HTTP Matrix clients as the other people (test/matrix/peer.ts). One Synapse per
  * run; every figure is measured beside a plain Matrix client doing the same network work in the same run:
  * 1. Backfill: bob leaves N messages (default 10,000) in a room with alice (seeded before, not part of the figure).
- *    alice signs in to a fresh daemon started with `matrixFirstBackfill: N` (a bundle of adapters/node/serve.ts built
- *    here, as adapters/node/build.ts builds the CLI: the CLI has no flag for that tuning); timed from the login
- *    session's start to the account's `connected` (the connector saves its position and reports `connected` only once
- *    every event of the first sync is stored), every message then checked through the API. Baseline: a fresh login of
- *    a plain client, the same first /sync (inboxd's filter) and /messages pages back over the same N events.
+ *    alice signs in to a fresh daemon started with `matrixFirstBackfill: N` (bench/tuned-daemon.ts: a bundle of
+ *    adapters/node/serve.ts, as the CLI has no flag for that tuning); timed from the login session's start to the
+ *    account's `connected` (the connector saves its position and reports `connected` only once every event of the
+ *    first sync is stored), every message then checked through the API. Baseline: a fresh login of a plain client,
+ *    the same first /sync (inboxd's filter) and /messages pages back over the same N events.
  * 2. Latency: POST /v1/chats/{id}/messages → the event at bob's client (a running /sync long poll); baseline: alice's
  *    own plain client PUTting the same message. The two paths alternate send by send.
  * 3. Catch-up: while the daemon is stopped bob sends 1,000 messages; the daemon is started and timed from spawn to the
@@ -19,17 +19,16 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
-import { build } from "esbuild";
-import { DAEMON_NODE_OPTIONS } from "../adapters/node/heap-growth.ts";
 import { SyncProcessor } from "../src/connectors/matrix/sync.ts";
 import { startSynapse, synapseSource, type SynapseServer } from "../test/harness/synapse.ts";
 import { Peer } from "../test/matrix/peer.ts";
 import { startTimingProxy } from "./timing-proxy.ts";
+import { buildTunedDaemon, tunedDaemonArgs } from "./tuned-daemon.ts";
 import { createToken, freePort, getOnce, memory, ROOT, spawnNode, track } from "./daemon.ts";
-import { Api, cpuWindow, median, percentiles, sleep, storedTexts, waitForStatus, type Percentiles } from "./xmpp-client.ts";
+import { Api, cpuWindow, loginWith, median, percentiles, sleep, storedTexts, waitForStatus, type Percentiles } from "./xmpp-client.ts";
 
 export interface MatrixBenchOptions {
   /** Messages in the backfill room, all loaded by the first sync (`matrixFirstBackfill`). */
@@ -213,46 +212,6 @@ interface Daemon {
   stop(): Promise<void>;
 }
 
-/** The daemon with `matrixFirstBackfill` set: adapters/node/serve.ts's startServer, bundled as build.ts bundles the CLI. */
-const TUNED_ENTRY = `
-import { startServer } from "./adapters/node/serve.ts";
-import { databasePath } from "./adapters/node/data-dir.ts";
-import { parseRateLimit } from "./src/http/rate-limit.ts";
-import { eventLogSettings } from "./src/events/log.ts";
-const [dataDir, port, firstBackfill] = process.argv.slice(2);
-const server = await startServer({
-  port: Number(port), host: "127.0.0.1", dbPath: databasePath(dataDir), allowHosts: [], verbose: false, print: () => undefined,
-  rateLimit: parseRateLimit(process.env.INBOXD_RATE_LIMIT), eventLog: eventLogSettings(process.env),
-  tuning: { matrixFirstBackfill: Number(firstBackfill) },
-});
-console.log("inboxd (bench, matrixFirstBackfill " + firstBackfill + ") listening on " + server.url);
-let stopping = false;
-for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, async () => {
-  if (stopping) return;
-  stopping = true;
-  await server.close();
-  process.exit(0);
-});
-`;
-const TUNED_BUNDLE = join(ROOT, "dist/bench/matrix-daemon.mjs");
-
-async function buildTunedDaemon(): Promise<void> {
-  mkdirSync(join(ROOT, "dist/bench"), { recursive: true });
-  // The options of adapters/node/build.ts.
-  await build({
-    stdin: { contents: TUNED_ENTRY, resolveDir: ROOT, sourcefile: "bench-matrix-daemon.ts", loader: "ts" },
-    outfile: TUNED_BUNDLE,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    sourcemap: "linked",
-    minify: false,
-    logLevel: "warning",
-  });
-}
-
 let nodeBinary = process.execPath;
 
 async function startDaemon(kind: "cli" | { firstBackfill: number }, dir: string, token: string, readyPath: (url: string) => string, nodeArgs: string[]): Promise<Daemon> {
@@ -261,7 +220,7 @@ async function startDaemon(kind: "cli" | { firstBackfill: number }, dir: string,
   const spawnedAt = performance.now();
   const child = kind === "cli"
     ? spawnNode(join(ROOT, "adapters/node/cli.ts"), ["serve", "--data-dir", dir, "--port", String(port)], nodeArgs)
-    : track(spawn(nodeBinary, [...nodeArgs, ...DAEMON_NODE_OPTIONS, "--enable-source-maps", TUNED_BUNDLE, dir, String(port), String(kind.firstBackfill)], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+    : track(spawn(nodeBinary, [...nodeArgs, ...tunedDaemonArgs(dir, port, { matrixFirstBackfill: kind.firstBackfill })], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
   children.add(child);
   ownPids.add(child.pid!);
   let output = "";
@@ -295,21 +254,8 @@ const chatsPath = (url: string) => `${url}/v1/chats`;
 // ---- inboxd's API ----
 
 /** Signs in through the login-session API (flow "password"); the step answers once the homeserver took the password. */
-async function loginMatrix(api: Api, fields: Record<string, string>, flowID: "password" | "token" = "password"): Promise<{ accountID: string; completeAt: number }> {
-  const base = "/v1/bridges/local-matrix/login-sessions";
-  const session = await api.post(base, { flowID });
-  let answer = await api.post(`${base}/${encodeURIComponent(session.loginSessionID)}/steps/${encodeURIComponent(session.currentStep.stepID)}`, { type: "user_input", fields });
-  const started = performance.now();
-  while (answer.status !== "complete") {
-    if (answer.status === "failed" || answer.status === "cancelled") throw new Error(`Matrix login of ${fields.username ?? "a token"} ${answer.status}: ${JSON.stringify(answer.error ?? answer)}`);
-    if (performance.now() - started > 60_000) throw new Error(`Matrix login of ${fields.username ?? "a token"} not complete after 60 s: ${JSON.stringify(answer)}`);
-    await sleep(POLL_MS);
-    answer = await api.get(`${base}/${encodeURIComponent(session.loginSessionID)}`);
-  }
-  const accountID = answer.accountID ?? answer.accountIDs?.[0];
-  if (typeof accountID !== "string") throw new Error(`the complete login session names no account: ${JSON.stringify(answer)}`);
-  return { accountID, completeAt: performance.now() };
-}
+const loginMatrix = (api: Api, fields: Record<string, string>, flowID: "password" | "token" = "password") =>
+  loginWith(api, "local-matrix", flowID, fields, fields.username ?? "a token");
 
 /** The account's chat titled `title` (a room's name), waiting for it to appear. */
 async function chatTitled(api: Api, accountID: string, title: string, timeoutMs = 30_000): Promise<{ id: string }> {
@@ -466,7 +412,7 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
     daemons.delete(daemon);
   };
   try {
-    log("matrix: building the daemon bundle with matrixFirstBackfill (dist/bench/matrix-daemon.mjs)");
+    log("matrix: building the daemon bundle that takes matrixFirstBackfill (bench/tuned-daemon.ts)");
     await buildTunedDaemon();
     // Lean: the server's housekeeping left out and its database on tmpfs (test/harness/synapse.ts), for inboxd and
     // the plain client alike; `--matrix-synapse default` measures against the tests' configuration instead.

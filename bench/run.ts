@@ -20,6 +20,8 @@ import { RateLimiter } from "../src/http/rate-limit.ts";
 import { formatXmpp } from "./xmpp-report.ts";
 import { killMatrix, runMatrixBench } from "./matrix.ts";
 import { formatMatrix } from "./matrix-report.ts";
+import { killUpstream, runUpstreamBench } from "./upstream.ts";
+import { formatUpstream } from "./upstream-report.ts";
 import { runWebBench, webRows } from "./web.ts";
 import { formatEvents, runEventsBench } from "./events.ts";
 import { formatRelay, killRelay, runRelayBench } from "./relay.ts";
@@ -51,6 +53,10 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      latency, catch-up of messages sent while the daemon was down, one sync of 1,000 events
                      ingested (timed at a proxy), RSS of an idle connected account; each beside a plain Matrix
                      client doing the same work),
+                     upstream (the desktop-api connector against a second inboxd with one sandbox chat of
+                     --upstream-messages: its backfill at login and paging back through fetchHistory, each beside a
+                     plain client paging the upstream's API, and send → Echo's answer on /v1/ws through inboxd beside
+                     the same round trip straight to the upstream),
                      ratelimit (GET /v1/chats with the rate limiter on and off, alternating rounds), web (the web
                      inbox in Debian's chromium: first chat rows painted, cold and warm loads, scrolling the chat
                      list through every chat, the bundle's size), events (the durable event log on a data set of its
@@ -79,6 +85,11 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
   --matrix-synapse lean|default  the benchmark's Synapse: lean (default: housekeeping off, database on /dev/shm)
                      or as the tests run it
   --matrix-cpu-prof DIR  start the Matrix section's daemons with --cpu-prof, writing their profiles into DIR
+  --upstream-messages N  messages of the upstream's one chat, backfilled at login and paged back (default 10000;
+                     --quick: 1000)
+  --upstream-sends N measured round trips of each upstream path, after 30 warm-up ones (default 300; --quick: 100)
+  --upstream-cpu-prof DIR  start the upstream section's daemons under test (not the upstream) with --cpu-prof, writing
+                     their profiles into DIR
   --replay-events N  events the events section logs and replays (default 100000; --quick: 10000)
   --web-loads N      cold page loads of the web section, each in a fresh browser context and followed by a warm one
                      (default 20; --quick: 5)
@@ -127,6 +138,9 @@ const { values: opts } = parseArgs({
     "matrix-ingest": { type: "string" },
     "matrix-synapse": { type: "string" },
     "matrix-cpu-prof": { type: "string" },
+    "upstream-messages": { type: "string" },
+    "upstream-sends": { type: "string" },
+    "upstream-cpu-prof": { type: "string" },
     "web-loads": { type: "string" },
     "replay-events": { type: "string" },
     node: { type: "string" },
@@ -172,11 +186,13 @@ if (matrixSynapse !== "lean" && matrixSynapse !== "default") {
   console.error(`--matrix-synapse must be lean or default, not ${matrixSynapse}`);
   process.exit(2);
 }
+const upstreamMessages = num(opts["upstream-messages"], opts.quick ? 1000 : 10_000);
+const upstreamSends = num(opts["upstream-sends"], opts.quick ? 100 : 300);
 const webLoads = num(opts["web-loads"], opts.quick ? 5 : 20);
 const replayEvents = num(opts["replay-events"], opts.quick ? 10_000 : 100_000);
-const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "matrix", "events", "relay"];
+const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "matrix", "upstream", "events", "relay"];
 /** Sections that need neither the seeded data set nor its daemon. */
-const STANDALONE = ["bindings", "xmpp", "matrix", "events", "relay"];
+const STANDALONE = ["bindings", "xmpp", "matrix", "upstream", "events", "relay"];
 const onlyList = opts.only?.split(",").map((s) => s.trim());
 /** Scale mode (--scale, or --only scale / worker-scale): its own run (bench/scale.ts), none of the sections above. */
 const scaleParts = opts.scale || onlyList?.some((s) => (SCALE_SECTIONS as readonly string[]).includes(s))
@@ -205,6 +221,9 @@ const XMPP_WARMUP_SENDS = 20;
 /** Matrix backfill and catch-up rounds (each a pair: inboxd and a plain client; medians reported), and unmeasured sends before the latency. */
 const MATRIX_ROUNDS = 3;
 const MATRIX_WARMUP_SENDS = 30;
+/** Upstream backfill and paging rounds (each a pair: inboxd and a plain client; medians reported), and unmeasured round trips before the latency. */
+const UPSTREAM_ROUNDS = 3;
+const UPSTREAM_WARMUP_SENDS = 30;
 /**
  * Every daemon the bench starts runs the rate limiter with a budget no load here reaches: the rows measure what one
  * token can get through, which the default budget (100/s) would cap. The ratelimit section compares it with the
@@ -220,6 +239,8 @@ const EVENT_LOG_PAIRS = opts.quick ? 3 : 5;
 /** Pairs of rounds (direct, relay) of the relay section at each concurrency. */
 const RELAY_PAIRS = opts.quick ? 3 : 5;
 const log = (line: string) => console.error(`[bench] ${line}`);
+/** The command line of this run, printed with the figures of the sections that say how they were measured. */
+const command = [process.env.INBOXD_RATE_LIMIT ? `INBOXD_RATE_LIMIT=${process.env.INBOXD_RATE_LIMIT}` : "", "npm run bench --", ...process.argv.slice(2)].filter(Boolean).join(" ");
 const dir = opts.keep ? resolve(opts.keep) : mkdtempSync(join(os.tmpdir(), "inboxd-bench-"));
 const bodyFile = join(os.tmpdir(), `inboxd-bench-body-${process.pid}.json`);
 /** The events section's own data set. */
@@ -236,6 +257,7 @@ function cleanup() {
   fanoutGenerator?.close();
   killXmpp();
   killMatrix();
+  killUpstream();
   killRelay();
   cleanupScale();
   killAll();
@@ -272,7 +294,6 @@ async function main() {
   let matrixReport: string | undefined;
   if (sections.has("matrix")) {
     if (opts.node) useNode(opts.node);
-    const command = [process.env.INBOXD_RATE_LIMIT ? `INBOXD_RATE_LIMIT=${process.env.INBOXD_RATE_LIMIT}` : "", "npm run bench --", ...process.argv.slice(2)].filter(Boolean).join(" ");
     const result = await runMatrixBench({
       messages: matrixMessages, rounds: MATRIX_ROUNDS, sends: matrixSends, warmupSends: MATRIX_WARMUP_SENDS, catchup: matrixCatchup, ingest: matrixIngest, synapse: matrixSynapse,
       cpuProfDir: opts["matrix-cpu-prof"] && resolve(opts["matrix-cpu-prof"]), node: opts.node, command, log,
@@ -286,6 +307,15 @@ async function main() {
       matrixReport = formatMatrix(result);
       json.matrix = result;
     }
+  }
+  let upstreamReport: string | undefined;
+  if (sections.has("upstream")) {
+    if (opts.node) useNode(opts.node);
+    const result = await runUpstreamBench({ messages: upstreamMessages, rounds: UPSTREAM_ROUNDS, sends: upstreamSends, warmupSends: UPSTREAM_WARMUP_SENDS,
+      cpuProfDir: opts["upstream-cpu-prof"] && resolve(opts["upstream-cpu-prof"]), command, log,
+    });
+    upstreamReport = formatUpstream(result);
+    json.upstream = result;
   }
   let eventsReport: string | undefined;
   if (sections.has("events")) {
@@ -311,9 +341,10 @@ async function main() {
     json.relay = result;
   }
   if ([...sections].every((s) => STANDALONE.includes(s))) {
-    if (xmppReport || matrixReport || eventsReport || relayReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
+    if (xmppReport || matrixReport || upstreamReport || eventsReport || relayReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
     if (xmppReport) console.log(`\n${xmppReport}`);
     if (matrixReport) console.log(`\n${matrixReport}`);
+  if (upstreamReport) console.log(`\n${upstreamReport}`);
     if (eventsReport) console.log(`\n${eventsReport}`);
     if (relayReport) console.log(`\n${relayReport}`);
     if (bindingsReport) console.log(`\n${bindingsReport}`);
@@ -558,6 +589,7 @@ async function main() {
   console.log(formatReport(loads, scalars, live));
   if (xmppReport) console.log(`\n${xmppReport}`);
   if (matrixReport) console.log(`\n${matrixReport}`);
+  if (upstreamReport) console.log(`\n${upstreamReport}`);
   if (eventsReport) console.log(`\n${eventsReport}`);
   if (relayReport) console.log(`\n${relayReport}`);
   if (bindingsReport) console.log(`\n${bindingsReport}`);

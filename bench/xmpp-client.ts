@@ -104,21 +104,18 @@ export class Api {
 }
 
 /**
- * Signs an XMPP account in through the login-session API (flow "password"); resolves with the account's ID and the
- * moment (performance.now()) the session was seen complete.
+ * Signs in through a bridge's login-session API, one `user_input` step with `fields`; resolves with the account's ID
+ * and the moment (performance.now()) the session was seen complete. `who` names the login in errors.
  */
-export async function loginXmpp(api: Api, fields: { jid: string; password: string; host: string; port: number }): Promise<{ accountID: string; completeAt: number; loginMs: number }> {
-  const base = "/v1/bridges/local-xmpp/login-sessions";
+export async function loginWith(api: Api, bridgeID: string, flowID: string, fields: Record<string, string>, who: string): Promise<{ accountID: string; completeAt: number; loginMs: number }> {
+  const base = `/v1/bridges/${encodeURIComponent(bridgeID)}/login-sessions`;
   const started = performance.now();
-  const session = await api.post(base, { flowID: "password" });
-  let answer = await api.post(`${base}/${encodeURIComponent(session.loginSessionID)}/steps/${encodeURIComponent(session.currentStep.stepID)}`, {
-    type: "user_input",
-    fields: { jid: fields.jid, password: fields.password, host: fields.host, port: String(fields.port) },
-  });
-  // The step answers once the server accepted the password; should it ever answer earlier, the session is polled.
+  const session = await api.post(base, { flowID });
+  let answer = await api.post(`${base}/${encodeURIComponent(session.loginSessionID)}/steps/${encodeURIComponent(session.currentStep.stepID)}`, { type: "user_input", fields });
+  // The step answers once the server accepted the credentials; should it ever answer earlier, the session is polled.
   while (answer.status !== "complete") {
-    if (answer.status === "failed" || answer.status === "cancelled") throw new Error(`login of ${fields.jid} ${answer.status}: ${JSON.stringify(answer.error ?? answer)}`);
-    if (performance.now() - started > 60_000) throw new Error(`login of ${fields.jid} not complete after 60 s: ${JSON.stringify(answer)}`);
+    if (answer.status === "failed" || answer.status === "cancelled") throw new Error(`${bridgeID} login of ${who} ${answer.status}: ${JSON.stringify(answer.error ?? answer)}`);
+    if (performance.now() - started > 60_000) throw new Error(`${bridgeID} login of ${who} not complete after 60 s: ${JSON.stringify(answer)}`);
     await sleep(10);
     answer = await api.get(`${base}/${encodeURIComponent(session.loginSessionID)}`);
   }
@@ -128,17 +125,26 @@ export async function loginXmpp(api: Api, fields: { jid: string; password: strin
   return { accountID, completeAt, loginMs: completeAt - started };
 }
 
+/** Signs an XMPP account in (flow "password"). */
+export function loginXmpp(api: Api, fields: { jid: string; password: string; host: string; port: number }): Promise<{ accountID: string; completeAt: number; loginMs: number }> {
+  return loginWith(api, "local-xmpp", "password", { jid: fields.jid, password: fields.password, host: fields.host, port: String(fields.port) }, fields.jid);
+}
+
 /**
  * Polls GET /v1/accounts/{id} every `intervalMs` until its status is `target`; answers when each status was first
- * seen, in ms after `since`. A status that can only be left by the user (reconnect_required, …) fails at once.
+ * seen, in ms after `since`, and the longest a poll waited for its answer. A status that can only be left by the
+ * user (reconnect_required, …) fails at once.
  */
-export async function waitForStatus(api: Api, accountID: string, target: string, since: number, timeoutMs: number, intervalMs = 5): Promise<{ ms: number; seen: Record<string, number> }> {
+export async function waitForStatus(api: Pick<Api, "get">, accountID: string, target: string, since: number, timeoutMs: number, intervalMs = 5): Promise<{ ms: number; seen: Record<string, number>; longestPollMs: number }> {
   const seen: Record<string, number> = {};
+  let longestPollMs = 0;
   for (;;) {
+    const asked = performance.now();
     const account = await api.get(`/v1/accounts/${encodeURIComponent(accountID)}`);
+    longestPollMs = Math.max(longestPollMs, performance.now() - asked);
     const at = performance.now() - since;
     seen[account.status] ??= at;
-    if (account.status === target) return { ms: at, seen };
+    if (account.status === target) return { ms: at, seen, longestPollMs };
     if (!["connecting", "backfilling", "connected"].includes(account.status)) throw new Error(`account ${accountID} is ${account.status}: ${account.statusText ?? ""}`);
     if (at > timeoutMs) throw new Error(`account ${accountID} still ${account.status} (${account.statusText ?? ""}) after ${timeoutMs / 1000} s`);
     await sleep(intervalMs);
