@@ -15,13 +15,16 @@ export class DesktopApiClient implements NetworkClient {
   readonly reportsStatus = true;
   readonly holdsConnection = true;
   private readonly upstreamAccountID: string;
+  private readonly instanceID: string | undefined;
 
   constructor(
     private readonly account: AccountRecord,
     private readonly host: ConnectorHost,
     private readonly link: UpstreamLink,
   ) {
-    this.upstreamAccountID = readState(account.state).upstreamAccountID;
+    const state = readState(account.state);
+    this.upstreamAccountID = state.upstreamAccountID;
+    this.instanceID = state.instanceID;
   }
 
   private get sdk() {
@@ -60,7 +63,9 @@ export class DesktopApiClient implements NetworkClient {
           };
         }
         const sent = await this.sdk.messages.send(networkChatID, { ...(message.text ? { text: message.text } : {}), ...(message.replyTo ? { replyToMessageID: message.replyTo } : {}), ...(attachment ? { attachment } : {}) });
-        // The pending ID resolves to the message (on inboxd it is the message's own ID; the app may answer it later).
+        // On inboxd (it has an instance ID) a pending message's ID is the message's own; the desktop app's pending
+        // ID resolves to the message through GET …/messages/{pendingMessageID}.
+        if (this.instanceID) return { networkMessageID: sent.pendingMessageID, timestamp: Date.now() };
         const stored = (await this.sdk.messages.retrieve(sent.pendingMessageID, { chatID: networkChatID }).catch(() => undefined)) as UpstreamMessage | undefined;
         return { networkMessageID: stored?.id ?? sent.pendingMessageID, timestamp: stored ? Date.parse(stored.timestamp) : Date.now() };
       }),

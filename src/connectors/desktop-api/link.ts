@@ -37,6 +37,7 @@ interface Member {
 type WireEvent = { type: string; eventID?: number; chatID?: string; ids?: string[]; entries?: unknown[]; typing?: { participantID: string; state: "typing" | "paused"; timeoutMs?: number }; latestEventID?: number };
 
 const RETRY_MS = [1000, 2000, 5000, 10_000, 30_000];
+const STORE_BATCH = 200;
 const STATUSES = new Set(["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"]);
 
 /**
@@ -224,7 +225,7 @@ export class UpstreamLink {
           recent.push(m);
           if (recent.length >= this.options.firstBackfill) break;
         }
-        for (const m of recent.reverse()) if (!m.isDeleted) await member.host.emit({ type: "message", networkChatID: chat.id, message: messageOf(m, this.media, true) });
+        await this.store(member, chat.id, recent.reverse());
       }
       member.state.backfilled = true;
       await this.saveMember(member);
@@ -239,6 +240,19 @@ export class UpstreamLink {
       const status = upstream && STATUSES.has(upstream.status) ? (upstream.status as AccountRecord["status"]) : "connected";
       const statusText = status === "connected" ? undefined : `upstream: ${upstream?.statusText ?? status}`;
       void m.host.emit({ type: "status", status, ...(statusText ? { statusText } : {}) }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Hands a chat's loaded messages over, oldest first, STORE_BATCH at a time: started together, so that they share
+   * commits (the host keeps their order: one chat's messages queue in the order they arrive), with a turn of the
+   * event loop between batches, so that requests are answered during a long load.
+   */
+  private async store(member: Member, chatID: string, messages: UpstreamMessage[]) {
+    const kept = messages.filter((m) => !m.isDeleted);
+    for (let at = 0; at < kept.length; at += STORE_BATCH) {
+      await Promise.all(kept.slice(at, at + STORE_BATCH).map((m) => member.host.emit({ type: "message", networkChatID: chatID, message: messageOf(m, this.media, true) })));
+      await new Promise((resolve) => setTimeout(resolve, 0));
     }
   }
 
@@ -272,12 +286,17 @@ export class UpstreamLink {
   }
 
   /** An upserted message: new (unless sent from here), edited, deleted, or its reactions changed. */
-  private async deliver(m: UpstreamMessage) {
+  private async deliver(m: UpstreamMessage, held = false) {
     const member = this.live(m.accountID);
     if (!member) return;
     this.chatAccount.set(m.chatID, m.accountID);
+    // This side's own message, while its send has not settled (its ID may not be known yet): taken up again once it
+    // has, after whatever arrives meanwhile, so that the events behind it (Echo's answer) do not wait.
     const inFlight = this.sending.get(m.chatID);
-    if (m.isSender && inFlight) await Promise.allSettled([...inFlight]);
+    if (m.isSender && inFlight && !held) {
+      void Promise.allSettled([...inFlight]).then(() => this.enqueue(() => this.deliver(m, true)));
+      return;
+    }
     const emit = (event: InboundEvent) => member.host.emit(event);
     if (m.isDeleted) return emit({ type: "delete", networkChatID: m.chatID, networkMessageID: m.id });
     if (!this.sentHere.has(m.id)) await emit({ type: "message", networkChatID: m.chatID, message: messageOf(m, this.media) });
