@@ -4,6 +4,7 @@
  * XMPP suite's API client (the official SDK plus raw HTTP, every JSON answer checked against the served document).
  * Nothing here asserts.
  */
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { startNode, type NodeHarness } from "../harness/node.ts";
 import { ResponseChecker } from "../scenario/openapi-check.ts";
@@ -38,7 +39,7 @@ export async function startUpstream(options: { accessTokenTtlMs?: number } = {})
   const node = await startNode({ seed: { chats: 6, messages: 240, accounts: 2, seed: 11 }, tokens: [{ token, scopes: ["read", "write"] }], accessTokenTtlMs: options.accessTokenTtlMs });
   const runtime: Runtime = { url: node.url, token, restart: () => node.restart(), stop: () => node.stop() };
   const api = new Client(runtime);
-  api.spec = new ResponseChecker(await api.ok("GET", "/v1/spec"));
+  api.spec = officialFirst(new ResponseChecker(await api.ok("GET", "/v1/spec")));
   const info = await api.ok("GET", "/v1/info");
   return { url: node.url, token, node, api, instanceID: info.server.instance_id, restart: () => node.restart(), stop: () => node.stop() };
 }
@@ -50,4 +51,29 @@ export async function closedPort(): Promise<number> {
   const port = (server.address() as { port: number }).port;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/**
+ * The official 5.0.0 document, its OpenAPI 3.0 `nullable` written as JSON Schema's (a `null` type beside the
+ * other), and a `nullable` without a type (any value) dropped.
+ */
+const OFFICIAL: Record<string, any> = JSON.parse(readFileSync(new URL("../fixtures/desktop-api-v5.openapi.json", import.meta.url), "utf8"), (_key, value) => {
+  if (!value || typeof value !== "object" || Array.isArray(value) || !("nullable" in value)) return value;
+  const { nullable, ...rest } = value;
+  if (nullable !== true || !("type" in rest)) return rest;
+  return { ...rest, type: [...(Array.isArray(rest.type) ? rest.type : [rest.type]), "null"] };
+});
+
+/**
+ * The upstream is checked as the connector meets it: every answer an operation of the official 5.0.0 document gives
+ * against that document, the rest (bridges, login sessions) against the upstream's own.
+ */
+function officialFirst(own: ResponseChecker): ResponseChecker {
+  const official = new ResponseChecker(OFFICIAL);
+  return Object.assign(Object.create(ResponseChecker.prototype), {
+    check: (method: string, url: string, status: number, contentType: string | null, body: unknown) =>
+      (official.documents(method, url) ? official : own).check(method, url, status, contentType, body),
+    documents: (method: string, url: string) => official.documents(method, url) || own.documents(method, url),
+    checked: official.checked,
+  }) as ResponseChecker;
 }

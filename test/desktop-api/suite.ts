@@ -382,5 +382,10 @@ export function desktopApiSuite(target: DesktopApiTarget) {
       await api.messageWith(echoHere, (m) => m.text === `Echo: ${afterRestart}`, "Echo's answer after the restart", 15_000);
       expect((await accountsOf(api)).filter((a) => a.bridge.id === BRIDGE).every((a) => a.status === "connected")).toBe(true);
     }, 90_000);
+
+    it("met, on the upstream, the official 5.0.0 document with every answer of its operations", () => {
+      // The upstream's client checks each answer as it comes (kit.ts): here, that it did, across the suite's calls.
+      expect([...up.spec!.checked.keys()].length).toBeGreaterThan(10);
+    });
   });
 }

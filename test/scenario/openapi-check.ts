@@ -38,6 +38,12 @@ export class ResponseChecker {
       .sort((a, b) => a.params - b.params);
   }
 
+  /** Whether the document has the operation that answers this method and URL. */
+  documents(method: string, url: string): boolean {
+    const { pathname } = new URL(url);
+    return this.routes.some((r) => r.method === method && r.pattern.test(pathname));
+  }
+
   /** Throws when a JSON answer does not match its documented schema; other answers pass untouched. */
   check(method: string, url: string, status: number, contentType: string | null, body: unknown): void {
     if (!/^application\/json\b/i.test(contentType ?? "") || method === "HEAD") return;
