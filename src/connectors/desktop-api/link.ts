@@ -1,8 +1,9 @@
 import type BeeperDesktop from "@beeper/desktop-api";
 import { NetworkError, type ConnectorHost, type InboundEvent, type SendReceipt } from "../../bridges/connector.ts";
+import { UpstreamInbound, type Member, type WireEvent } from "./inbound.ts";
 import type { AccountRecord } from "../../store/records.ts";
 import { upstreamAccounts } from "./accounts.ts";
-import { chatOf, messageOf, MediaURLs, reactionsOf, type UpstreamChat, type UpstreamMessage } from "./convert.ts";
+import { chatOf, messageOf, MediaURLs, type UpstreamChat, type UpstreamMessage } from "./convert.ts";
 import { refresh } from "./oauth.ts";
 import { readState, type DesktopApiState, type UpstreamAuth } from "./state.ts";
 import { networkErrorOf, upstreamSDK } from "./upstream.ts";
@@ -28,14 +29,6 @@ export interface LinkOptions {
   onIdle: () => void;
 }
 
-interface Member {
-  account: AccountRecord;
-  host: ConnectorHost;
-  state: DesktopApiState;
-}
-
-type WireEvent = { type: string; eventID?: number; chatID?: string; ids?: string[]; entries?: unknown[]; typing?: { participantID: string; state: "typing" | "paused"; timeoutMs?: number }; latestEventID?: number };
-
 const RETRY_MS = [1000, 2000, 5000, 10_000, 30_000];
 const STORE_BATCH = 200;
 const STATUSES = new Set(["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"]);
@@ -59,11 +52,7 @@ export class UpstreamLink {
   private running = false;
   private renewing: Promise<void> | undefined;
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Upstream chat → its account there (message.deleted and typing name only the chat). */
-  private readonly chatAccount = new Map<string, string>();
-  /** Sends in progress per upstream chat, and the IDs of messages sent from here (never delivered back as new). */
-  private readonly sending = new Map<string, Set<Promise<unknown>>>();
-  private readonly sentHere = new Set<string>();
+  private readonly inbound: UpstreamInbound;
   /** How each account's own connection stands upstream (inboxd says; the app does not): shown once this link is up. */
   private readonly upstreamStatus = new Map<string, { status: string; statusText?: string }>();
 
@@ -73,6 +62,7 @@ export class UpstreamLink {
     this.eventID = first.eventID;
     this.media = new MediaURLs(loginID);
     this.sdk = upstreamSDK(this.baseURL, () => this.auth, () => this.renew());
+    this.inbound = new UpstreamInbound({ sdk: this.sdk, media: this.media, live: (id) => this.live(id), enqueue: (work) => this.enqueue(work) });
   }
 
   join(account: AccountRecord, host: ConnectorHost) {
@@ -102,26 +92,9 @@ export class UpstreamLink {
     this.socket?.close(1000, "disconnecting");
   }
 
-  member(upstreamAccountID: string): Member | undefined {
-    return this.members.get(upstreamAccountID);
-  }
-
   /** Runs a send; live copies of what it sends are held until it settles, then known as this side's own. */
-  async send(upstreamChatID: string, work: () => Promise<SendReceipt>): Promise<SendReceipt> {
-    const running = work().then((receipt) => {
-      this.sentHere.add(receipt.networkMessageID);
-      if (this.sentHere.size > 5000) this.sentHere.delete(this.sentHere.values().next().value!);
-      return receipt;
-    });
-    const set = this.sending.get(upstreamChatID) ?? new Set();
-    set.add(running);
-    this.sending.set(upstreamChatID, set);
-    try {
-      return await running;
-    } finally {
-      set.delete(running);
-      if (!set.size) this.sending.delete(upstreamChatID);
-    }
+  send(upstreamChatID: string, work: () => Promise<SendReceipt>): Promise<SendReceipt> {
+    return this.inbound.send(upstreamChatID, work);
   }
 
   /** Refreshes an OAuth token once however many requests found it expired; the new tokens are saved at once. */
@@ -218,7 +191,7 @@ export class UpstreamLink {
       if (!member) continue;
       await member.host.emit({ type: "status", status: "backfilling" });
       for await (const chat of this.sdk.chats.list({ accountIDs: [id] }) as AsyncIterable<UpstreamChat>) {
-        this.chatAccount.set(chat.id, id);
+        this.inbound.noteChat(chat.id, id);
         await member.host.emit({ type: "chat", chat: chatOf(chat, this.media) });
         const recent: UpstreamMessage[] = [];
         for await (const m of this.sdk.messages.list(chat.id) as AsyncIterable<UpstreamMessage>) {
@@ -257,72 +230,16 @@ export class UpstreamLink {
   }
 
   private async handle(event: WireEvent) {
-    if (event.type === "message.upserted") {
-      const entries = (event.entries ?? (await this.fetchMessages(event.chatID!, event.ids ?? []))) as UpstreamMessage[];
-      for (const m of entries) await this.deliver(m);
-    } else if (event.type === "message.deleted") {
-      const member = await this.memberForChat(event.chatID!);
-      for (const id of event.ids ?? []) await member?.host.emit({ type: "delete", networkChatID: event.chatID!, networkMessageID: id });
-    } else if (event.type === "chat.upserted") {
-      for (const chat of (event.entries ?? []) as UpstreamChat[]) {
-        const member = this.live(chat.accountID);
-        this.chatAccount.set(chat.id, chat.accountID);
-        await member?.host.emit({ type: "chat", chat: chatOf(chat, this.media) });
-      }
-    } else if (event.type === "typing" && event.typing) {
-      const member = await this.memberForChat(event.chatID!);
-      await member?.host.emit({ type: "typing", networkChatID: event.chatID!, senderID: event.typing.participantID, state: event.typing.state, ...(event.typing.timeoutMs ? { timeoutMs: event.typing.timeoutMs } : {}) });
-    } else if (event.type === "account.upserted" || event.type === "account.deleted") {
-      await this.syncAccounts();
-    } else if (event.type === "resync.required") {
+    if (event.type === "account.upserted" || event.type === "account.deleted") await this.syncAccounts();
+    else if (event.type === "resync.required") {
       // The upstream no longer has what was missed: reload everything, then go on from its newest event.
       await this.backfill([...this.members.keys()]);
       if (typeof event.latestEventID === "number") this.eventID = event.latestEventID;
-    }
+    } else await this.inbound.handle(event);
     if (typeof event.eventID === "number") {
       this.eventID = event.eventID;
       this.scheduleSave();
     }
-  }
-
-  /** An upserted message: new (unless sent from here), edited, deleted, or its reactions changed. */
-  private async deliver(m: UpstreamMessage, held = false) {
-    const member = this.live(m.accountID);
-    if (!member) return;
-    this.chatAccount.set(m.chatID, m.accountID);
-    // This side's own message, while its send has not settled (its ID may not be known yet): taken up again once it
-    // has, after whatever arrives meanwhile, so that the events behind it (Echo's answer) do not wait.
-    const inFlight = this.sending.get(m.chatID);
-    if (m.isSender && inFlight && !held) {
-      void Promise.allSettled([...inFlight]).then(() => this.enqueue(() => this.deliver(m, true)));
-      return;
-    }
-    const emit = (event: InboundEvent) => member.host.emit(event);
-    if (m.isDeleted) return emit({ type: "delete", networkChatID: m.chatID, networkMessageID: m.id });
-    if (!this.sentHere.has(m.id)) await emit({ type: "message", networkChatID: m.chatID, message: messageOf(m, this.media) });
-    if (m.editedTimestamp && m.text !== undefined)
-      await emit({ type: "edit", networkChatID: m.chatID, networkMessageID: m.id, text: m.text, timestamp: Date.parse(m.editedTimestamp), senderID: m.senderID });
-    await emit({ type: "message-reactions", networkChatID: m.chatID, networkMessageID: m.id, reactions: reactionsOf(m) });
-  }
-
-  private async fetchMessages(chatID: string, ids: string[]): Promise<UpstreamMessage[]> {
-    const out: UpstreamMessage[] = [];
-    for (const id of ids) {
-      const m = await this.sdk.messages.retrieve(id, { chatID }).catch(() => undefined);
-      if (m) out.push(m as unknown as UpstreamMessage);
-    }
-    return out;
-  }
-
-  private async memberForChat(chatID: string): Promise<Member | undefined> {
-    let accountID = this.chatAccount.get(chatID);
-    if (!accountID) {
-      const chat = (await this.sdk.chats.retrieve(chatID).catch(() => undefined)) as UpstreamChat | undefined;
-      if (!chat) return undefined;
-      accountID = chat.accountID;
-      this.chatAccount.set(chatID, accountID);
-    }
-    return this.live(accountID);
   }
 
   /**
