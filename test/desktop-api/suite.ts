@@ -253,7 +253,7 @@ export function desktopApiSuite(target: DesktopApiTarget) {
       }
     });
 
-    it("creates a group on the upstream, and sets a chat's disappearing-message timer there", async () => {
+    it("creates a group on the upstream, and sets a chat's disappearing-message timer and picture there", async () => {
       const account = accountFor.get(upAccount)!;
       const contacts = [];
       for await (const u of up.sdk.accounts.contacts.list(upAccount)) if (!u.id.startsWith("@echo")) contacts.push(u.id);
@@ -263,10 +263,17 @@ export function desktopApiSuite(target: DesktopApiTarget) {
       await waitFor("the group on the upstream", async () => (await up.sdk.chats.list({ accountIDs: [upAccount] })).items.some((c) => c.title === title && c.type === "group"));
       await api.sdk.chats.update(echoHere, { messageExpirySeconds: 3600 });
       expect((await up.ok("GET", `/v1/chats/${enc(echoThere)}`)).messageExpirySeconds).toBe(3600);
-      // What the connector does not carry is refused here, saying so.
-      const picture = await api.raw("PATCH", `/v1/chats/${enc(echoHere)}`, { imgURL: "/nonexistent.png" });
-      expect(picture).toMatchObject({ status: 422, body: { code: "NOT_SUPPORTED" } });
       await api.sdk.chats.update(echoHere, { messageExpirySeconds: null });
+      // A picture set here goes up as the upstream's own upload: the network there has its bytes.
+      const bytes = imageBytes();
+      const upload = await api.sdk.assets.upload({ file: new File([bytes as BlobPart], "group.png", { type: "image/png" }) });
+      await api.sdk.chats.update(echoHere, { imgURL: upload.uploadID! });
+      // The PATCH answered once the upstream had it; Echo reports the chat's settings on the sandbox network (the
+      // chat's first such report).
+      await up.sdk.messages.send(echoThere, { text: "!settings" });
+      const reported = await up.messageWith(echoThere, (m) => m.senderID.startsWith("@echo") && /settings \{/.test(m.text ?? ""), "Echo's report of the settings");
+      expect(JSON.parse(/settings (\{.*\})$/.exec(reported.text!)![1]).picture).toMatchObject({ fileName: "group.png", mimeType: "image/png", bytes: bytes.length });
+      expect((await up.ok("GET", `/v1/chats/${enc(echoThere)}`)).imgURL).toBeDefined();
     });
 
     it("loses and doubles nothing across an upstream restart and a restart of this side", async () => {

@@ -1,4 +1,4 @@
-import type { ChatCapabilities, ChatFlags, ConnectorHost, HistoryPage, NetworkChat, NetworkClient, NetworkMedia, OutgoingMessage, SendReceipt, TypingState } from "../../bridges/connector.ts";
+import type { ChatCapabilities, ChatFlags, ConnectorHost, HistoryPage, NetworkChat, NetworkClient, NetworkMedia, OutgoingFile, OutgoingMessage, SendReceipt, TypingState } from "../../bridges/connector.ts";
 import { NetworkError } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
@@ -49,10 +49,7 @@ export class DesktopApiClient implements NetworkClient {
         let attachment;
         if (message.attachment) {
           const { info } = message.attachment;
-          // The SDK sends a file from memory: an upload here is at most MAX_UPLOAD_BYTES.
-          const blob = await new Response(message.attachment.open()).blob();
-          const uploaded = await this.sdk.assets.upload({ file: new File([blob], info.fileName ?? "file", { type: info.mimeType ?? "application/octet-stream" }) });
-          if (!uploaded.uploadID) throw new NetworkError("rejected", `the upstream refused the file: ${uploaded.error ?? "no upload ID"}`);
+          const uploaded = await this.upload(message.attachment);
           attachment = {
             uploadID: uploaded.uploadID,
             type: sendTypeOf(info),
@@ -70,6 +67,15 @@ export class DesktopApiClient implements NetworkClient {
         return { networkMessageID: stored?.id ?? sent.pendingMessageID, timestamp: stored ? Date.parse(stored.timestamp) : Date.now() };
       }),
     );
+  }
+
+  /** Uploads a file to the upstream. The SDK sends it from memory: an upload here is at most MAX_UPLOAD_BYTES. */
+  private async upload(file: OutgoingFile): Promise<{ uploadID: string }> {
+    const { info } = file;
+    const blob = await new Response(file.open()).blob();
+    const uploaded = await this.sdk.assets.upload({ file: new File([blob], info.fileName ?? "file", { type: info.mimeType ?? "application/octet-stream" }) });
+    if (!uploaded.uploadID) throw new NetworkError("rejected", `the upstream refused the file: ${uploaded.error ?? "no upload ID"}`);
+    return { uploadID: uploaded.uploadID };
   }
 
   async edit(networkChatID: string, networkMessageID: string, text: string) {
@@ -94,6 +100,13 @@ export class DesktopApiClient implements NetworkClient {
 
   async setChatFlags(networkChatID: string, flags: ChatFlags) {
     await upstreamCall(() => this.sdk.chats.update(networkChatID, flags));
+  }
+
+  /** The picture goes up as an upload, which the upstream's PATCH takes by its ID (inboxd; the app: its file). */
+  async setChatAvatar(networkChatID: string, image: OutgoingFile | null) {
+    if (!image) return void (await upstreamCall(() => this.sdk.chats.update(networkChatID, { imgURL: null })));
+    const uploaded = await upstreamCall(() => this.upload(image));
+    await upstreamCall(() => this.sdk.chats.update(networkChatID, { imgURL: uploaded.uploadID }));
   }
 
   async setMessageExpiry(networkChatID: string, seconds: number) {

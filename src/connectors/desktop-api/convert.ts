@@ -71,7 +71,8 @@ export function chatOf(chat: UpstreamChat, media: MediaURLs): NetworkChat {
     title: chat.title ?? chat.id,
     participants,
     ...(total !== undefined && total > participants.length ? { participantCount: total } : {}),
-    ...(chat.imgURL && /^(local)?mxc:\/\//.test(chat.imgURL) ? { imgURL: media.wrap(chat.imgURL) } : {}),
+    // The upstream's own picture URL (its mxc://, or the file:// of its asset it serves through /v1/assets/serve).
+    ...(chat.imgURL && /^((local)?mxc|file):\/\//.test(chat.imgURL) ? { imgURL: media.wrap(chat.imgURL) } : {}),
     ...(typeof chat.isPinned === "boolean" ? { isPinned: chat.isPinned } : {}),
     ...(typeof chat.isMuted === "boolean" ? { isMuted: chat.isMuted } : {}),
     ...(typeof chat.isLowPriority === "boolean" ? { isLowPriority: chat.isLowPriority } : {}),
