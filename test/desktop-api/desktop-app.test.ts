@@ -87,6 +87,8 @@ function startApp(): Promise<Server> {
       setTimeout(() => announce(message(`bob: ${text}`, bob)), 10);
       return;
     }
+    if (path.startsWith(`/v1/chats/${CHAT}/messages/`) && path.endsWith("/reactions") && req.method === "POST")
+      return json(422, { code: "NOT_SUPPORTED", message: "WhatsApp allows one reaction per message, and it is already there" });
     if (path === `/v1/chats/${CHAT}/messages`) {
       const newestFirst = [...messages].reverse();
       const cursor = url.searchParams.get("cursor");
@@ -158,6 +160,14 @@ describe("desktop-api connector against an upstream without an event log (as the
     expect(all.length).toBe(before + 2);
     const mine = await api.sdk.messages.retrieve(sent.pendingMessageID, { chatID });
     expect(mine.sendStatus).toMatchObject({ status: "SUCCESS" });
+  });
+
+  it("refuses what the upstream refuses, with the upstream's reason", async () => {
+    const [newest] = await api.messages(chatID);
+    const refused = await api.raw("POST", `/v1/chats/${encodeURIComponent(chatID)}/messages/${encodeURIComponent(newest!.id)}/reactions`, { reactionKey: "👍" });
+    expect(refused.status).toBe(422);
+    expect(refused.body.message).toContain("WhatsApp allows one reaction per message, and it is already there");
+    expect((await api.messages(chatID))[0]!.reactions ?? []).toEqual([]);
   });
 
   it("after the app drops the connection, reloads the chat (no resume there) and doubles nothing", async () => {
