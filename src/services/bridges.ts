@@ -174,17 +174,7 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
       account.status = "connecting";
       account.statusText = undefined;
     } else {
-      account = {
-        accountID: `local-${connector.network}_ba_${randomID()}`,
-        network: connector.network,
-        networkName: a.networkName ?? connector.displayName,
-        user: a.user,
-        loginID: login.loginID,
-        remoteID: a.remoteID,
-        status: "connecting",
-        state: a.state,
-        ...(a.origin ? { origin: a.origin } : {}),
-      };
+      account = newAccount(connector, login.loginID, a);
       db.accounts.push(account);
     }
     accountIDs.push(account.accountID);
@@ -202,23 +192,41 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
 /** Connects in the background: the caller is done; the account reports backfilling, then connected. */
 function connectInBackground(ctx: Context, account: AccountRecord) {
   const { db } = ctx;
-  {
-    void ctx.bridges.attach(account).then(
-      async (client) => {
-        if (account.status === "connecting" && !client?.reportsStatus) {
-          account.status = "connected";
-          db.saveAccounts();
-          await db.commit();
-        }
-      },
-      async (error: unknown) => {
-        account.status = "connection_required";
-        account.statusText = error instanceof Error ? error.message : "could not connect";
+  void ctx.bridges.attach(account).then(
+    async (client) => {
+      if (account.status === "connecting" && !client?.reportsStatus) {
+        account.status = "connected";
         db.saveAccounts();
         await db.commit();
-      },
-    );
-  }
+      }
+    },
+    async (error: unknown) => {
+      account.status = "connection_required";
+      account.statusText = error instanceof Error ? error.message : "could not connect";
+      db.saveAccounts();
+      await db.commit();
+    },
+  );
+}
+
+/** A new account of the login, as a finished login or the network hands it over; it connects once stored. */
+function newAccount(connector: Bridgeable, loginID: string, a: LoginResult["accounts"][number]): AccountRecord {
+  return {
+    accountID: `local-${connector.network}_ba_${randomID()}`,
+    network: connector.network,
+    networkName: a.networkName ?? connector.displayName,
+    user: a.user,
+    loginID,
+    remoteID: a.remoteID,
+    status: "connecting",
+    state: a.state,
+    ...(a.origin ? { origin: a.origin } : {}),
+  };
+}
+
+/** Removing accounts deletes their chats and messages from this device: they go from every list and search. */
+async function dropChatsOf(ctx: Context, accounts: AccountRecord[]) {
+  for (const chat of [...ctx.db.chats.all()]) if (accounts.some((a) => a.accountID === chat.accountID)) await ctx.db.dropChat(chat);
 }
 
 /**
@@ -244,22 +252,12 @@ export async function syncLoginAccounts(ctx: Context, member: AccountRecord, acc
       continue;
     }
     if (room-- <= 0) continue;
-    const account: AccountRecord = {
-      accountID: `local-${connector.network}_ba_${randomID()}`,
-      network: connector.network,
-      networkName: a.networkName ?? connector.displayName,
-      user: a.user,
-      loginID: login.loginID,
-      remoteID: a.remoteID,
-      status: "connecting",
-      state: a.state,
-      ...(a.origin ? { origin: a.origin } : {}),
-    };
+    const account = newAccount(connector, login.loginID, a);
     db.accounts.push(account);
     added.push(account);
   }
   for (const account of gone) await ctx.bridges.detach(account.accountID);
-  for (const chat of [...db.chats.all()]) if (gone.some((a) => a.accountID === chat.accountID)) await db.dropChat(chat);
+  await dropChatsOf(ctx, gone);
   db.accounts = db.accounts.filter((a) => !gone.includes(a));
   db.saveAccounts();
   await db.commit();
@@ -281,8 +279,7 @@ export async function removeLogin(ctx: Context, bridgeID: string, loginID: strin
     await ctx.bridges.attached(account.accountID)?.logout?.().catch(() => undefined);
     await ctx.bridges.detach(account.accountID);
   }
-  // Removing a login deletes its chats and messages from this device; they disappear from every list and search.
-  for (const chat of [...db.chats.all()]) if (accounts.some((a) => a.accountID === chat.accountID)) await db.dropChat(chat);
+  await dropChatsOf(ctx, accounts);
   db.accounts = db.accounts.filter((a) => a.loginID !== loginID);
   db.logins = db.logins.filter((l) => l.loginID !== loginID);
   db.saveAccounts();
