@@ -26,7 +26,7 @@ export async function upstreamAccounts(sdk: BeeperDesktop, baseURL: string, auth
   const statuses = new Map<string, { status: string; statusText?: string }>();
   for (const a of list) {
     const servers = [...(instanceID ? [instanceID] : []), ...(a.via?.servers ?? [])];
-    if (servers.slice(1).includes(self) || a.via?.servers?.includes(self)) {
+    if (a.via?.servers?.includes(self)) {
       looped.push(a.accountID);
       continue;
     }
