@@ -18,7 +18,13 @@ export interface AssetMemoryResult {
   pass: boolean;
 }
 
-export async function measureAssetMemory(daemonPid: number, url: string, token: string, sizeMB: number, flatMB = 64): Promise<AssetMemoryResult> {
+export async function measureAssetMemory(
+  daemonPid: number,
+  url: string,
+  token: string,
+  sizeMB: number,
+  flatMB = 64,
+): Promise<AssetMemoryResult> {
   const size = sizeMB * 1024 * 1024;
   const beforeMB = memory(daemonPid).rssMB;
   let peak = beforeMB;
@@ -30,11 +36,24 @@ export async function measureAssetMemory(daemonPid: number, url: string, token: 
     const uploadPeakMB = peak;
     peak = memory(daemonPid).rssMB;
     const t1 = performance.now();
-    const servedBytes = await download(`${url}/v1/assets/serve?url=${encodeURIComponent(`mxc://inboxd/${upload.uploadID}`)}`, token);
+    const servedBytes = await download(
+      `${url}/v1/assets/serve?url=${encodeURIComponent(`mxc://inboxd/${upload.uploadID}`)}`,
+      token,
+    );
     const serveSeconds = (performance.now() - t1) / 1000;
     const servePeakMB = peak;
     if (servedBytes !== size) throw new Error(`served ${servedBytes} bytes of ${size}`);
-    return { sizeMB, beforeMB, uploadPeakMB, servePeakMB, uploadSeconds, serveSeconds, servedBytes, flatMB, pass: Math.max(uploadPeakMB, servePeakMB) - beforeMB <= flatMB };
+    return {
+      sizeMB,
+      beforeMB,
+      uploadPeakMB,
+      servePeakMB,
+      uploadSeconds,
+      serveSeconds,
+      servedBytes,
+      flatMB,
+      pass: Math.max(uploadPeakMB, servePeakMB) - beforeMB <= flatMB,
+    };
   } finally {
     clearInterval(sampler);
   }
@@ -42,18 +61,34 @@ export async function measureAssetMemory(daemonPid: number, url: string, token: 
 
 function uploadGenerated(base: string, token: string, size: number): Promise<{ uploadID: string }> {
   const boundary = `----inboxd-bench-${Date.now()}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const piece = Buffer.alloc(64 * 1024);
   for (let i = 0; i < piece.length; i++) piece[i] = (i * 31 + 7) & 0xff;
   return new Promise((resolve, reject) => {
     const { hostname, port } = new URL(base);
     const req = http.request(
-      { hostname, port, path: "/v1/assets/upload", method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + size + tail.length } },
+      {
+        hostname,
+        port,
+        path: "/v1/assets/upload",
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": `multipart/form-data; boundary=${boundary}`,
+          "content-length": head.length + size + tail.length,
+        },
+      },
       (res) => {
         let body = "";
         res.on("data", (d) => (body += d));
-        res.on("end", () => (res.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(`upload answered ${res.statusCode}: ${body}`))));
+        res.on("end", () =>
+          res.statusCode === 200
+            ? resolve(JSON.parse(body))
+            : reject(new Error(`upload answered ${res.statusCode}: ${body}`)),
+        );
       },
     );
     req.on("error", reject);
@@ -73,11 +108,13 @@ function uploadGenerated(base: string, token: string, size: number): Promise<{ u
 
 function download(target: string, token: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    http.get(target, { headers: { authorization: `Bearer ${token}` } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`serve answered ${res.statusCode}`));
-      let bytes = 0;
-      res.on("data", (d: Buffer) => (bytes += d.length));
-      res.on("end", () => resolve(bytes));
-    }).on("error", reject);
+    http
+      .get(target, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`serve answered ${res.statusCode}`));
+        let bytes = 0;
+        res.on("data", (d: Buffer) => (bytes += d.length));
+        res.on("end", () => resolve(bytes));
+      })
+      .on("error", reject);
   });
 }

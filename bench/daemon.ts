@@ -16,13 +16,18 @@ let inboxdNode = process.execPath;
 
 /** Runs inboxd on Node `version` (20, 22, 24 or system), installed by .ci/with-node if needed. */
 export function useNode(version: string): void {
-  inboxdNode = execFileSync(join(ROOT, ".ci/with-node"), [version, "node", "-p", "process.execPath"], { encoding: "utf8" }).trim();
+  inboxdNode = execFileSync(join(ROOT, ".ci/with-node"), [version, "node", "-p", "process.execPath"], {
+    encoding: "utf8",
+  }).trim();
 }
 
 /** The node binary inboxd runs on in this run (see useNode). */
 export const inboxdNodePath = () => inboxdNode;
 
-export const daemonNodeVersion = () => (inboxdNode === process.execPath ? process.version : execFileSync(inboxdNode, ["--version"], { encoding: "utf8" }).trim());
+export const daemonNodeVersion = () =>
+  inboxdNode === process.execPath
+    ? process.version
+    : execFileSync(inboxdNode, ["--version"], { encoding: "utf8" }).trim();
 
 /** The daemon and CLI as users run them: built (`npm run bench` builds first, as `npm start` does). */
 const BUILT_CLI = join(ROOT, "dist/node/inboxd.mjs");
@@ -31,9 +36,9 @@ const BUILT_CLI = join(ROOT, "dist/node/inboxd.mjs");
  * `node FILE ...` with no npm wrapper, so the PID is the process that does the work: inboxd's CLI as built, with
  * source maps for its stack traces; any other script (the bench's own workers) through tsx.
  */
-export function spawnNode(file: string, args: string[], nodeArgs: string[] = []): ChildProcess {
+export function spawnNode(file: string, args: string[], nodeArgs: string[] = [], built = BUILT_CLI): ChildProcess {
   // The CLI with the node options the `inboxd` command's first line gives every command (seed and serve included).
-  const run = file === CLI ? [...DAEMON_NODE_OPTIONS, "--enable-source-maps", BUILT_CLI] : ["--import", "tsx", file];
+  const run = file === CLI ? [...DAEMON_NODE_OPTIONS, "--enable-source-maps", built] : ["--import", "tsx", file];
   return track(spawn(inboxdNode, [...nodeArgs, ...run, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
 }
 
@@ -46,16 +51,22 @@ export function track(child: ChildProcess): ChildProcess {
 
 /** Kills every child still running, by PID (used on exit and on errors). */
 export function killAll(): void {
-  for (const child of live) if (child.pid && child.exitCode === null) {
-    try { process.kill(child.pid, "SIGKILL"); } catch { /* already gone */ }
-  }
+  for (const child of live)
+    if (child.pid && child.exitCode === null) {
+      try {
+        process.kill(child.pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+    }
 }
 
 /** Runs a CLI command to completion; returns stdout and wall-clock seconds, throws on a non-zero exit. */
 export async function runCli(args: string[]): Promise<{ stdout: string; seconds: number }> {
   const started = performance.now();
   const child = spawnNode(CLI, args);
-  let stdout = "", stderr = "";
+  let stdout = "",
+    stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
@@ -64,7 +75,18 @@ export async function runCli(args: string[]): Promise<{ stdout: string; seconds:
 }
 
 export async function createToken(dir: string): Promise<string> {
-  const { stdout } = await runCli(["token", "create", "--data-dir", dir, "--scope", "read", "--scope", "write", "--name", "bench"]);
+  const { stdout } = await runCli([
+    "token",
+    "create",
+    "--data-dir",
+    dir,
+    "--scope",
+    "read",
+    "--scope",
+    "write",
+    "--name",
+    "bench",
+  ]);
   return stdout.trim().split("\n").pop()!.trim();
 }
 
@@ -123,12 +145,22 @@ export interface Daemon {
 }
 
 /** Starts `inboxd serve` and polls GET /v1/chats every 20 ms until it answers 200. */
-export async function startDaemon(dir: string, token: string, options: { inspect?: boolean; args?: string[]; nodeArgs?: string[] } = {}): Promise<Daemon> {
+export async function startDaemon(
+  dir: string,
+  token: string,
+  /** `built`: another checkout's dist/node/inboxd.mjs instead of this one's (bench/compare.ts). */
+  options: { inspect?: boolean; args?: string[]; nodeArgs?: string[]; built?: string } = {},
+): Promise<Daemon> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const inspectPort = options.inspect ? await freePort() : undefined;
   const started = performance.now();
-  const child = spawnNode(CLI, ["serve", "--data-dir", dir, "--port", String(port), ...(options.args ?? [])], [...(options.nodeArgs ?? []), ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : [])]);
+  const child = spawnNode(
+    CLI,
+    ["serve", "--data-dir", dir, "--port", String(port), ...(options.args ?? [])],
+    [...(options.nodeArgs ?? []), ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : [])],
+    options.built,
+  );
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
@@ -143,7 +175,13 @@ export async function startBaseline(bodyFile: string): Promise<{ pid: number; ur
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`baseline server exited with ${child.exitCode}`);
-    if (await getOnce(url).then((r) => r.status === 200, () => false)) break;
+    if (
+      await getOnce(url).then(
+        (r) => r.status === 200,
+        () => false,
+      )
+    )
+      break;
     if (i > 1500) throw new Error("baseline server not ready after 30 s");
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -151,10 +189,19 @@ export async function startBaseline(bodyFile: string): Promise<{ pid: number; ur
 }
 
 /** Polls GET /v1/chats until the daemon answers 200; throws with what it printed if it exits, errs or takes 60 s. */
-export async function waitUntilServing(child: import("node:child_process").ChildProcess, url: string, token: string, output: () => string, started = performance.now()) {
+export async function waitUntilServing(
+  child: import("node:child_process").ChildProcess,
+  url: string,
+  token: string,
+  output: () => string,
+  started = performance.now(),
+) {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`inboxd serve exited with ${child.exitCode}:\n${output()}`);
-    const status = await getOnce(`${url}/v1/chats`, token).then((r) => r.status, () => 0);
+    const status = await getOnce(`${url}/v1/chats`, token).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     if (status !== 0) throw new Error(`GET /v1/chats answered ${status} during startup:\n${output()}`);
     if (performance.now() - started > 60_000) throw new Error(`inboxd not ready after 60 s:\n${output()}`);
@@ -193,7 +240,11 @@ export function childrenRunning(test: (argv: string[]) => boolean): number[] {
 
 /** Busy CPU seconds of the whole machine so far: the first line of /proc/stat but idle and iowait (CLK_TCK = 100). */
 export function machineBusySeconds(): number {
-  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
+    .split("\n", 1)[0]
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
   return (user + nice + system + irq + softirq + steal) / 100;
 }
 

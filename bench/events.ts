@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import WebSocket from "ws";
 import { defaultBinding } from "../adapters/node/sqlite-binding.ts";
-import { cpuSeconds, createToken, getOnce, memory, runCli, startDaemon, type Daemon } from "./daemon.ts";
+import { cpuSeconds, createToken, getOnce, median, memory, runCli, startDaemon, type Daemon } from "./daemon.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { formatReport, type Row } from "./report.ts";
 import { listChatIDs, segment } from "./workload.ts";
@@ -111,7 +111,6 @@ const PATHS: Record<Path, string> = {
   pages: `GET /v1/events JSON pages, limit=${PAGE_LIMIT}`,
 };
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const int = (x: number) => Math.round(x).toLocaleString("en-US");
 
 /** Starts the daemon with or without the log: INBOXD_EVENT_LOG reaches it through the environment it inherits. */
@@ -135,7 +134,10 @@ function machineCpuSeconds(): number {
 
 /** The load generator's PID: the bench's child process that runs bench/load-worker.ts. */
 function loadWorkerPid(): number {
-  const children = readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+  const children = readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, "utf8")
+    .trim()
+    .split(/\s+/)
+    .map(Number);
   const pid = children.find((child) => {
     try {
       return readFileSync(`/proc/${child}/cmdline`, "utf8").includes("load-worker");
@@ -155,26 +157,42 @@ async function latestEventID(url: string, token: string): Promise<number> {
 }
 
 /** `count` sends at `concurrency`, taking the chats in turn; throws on the first failed one. */
-async function sendMessages(url: string, token: string, chatIDs: string[], count: number, concurrency: number): Promise<void> {
+async function sendMessages(
+  url: string,
+  token: string,
+  chatIDs: string[],
+  count: number,
+  concurrency: number,
+): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const post = (n: number) =>
     new Promise<void>((resolve, reject) => {
       const body = JSON.stringify({ text: SEND_TEXT.replace("{n}", String(n)) });
       const path = `/v1/chats/${segment(chatIDs[n % chatIDs.length])}/messages`;
-      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) };
+      const headers = {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+      };
       const req = http.request(`${url}${path}`, { method: "POST", agent, headers }, (res) => {
         let text = "";
         res.on("data", (chunk) => (text += text.length < 300 ? chunk : ""));
-        res.on("end", () => ((res.statusCode ?? 0) < 300 ? resolve() : reject(new Error(`POST ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`))));
+        res.on("end", () =>
+          (res.statusCode ?? 0) < 300
+            ? resolve()
+            : reject(new Error(`POST ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`)),
+        );
       });
       req.on("error", reject);
       req.end(body);
     });
   let next = 0;
   try {
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < count) await post(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < count) await post(next++);
+      }),
+    );
   } finally {
     agent.destroy();
   }
@@ -188,10 +206,13 @@ function readDatabase(dir: string, withRows = false) {
     const usedBytes = (pragma("page_count") - pragma("freelist_count")) * pragma("page_size");
     if (!withRows) return { usedBytes };
     const rows = db
-      .prepare("SELECT length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)) + length(created_at) + length(updated_at) AS bytes, value FROM inboxd WHERE key >= 'ev:' AND key < 'ev;'")
+      .prepare(
+        "SELECT length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)) + length(created_at) + length(updated_at) AS bytes, value FROM inboxd WHERE key >= 'ev:' AND key < 'ev;'",
+      )
       .all() as { bytes: number; value: string }[];
     const byType: EventsResult["size"]["byType"] = {};
-    let rowBytes = 0, bodyBytes = 0;
+    let rowBytes = 0,
+      bodyBytes = 0;
     for (const row of rows) {
       // The record holds the event as JSON (older builds: as a string of JSON).
       const stored = (JSON.parse(row.value) as { b: string | Record<string, unknown> }).b;
@@ -219,7 +240,11 @@ class Tally {
   private rssPeakMB = 0;
   private readonly sampler: ReturnType<typeof setInterval>;
 
-  constructor(since: number, private readonly end: number, private readonly pid: number) {
+  constructor(
+    since: number,
+    private readonly end: number,
+    private readonly pid: number,
+  ) {
     this.next = since + 1;
     this.cpu = cpuSeconds(pid);
     this.sampler = setInterval(() => this.sampleRss(), 50).unref();
@@ -243,15 +268,28 @@ class Tally {
     this.sampleRss();
     const seconds = (performance.now() - this.started) / 1000;
     const daemonCpuPct = ((cpuSeconds(this.pid) - this.cpu) / seconds) * 100;
-    return { seconds, eventsPerSecond: events / seconds, bytes: this.bytes, outOfOrder: this.outOfOrder, daemonCpuPct, rssPeakMB: this.rssPeakMB };
+    return {
+      seconds,
+      eventsPerSecond: events / seconds,
+      bytes: this.bytes,
+      outOfOrder: this.outOfOrder,
+      daemonCpuPct,
+      rssPeakMB: this.rssPeakMB,
+    };
   }
 }
 
 /** Runs `start` until it calls `done`, failing after REPLAY_TIMEOUT_MS. */
-function replayWithin(what: string, start: (done: () => void, fail: (error: Error) => void) => () => void): Promise<void> {
+function replayWithin(
+  what: string,
+  start: (done: () => void, fail: (error: Error) => void) => () => void,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let stop = () => {};
-    const timer = setTimeout(() => finish(new Error(`${what}: not finished after ${REPLAY_TIMEOUT_MS / 1000} s`)), REPLAY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => finish(new Error(`${what}: not finished after ${REPLAY_TIMEOUT_MS / 1000} s`)),
+      REPLAY_TIMEOUT_MS,
+    );
     const finish = (error?: Error) => {
       clearTimeout(timer);
       stop();
@@ -271,7 +309,9 @@ const eventIDIn = (head: string) => {
 async function replayOverWebSocket(daemon: Daemon, token: string, since: number, end: number): Promise<Replay> {
   let tally: Tally | undefined;
   await replayWithin("replay over /v1/ws", (done, fail) => {
-    const ws = new WebSocket(`${daemon.url.replace(/^http/, "ws")}/v1/ws`, { headers: { authorization: `Bearer ${token}` } });
+    const ws = new WebSocket(`${daemon.url.replace(/^http/, "ws")}/v1/ws`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     ws.once("open", () => {
       tally = new Tally(since, end, daemon.pid);
       ws.send(JSON.stringify({ type: "subscriptions.set", requestID: "replay", chatIDs: ["*"], since }));
@@ -303,7 +343,8 @@ async function replayOverSse(daemon: Daemon, token: string, since: number, end: 
         rest += decoder.write(chunk);
         let at = 0;
         for (let cut = rest.indexOf("\n\n"); cut !== -1; at = cut + 2, cut = rest.indexOf("\n\n", at)) {
-          if (rest.startsWith("id: ", at) && tally.see(Number(rest.slice(at + 4, rest.indexOf("\n", at))), 0)) return done();
+          if (rest.startsWith("id: ", at) && tally.see(Number(rest.slice(at + 4, rest.indexOf("\n", at))), 0))
+            return done();
         }
         rest = rest.slice(at);
       });
@@ -317,9 +358,10 @@ async function replayOverSse(daemon: Daemon, token: string, since: number, end: 
 
 async function replayOverPages(daemon: Daemon, token: string, since: number, end: number): Promise<Replay> {
   const tally = new Tally(since, end, daemon.pid);
-  for (let after = since; tally.next <= end;) {
+  for (let after = since; tally.next <= end; ) {
     const { status, body } = await getOnce(`${daemon.url}/v1/events?after=${after}&limit=${PAGE_LIMIT}`, token);
-    if (status !== 200) throw new Error(`GET /v1/events?after=${after} answered ${status}: ${body.toString().slice(0, 300)}`);
+    if (status !== 200)
+      throw new Error(`GET /v1/events?after=${after} answered ${status}: ${body.toString().slice(0, 300)}`);
     const page = JSON.parse(body.toString()) as { items: { eventID: number }[]; nextAfter: number };
     tally.see(undefined, body.length);
     if (!page.items.length) throw new Error(`GET /v1/events?after=${after} returned no events before eventID ${end}`);
@@ -329,7 +371,11 @@ async function replayOverPages(daemon: Daemon, token: string, since: number, end
   return tally.result(end - since);
 }
 
-const REPLAYS: Record<Path, typeof replayOverPages> = { ws: replayOverWebSocket, sse: replayOverSse, pages: replayOverPages };
+const REPLAYS: Record<Path, typeof replayOverPages> = {
+  ws: replayOverWebSocket,
+  sse: replayOverSse,
+  pages: replayOverPages,
+};
 
 /**
  * The same number of sends without the log, then with it (which fills the log for the replays), over `sendTo`; the
@@ -354,8 +400,14 @@ async function fillLog(dir: string, token: string, events: number, log: EventsBe
   const eventsLogged = (await latestEventID(daemon.url, token)) - since;
   await daemon.stop();
   const { usedBytes: afterOn, ...rows } = readDatabase(dir, true);
-  const size: EventsResult["size"] = { ...(rows as Required<typeof rows>), sends, usedBytes: { seeded, afterOff, afterOn }, eventsLogged };
-  let logged = eventsLogged, extra = 0;
+  const size: EventsResult["size"] = {
+    ...(rows as Required<typeof rows>),
+    sends,
+    usedBytes: { seeded, afterOff, afterOn },
+    eventsLogged,
+  };
+  let logged = eventsLogged,
+    extra = 0;
   if (logged < events) {
     daemon = await startWithLog(dir, token, true);
     for (; logged < events; logged = (await latestEventID(daemon.url, token)) - since) {
@@ -370,14 +422,21 @@ async function fillLog(dir: string, token: string, events: number, log: EventsBe
 }
 
 /** Each replay path `rounds` times in turn, on a freshly started daemon (the log is read from the database). */
-async function replays(dir: string, token: string, o: EventsBenchOptions, since: number): Promise<Record<Path, Replay[]>> {
+async function replays(
+  dir: string,
+  token: string,
+  o: EventsBenchOptions,
+  since: number,
+): Promise<Record<Path, Replay[]>> {
   const daemon = await startWithLog(dir, token, true);
   try {
     const rounds: Record<Path, Replay[]> = { ws: [], sse: [], pages: [] };
     for (let round = 1; round <= o.rounds; round++) {
       for (const path of Object.keys(REPLAYS) as Path[]) {
         const r = await REPLAYS[path](daemon, token, since, since + o.events);
-        o.log(`events: replay ${round}/${o.rounds}, ${PATHS[path]}: ${int(r.eventsPerSecond)} events/s (${r.seconds.toFixed(2)} s, daemon CPU ${int(r.daemonCpuPct)} %, RSS peak ${int(r.rssPeakMB)} MB)`);
+        o.log(
+          `events: replay ${round}/${o.rounds}, ${PATHS[path]}: ${int(r.eventsPerSecond)} events/s (${r.seconds.toFixed(2)} s, daemon CPU ${int(r.daemonCpuPct)} %, RSS peak ${int(r.rssPeakMB)} MB)`,
+        );
         rounds[path].push(r);
       }
     }
@@ -395,27 +454,49 @@ async function replays(dir: string, token: string, o: EventsBenchOptions, since:
  * unbalanced of those set aside complete them.
  */
 async function compareSends(dirs: Record<Variant, string>, token: string, chatIDs: string[], o: EventsBenchOptions) {
-  const requests: RequestSpec[] = chatIDs.map((id) => ({ method: "POST", path: `/v1/chats/${segment(id)}/messages`, body: JSON.stringify({ text: SEND_TEXT }) }));
+  const requests: RequestSpec[] = chatIDs.map((id) => ({
+    method: "POST",
+    path: `/v1/chats/${segment(id)}/messages`,
+    body: JSON.stringify({ text: SEND_TEXT }),
+  }));
   const generator = new LoadGenerator();
   const daemons: Partial<Record<Variant, Daemon>> = {};
   try {
     for (const variant of VARIANTS) daemons[variant] = await startWithLog(dirs[variant], token, variant === "on");
     const job = (daemon: Daemon, warmupSeconds: number, durationSeconds: number) =>
-      generator.run({ url: daemon.url, token, requests, concurrency: SEND_CONCURRENCY, warmupSeconds, durationSeconds });
+      generator.run({
+        url: daemon.url,
+        token,
+        requests,
+        concurrency: SEND_CONCURRENCY,
+        warmupSeconds,
+        durationSeconds,
+      });
     for (const variant of VARIANTS) await job(daemons[variant]!, 0, o.warmupSeconds);
     const generatorPid = loadWorkerPid();
     const round = async (variant: Variant): Promise<SendRound> => {
       const daemon = daemons[variant]!;
       const first = await latestEventID(daemon.url, token);
-      const cpu = () => ({ daemon: cpuSeconds(daemon.pid), generator: cpuSeconds(generatorPid), machine: machineCpuSeconds(), at: performance.now() });
-      const before = cpu(), bench = process.cpuUsage();
+      const cpu = () => ({
+        daemon: cpuSeconds(daemon.pid),
+        generator: cpuSeconds(generatorPid),
+        machine: machineCpuSeconds(),
+        at: performance.now(),
+      });
+      const before = cpu(),
+        bench = process.cpuUsage();
       const result = await job(daemon, o.warmupSeconds, o.roundSeconds);
-      const after = cpu(), benchUsage = process.cpuUsage(bench);
+      const after = cpu(),
+        benchUsage = process.cpuUsage(bench);
       const seconds = (after.at - before.at) / 1000;
       const pct = (key: "daemon" | "generator" | "machine") => ((after[key] - before[key]) / seconds) * 100;
       const events = (await latestEventID(daemon.url, token)) - first;
-      if (variant === "off" && events !== 0) throw new Error(`the daemon started with INBOXD_EVENT_LOG=off logged ${events} events`);
-      const otherCpuPct = Math.max(0, pct("machine") - pct("daemon") - pct("generator") - ((benchUsage.user + benchUsage.system) / 1e4 / seconds));
+      if (variant === "off" && events !== 0)
+        throw new Error(`the daemon started with INBOXD_EVENT_LOG=off logged ${events} events`);
+      const otherCpuPct = Math.max(
+        0,
+        pct("machine") - pct("daemon") - pct("generator") - (benchUsage.user + benchUsage.system) / 1e4 / seconds,
+      );
       return { result, cpuPct: pct("daemon"), rssMB: memory(daemon.pid).rssMB, events, otherCpuPct };
     };
     const kept: Record<Variant, SendRound[]> = { off: [], on: [] };
@@ -427,7 +508,9 @@ async function compareSends(dirs: Record<Variant, string>, token: string, chatID
       for (const variant of attempt % 2 ? [...VARIANTS].reverse() : VARIANTS) {
         pair[variant] = await round(variant);
         const { result, otherCpuPct } = pair[variant];
-        o.log(`events: sends, log ${variant} (pair ${attempt + 1}): ${int(result.rps)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, other processes ${int(otherCpuPct)} % of a core`);
+        o.log(
+          `events: sends, log ${variant} (pair ${attempt + 1}): ${int(result.rps)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, other processes ${int(otherCpuPct)} % of a core`,
+        );
       }
       if (imbalance(pair) <= PAIR_BALANCE_PCT) keep(pair);
       else setAside.push(pair);
@@ -445,7 +528,19 @@ export async function runEventsBench(o: EventsBenchOptions): Promise<EventsResul
   const dir = join(o.dir, "log");
   const copies: Record<Variant, string> = { off: join(o.dir, "sends-off"), on: join(o.dir, "sends-on") };
   o.log(`events: seeding ${o.chats} chats, ${o.messages} messages into ${dir}`);
-  await runCli(["seed", "--data-dir", dir, "--chats", String(o.chats), "--messages", String(o.messages), "--accounts", String(o.accounts), "--seed", "1"]);
+  await runCli([
+    "seed",
+    "--data-dir",
+    dir,
+    "--chats",
+    String(o.chats),
+    "--messages",
+    String(o.messages),
+    "--accounts",
+    String(o.accounts),
+    "--seed",
+    "1",
+  ]);
   const token = await createToken(dir);
   for (const variant of VARIANTS) cpSync(dir, copies[variant], { recursive: true });
   const { since, sends, sendTo, size } = await fillLog(dir, token, o.events, o.log);
@@ -456,7 +551,13 @@ export async function runEventsBench(o: EventsBenchOptions): Promise<EventsResul
     chats: o.chats,
     messages: o.messages,
     replay: { events: o.events, since, sends, rounds },
-    sends: { concurrency: SEND_CONCURRENCY, chats: chats.length, text: SEND_TEXT, ...send, apartPct: (median(send.on.map((r, i) => r.result.rps / send.off[i].result.rps)) - 1) * 100 },
+    sends: {
+      concurrency: SEND_CONCURRENCY,
+      chats: chats.length,
+      text: SEND_TEXT,
+      ...send,
+      apartPct: (median(send.on.map((r, i) => r.result.rps / send.off[i].result.rps)) - 1) * 100,
+    },
     size,
   };
 }
@@ -469,8 +570,12 @@ export function formatEvents(r: EventsResult): string {
     const rates = rounds.map((x) => x.eventsPerSecond);
     const mid = rounds.find((x) => x.eventsPerSecond === median(rates))!;
     scalars.push({
-      name: path === "ws" ? `replay of ${int(r.replay.events)} events to a resuming client, median of ${rounds.length}: ${PATHS[path]}` : `  ${PATHS[path]}`,
-      value: `${int(mid.eventsPerSecond)} events/s (${int(Math.min(...rates))}–${int(Math.max(...rates))}; ${mid.seconds.toFixed(2)} s, ` +
+      name:
+        path === "ws"
+          ? `replay of ${int(r.replay.events)} events to a resuming client, median of ${rounds.length}: ${PATHS[path]}`
+          : `  ${PATHS[path]}`,
+      value:
+        `${int(mid.eventsPerSecond)} events/s (${int(Math.min(...rates))}–${int(Math.max(...rates))}; ${mid.seconds.toFixed(2)} s, ` +
         `${(mid.bytes / mid.seconds / 1e6).toFixed(0)} MB/s, daemon CPU ${int(mid.daemonCpuPct)} %, RSS peak ${int(Math.max(...rounds.map((x) => x.rssPeakMB)))} MB)`,
       target: "stated; each once, in order",
       pass: rounds.every((x) => x.outOfOrder === 0),
@@ -483,35 +588,78 @@ export function formatEvents(r: EventsResult): string {
   const errors = [...on, ...off].reduce((sum, x) => sum + x.result.errors, 0);
   const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(1)} %`;
   const loads: Row[] = [
-    { ...row(byRps(on), `POST send, ${r.sends.concurrency} clients on ${r.sends.chats} chats, event log on, median of ${on.length}`),
-      target: `under 10 % apart (median pair: ${signed(apartPct)})`, pass: Math.abs(apartPct) < 10 && errors === 0 },
+    {
+      ...row(
+        byRps(on),
+        `POST send, ${r.sends.concurrency} clients on ${r.sends.chats} chats, event log on, median of ${on.length}`,
+      ),
+      target: `under 10 % apart (median pair: ${signed(apartPct)})`,
+      pass: Math.abs(apartPct) < 10 && errors === 0,
+    },
     row(byRps(off), "  event log off (INBOXD_EVENT_LOG=off), median"),
   ];
   const cpuUs = (x: SendRound) => ((x.cpuPct / 100) * 1e6) / x.result.rps;
   const mid = (rounds: SendRound[], f: (x: SendRound) => number) => median(rounds.map(f)).toFixed(1);
-  const cpuOn = median(on.map(cpuUs)), cpuOff = median(off.map(cpuUs));
-  const pairText = (pair: Record<Variant, SendRound>) => `${int(pair.off.result.rps)} / ${int(pair.on.result.rps)} (${int(pair.off.otherCpuPct)}, ${int(pair.on.otherCpuPct)})`;
+  const cpuOn = median(on.map(cpuUs)),
+    cpuOff = median(off.map(cpuUs));
+  const pairText = (pair: Record<Variant, SendRound>) =>
+    `${int(pair.off.result.rps)} / ${int(pair.on.result.rps)} (${int(pair.off.otherCpuPct)}, ${int(pair.on.otherCpuPct)})`;
   scalars.push(
-    { name: "sends/s per pair, log off / on (other processes' CPU in each round, % of a core)", value: on.map((x, i) => pairText({ off: off[i], on: x })).join("; ") },
-    { name: "  p50 / p99 ms, median of the rounds, log on | off", value: `${mid(on, (x) => x.result.p50)} / ${mid(on, (x) => x.result.p99)} | ${mid(off, (x) => x.result.p50)} / ${mid(off, (x) => x.result.p99)}` },
-    { name: "  daemon CPU per send, median of the rounds, log on | off", value: `${int(cpuOn)} | ${int(cpuOff)} µs (${signed((cpuOn / cpuOff - 1) * 100)})` },
+    {
+      name: "sends/s per pair, log off / on (other processes' CPU in each round, % of a core)",
+      value: on.map((x, i) => pairText({ off: off[i], on: x })).join("; "),
+    },
+    {
+      name: "  p50 / p99 ms, median of the rounds, log on | off",
+      value: `${mid(on, (x) => x.result.p50)} / ${mid(on, (x) => x.result.p99)} | ${mid(off, (x) => x.result.p50)} / ${mid(off, (x) => x.result.p99)}`,
+    },
+    {
+      name: "  daemon CPU per send, median of the rounds, log on | off",
+      value: `${int(cpuOn)} | ${int(cpuOff)} µs (${signed((cpuOn / cpuOff - 1) * 100)})`,
+    },
     ...(r.sends.setAside.length
-      ? [{ name: `  pairs measured again: other processes' CPU differed by over ${PAIR_BALANCE_PCT} % of a core`, value: r.sends.setAside.map(pairText).join("; ") }]
+      ? [
+          {
+            name: `  pairs measured again: other processes' CPU differed by over ${PAIR_BALANCE_PCT} % of a core`,
+            value: r.sends.setAside.map(pairText).join("; "),
+          },
+        ]
       : []),
   );
 
   const s = r.size;
   const perEvent = s.rowBytes / s.rows;
-  const types = Object.entries(s.byType).sort((a, b) => b[1].events - a[1].events).map(([type, t]) => `${type} ${int(t.bytes / t.events)} B × ${int(t.events)}`).join(", ");
+  const types = Object.entries(s.byType)
+    .sort((a, b) => b[1].events - a[1].events)
+    .map(([type, t]) => `${type} ${int(t.bytes / t.events)} B × ${int(t.events)}`)
+    .join(", ");
   const grown = (after: number, before: number) => (after - before) / s.sends;
-  const pagesPerEvent = (grown(s.usedBytes.afterOn, s.usedBytes.afterOff) - grown(s.usedBytes.afterOff, s.usedBytes.seeded)) * (s.sends / s.eventsLogged);
+  const pagesPerEvent =
+    (grown(s.usedBytes.afterOn, s.usedBytes.afterOff) - grown(s.usedBytes.afterOff, s.usedBytes.seeded)) *
+    (s.sends / s.eventsLogged);
   // B per event is MB per million events.
   scalars.push(
-    { name: `event log size: bytes per event (ev:<id> rows: key + value + timestamps), ${int(s.rows)} events`, value: `${int(perEvent)} B (${types})`, target: "stated" },
-    { name: "  per million events", value: `${int(perEvent)} MB in the rows; ${int(pagesPerEvent)} MB of database pages (growth with the log − without)` },
-    { name: "  per send (the events of one send)", value: `${int(s.rowBytes / s.sends)} B (${(s.eventsLogged / s.sends).toFixed(2)} events)` },
-    { name: "  event bodies in the rows (the rest: JSON escaping of the body, chat ID, time, key)", value: `${((s.bodyBytes / s.rowBytes) * 100).toFixed(0)} %` },
-    { name: `  database pages grown per send, ${int(s.sends)} sends without | with the log`, value: `${int(grown(s.usedBytes.afterOff, s.usedBytes.seeded))} | ${int(grown(s.usedBytes.afterOn, s.usedBytes.afterOff))} B` },
+    {
+      name: `event log size: bytes per event (ev:<id> rows: key + value + timestamps), ${int(s.rows)} events`,
+      value: `${int(perEvent)} B (${types})`,
+      target: "stated",
+    },
+    {
+      name: "  per million events",
+      value: `${int(perEvent)} MB in the rows; ${int(pagesPerEvent)} MB of database pages (growth with the log − without)`,
+    },
+    {
+      name: "  per send (the events of one send)",
+      value: `${int(s.rowBytes / s.sends)} B (${(s.eventsLogged / s.sends).toFixed(2)} events)`,
+    },
+    {
+      name: "  event bodies in the rows (the rest: JSON escaping of the body, chat ID, time, key)",
+      value: `${((s.bodyBytes / s.rowBytes) * 100).toFixed(0)} %`,
+    },
+    {
+      name: `  database pages grown per send, ${int(s.sends)} sends without | with the log`,
+      value: `${int(grown(s.usedBytes.afterOff, s.usedBytes.seeded))} | ${int(grown(s.usedBytes.afterOn, s.usedBytes.afterOff))} B`,
+    },
   );
   const header = `Event log: ${int(r.chats)} chats, ${int(r.messages)} messages seeded; ${int(r.replay.sends)} sends with the log over every chat but the Echo ones`;
   const notes = [

@@ -23,17 +23,29 @@ const CPU_SAMPLE_MS = 250;
 const SUBSCRIBE_TIMEOUT_MS = 15_000;
 
 /** Opens one client, waits for `ready`, subscribes to every chat and waits for `subscriptions.updated`. */
-function connect(url: string, token: string, onFrame?: (data: Buffer, at: number) => void, onClose?: (code: number) => void): Promise<WebSocket> {
+function connect(
+  url: string,
+  token: string,
+  onFrame?: (data: Buffer, at: number) => void,
+  onClose?: (code: number) => void,
+): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const wsURL = url.replace(/^http/, "ws") + "/v1/ws";
-    const ws = new WebSocket(wsURL, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false, skipUTF8Validation: true });
+    const wsURL = `${url.replace(/^http/, "ws")}/v1/ws`;
+    const ws = new WebSocket(wsURL, {
+      headers: { authorization: `Bearer ${token}` },
+      perMessageDeflate: false,
+      skipUTF8Validation: true,
+    });
     let state: "connecting" | "subscribing" | "subscribed" = "connecting";
     const fail = (error: Error) => {
       clearTimeout(timer);
       if (state !== "subscribed") reject(error);
       ws.terminate();
     };
-    const timer = setTimeout(() => fail(new Error(`client not subscribed after ${SUBSCRIBE_TIMEOUT_MS} ms (state ${state})`)), SUBSCRIBE_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`client not subscribed after ${SUBSCRIBE_TIMEOUT_MS} ms (state ${state})`)),
+      SUBSCRIBE_TIMEOUT_MS,
+    );
     ws.on("unexpected-response", (_req, res) => {
       let body = "";
       res.on("data", (d: Buffer) => (body += d));
@@ -61,7 +73,8 @@ function connect(url: string, token: string, onFrame?: (data: Buffer, at: number
 
 async function connectMany(count: number, open: (i: number) => Promise<WebSocket>): Promise<WebSocket[]> {
   const limit = openFileLimit();
-  if (limit < count + 64) throw new Error(`open-file limit of the generator is ${limit}, too low for ${count} connections (raise ulimit -n)`);
+  if (limit < count + 64)
+    throw new Error(`open-file limit of the generator is ${limit}, too low for ${count} connections (raise ulimit -n)`);
   const sockets: WebSocket[] = [];
   try {
     for (let i = 0; i < count; i += CONNECT_WAVE) {
@@ -77,15 +90,18 @@ async function connectMany(count: number, open: (i: number) => Promise<WebSocket
 
 async function closeAll(sockets: WebSocket[]): Promise<void> {
   await Promise.all(
-    sockets.map((ws) => new Promise<void>((resolve) => {
-      if (ws.readyState === WebSocket.CLOSED) return resolve();
-      const timer = setTimeout(() => ws.terminate(), 2000);
-      ws.once("close", () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      ws.close(1000);
-    })),
+    sockets.map(
+      (ws) =>
+        new Promise<void>((resolve) => {
+          if (ws.readyState === WebSocket.CLOSED) return resolve();
+          const timer = setTimeout(() => ws.terminate(), 2000);
+          ws.once("close", () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          ws.close(1000);
+        }),
+    ),
   );
 }
 
@@ -98,18 +114,33 @@ function openFileLimit(): number {
  * One POST. A keep-alive socket that the server closed while idle fails with ECONNRESET when reused before the client
  * noticed; such a request never reached the server and is retried once on a new socket (as the Node docs advise).
  */
-function post(agent: http.Agent, target: URL, token: string, path: string, body: string, retried = false): Promise<{ status: number; text: string; retried: boolean }> {
+function post(
+  agent: http.Agent,
+  target: URL,
+  token: string,
+  path: string,
+  body: string,
+  retried = false,
+): Promise<{ status: number; text: string; retried: boolean }> {
   return new Promise((resolve, reject) => {
-    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) };
-    const req = http.request({ host: target.hostname, port: target.port, method: "POST", path, agent, headers }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text, retried }));
-      res.on("error", reject);
-    });
+    const headers = {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+    };
+    const req = http.request(
+      { host: target.hostname, port: target.port, method: "POST", path, agent, headers },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, retried }));
+        res.on("error", reject);
+      },
+    );
     req.on("error", (error: NodeJS.ErrnoException) => {
-      if (req.reusedSocket && error.code === "ECONNRESET" && !retried) resolve(post(agent, target, token, path, body, true));
+      if (req.reusedSocket && error.code === "ECONNRESET" && !retried)
+        resolve(post(agent, target, token, path, body, true));
       else reject(error);
     });
     req.end(body);
@@ -118,16 +149,24 @@ function post(agent: http.Agent, target: URL, token: string, path: string, body:
 
 /** CPU seconds (all cores) the machine has spent busy so far: user, nice, system, irq, softirq, steal (CLK_TCK = 100). */
 function machineBusySeconds(): number {
-  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").slice(0, 200).split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
+    .slice(0, 200)
+    .split("\n")[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
   return (user + nice + system + irq + softirq + steal) / 100;
 }
 
 /** Nearest-rank percentile of a sorted array. */
-const percentile = (sorted: Float64Array, p: number) => (sorted.length ? sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
+const percentile = (sorted: Float64Array, p: number) =>
+  sorted.length ? sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] : NaN;
 
 const TYPE_UPSERTED = Buffer.from('"type":"message.upserted"');
 const IDS = Buffer.from('"ids":[');
-const COMMA = 0x2c, BRACKET_CLOSE = 0x5d;
+const COMMA = 0x2c,
+  BRACKET_CLOSE = 0x5d;
 
 async function runFanout(job: FanoutJob): Promise<FanoutResult> {
   const target = new URL(job.url);
@@ -138,7 +177,10 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
 
   // Per pendingMessageID: arrival time at each client of the first message.upserted naming it (NaN: not yet).
   const arrivals = new Map<string, Float64Array>();
-  let windowStart = Infinity, windowEnd = Infinity, frames = 0, bytes = 0;
+  let windowStart = Infinity,
+    windowEnd = Infinity,
+    frames = 0,
+    bytes = 0;
   const onFrame = (client: number, data: Buffer, at: number) => {
     if (at >= windowStart && at < windowEnd) {
       frames++;
@@ -146,7 +188,12 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
     }
     // {"seq":N,"type":"message.upserted",...,"ids":["a","b"],"entries":[...]}
     const comma = data.indexOf(COMMA, 7);
-    if (comma < 0 || comma > 32 || data.compare(TYPE_UPSERTED, 0, TYPE_UPSERTED.length, comma + 1, comma + 1 + TYPE_UPSERTED.length) !== 0) return;
+    if (
+      comma < 0 ||
+      comma > 32 ||
+      data.compare(TYPE_UPSERTED, 0, TYPE_UPSERTED.length, comma + 1, comma + 1 + TYPE_UPSERTED.length) !== 0
+    )
+      return;
     const from = data.indexOf(IDS, comma);
     if (from < 0) return;
     const to = data.indexOf(BRACKET_CLOSE, from);
@@ -161,18 +208,27 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
   let closing = false;
   const connectStarted = performance.now();
   const sockets = await connectMany(clients, (i) =>
-    connect(job.url, job.token, (data, at) => onFrame(i, data, at), (code) => {
-      if (!closing) closes[code] = (closes[code] ?? 0) + 1;
-    }),
+    connect(
+      job.url,
+      job.token,
+      (data, at) => onFrame(i, data, at),
+      (code) => {
+        if (!closing) closes[code] = (closes[code] ?? 0) + 1;
+      },
+    ),
   );
   const connectMs = performance.now() - connectStarted;
 
   // fifo: every open socket keeps being used, so none sits idle long enough for the server to close it.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64, scheduling: "fifo" });
   const body = (n: number) => JSON.stringify({ text: `fan-out bench message ${n}: see you at the station tomorrow` });
-  const started = new Float64Array(total), answered = new Float64Array(total).fill(NaN);
+  const started = new Float64Array(total),
+    answered = new Float64Array(total).fill(NaN);
   const ids: (string | undefined)[] = new Array(total);
-  let sendErrors = 0, retries = 0, firstSendError: string | undefined, maxLag = 0;
+  let sendErrors = 0,
+    retries = 0,
+    firstSendError: string | undefined,
+    maxLag = 0;
   const pending: Promise<void>[] = [];
   const issue = (n: number) => {
     const chatID = job.chatIDs[n % job.chatIDs.length];
@@ -200,12 +256,23 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
 
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   // CPU of the daemon and of this process per CPU_SAMPLE_MS during the window (at 100 ticks/s: ±4 % per sample).
-  const cpuTimeline: FanoutResult["cpuTimeline"] = { intervalMs: CPU_SAMPLE_MS, server: [], generator: [], machine: [] };
+  const cpuTimeline: FanoutResult["cpuTimeline"] = {
+    intervalMs: CPU_SAMPLE_MS,
+    server: [],
+    generator: [],
+    machine: [],
+  };
   let sampler: ReturnType<typeof setInterval> | undefined;
   const startSampling = () => {
-    let server = cpuSeconds(job.serverPid), own = process.cpuUsage(), machine = machineBusySeconds(), at = performance.now();
+    let server = cpuSeconds(job.serverPid),
+      own = process.cpuUsage(),
+      machine = machineBusySeconds(),
+      at = performance.now();
     sampler = setInterval(() => {
-      const server2 = cpuSeconds(job.serverPid), own2 = process.cpuUsage(), machine2 = machineBusySeconds(), at2 = performance.now();
+      const server2 = cpuSeconds(job.serverPid),
+        own2 = process.cpuUsage(),
+        machine2 = machineBusySeconds(),
+        at2 = performance.now();
       const seconds = (at2 - at) / 1000;
       cpuTimeline.server.push(Math.round(((server2 - server) / seconds) * 100));
       cpuTimeline.generator.push(Math.round(((own2.user + own2.system - own.user - own.system) / 1e6 / seconds) * 100));
@@ -213,8 +280,12 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
       [server, own, machine, at] = [server2, own2, machine2, at2];
     }, CPU_SAMPLE_MS);
   };
-  let cpuAtStart = 0, cpuAtEnd = 0, machineAtStart = 0, machineAtEnd = 0;
-  let ownAtStart = process.cpuUsage(), ownUsed = ownAtStart;
+  let cpuAtStart = 0,
+    cpuAtEnd = 0,
+    machineAtStart = 0,
+    machineAtEnd = 0;
+  let ownAtStart = process.cpuUsage(),
+    ownUsed = ownAtStart;
   const t0 = performance.now() + 20;
   const scheduled = (n: number) => t0 + n * interval;
   await new Promise<void>((done) => {
@@ -235,15 +306,18 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
       }
       if (n < total) return void setTimeout(tick, Math.max(0, scheduled(n) - performance.now()));
       // The window ends one interval after the last scheduled send.
-      setTimeout(() => {
-        windowEnd = performance.now();
-        cpuAtEnd = cpuSeconds(job.serverPid);
-        machineAtEnd = machineBusySeconds();
-        ownUsed = process.cpuUsage(ownAtStart);
-        loopDelay.disable();
-        clearInterval(sampler);
-        done();
-      }, Math.max(0, scheduled(total) - performance.now()));
+      setTimeout(
+        () => {
+          windowEnd = performance.now();
+          cpuAtEnd = cpuSeconds(job.serverPid);
+          machineAtEnd = machineBusySeconds();
+          ownUsed = process.cpuUsage(ownAtStart);
+          loopDelay.disable();
+          clearInterval(sampler);
+          done();
+        },
+        Math.max(0, scheduled(total) - performance.now()),
+      );
     };
     tick();
   });
@@ -275,7 +349,8 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
   const round = (x: number) => Math.round(x * 100) / 100;
   const timeline: FanoutResult["timeline"] = { start: [], http: [], firstEvent: [], lastEvent: [] };
   const sendLatencies = new Float64Array(measured.length);
-  let received = 0, early = 0;
+  let received = 0,
+    early = 0;
   measured.forEach((n, i) => {
     sendLatencies[i] = answered[n] - started[n];
     const times = arrivals.get(ids[n]!);
@@ -286,7 +361,8 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
       timeline.lastEvent.push(null);
       return;
     }
-    let first = Infinity, last = -Infinity;
+    let first = Infinity,
+      last = -Infinity;
     for (let c = 0; c < clients; c++) {
       const at = times[c];
       if (Number.isNaN(at)) continue;
@@ -305,7 +381,12 @@ async function runFanout(job: FanoutJob): Promise<FanoutResult> {
   });
   const stats = (values: Float64Array): Stats => {
     const sorted = values.sort();
-    return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.length ? sorted[sorted.length - 1] : NaN };
+    return {
+      p50: percentile(sorted, 50),
+      p95: percentile(sorted, 95),
+      p99: percentile(sorted, 99),
+      max: sorted.length ? sorted[sorted.length - 1] : NaN,
+    };
   };
   const signedSorted = signed.subarray(0, received).sort();
   sendLatencies.sort();

@@ -6,7 +6,8 @@
  * the connections, and is followed by a pause in which V8 returns its start-up memory to the system. Per connection = (reading with N − the reading with none just before it) / N; the median of
  * the rounds is reported.
  */
-import { memory, type Daemon } from "./daemon.ts";
+import { sleep } from "../test/kit/common.ts";
+import { median, memory, type Daemon } from "./daemon.ts";
 import { FanoutGenerator } from "./fanout.ts";
 import { connectInspector } from "./inspector.ts";
 
@@ -36,10 +37,15 @@ export interface IdleMemoryResult {
 }
 
 const STARTUP_SETTLE_MS = 8000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-export async function measureIdleMemory(daemon: Daemon, token: string, connections: number, rounds: number, settleMs: number, log: (line: string) => void): Promise<IdleMemoryResult> {
+export async function measureIdleMemory(
+  daemon: Daemon,
+  token: string,
+  connections: number,
+  rounds: number,
+  settleMs: number,
+  log: (line: string) => void,
+): Promise<IdleMemoryResult> {
   if (daemon.inspectPort === undefined) throw new Error("the daemon needs to be started with { inspect: true }");
   const inspector = await connectInspector(daemon.inspectPort);
   // A generator process of its own, so that the fan-out's generator starts without the garbage of these clients.
@@ -73,7 +79,9 @@ export async function measureIdleMemory(daemon: Daemon, token: string, connectio
       readings.push({ clients: connections, reading: idle }, { clients: 0, reading: after });
       const kb = (key: keyof MemoryReading) => ((idle[key] - before[key]) * 1024) / connections;
       roundsKB.push({ rss: kb("afterGcMB"), rssSettled: kb("settledMB"), heap: kb("heapUsedMB") });
-      log(`  round ${round}: RSS ${before.afterGcMB.toFixed(1)} → ${idle.afterGcMB.toFixed(1)} → ${after.afterGcMB.toFixed(1)} MB after GC (${roundsKB.at(-1)!.rss.toFixed(1)} KB per connection)`);
+      log(
+        `  round ${round}: RSS ${before.afterGcMB.toFixed(1)} → ${idle.afterGcMB.toFixed(1)} → ${after.afterGcMB.toFixed(1)} MB after GC (${roundsKB.at(-1)!.rss.toFixed(1)} KB per connection)`,
+      );
       before = after;
     }
     return {
@@ -82,7 +90,11 @@ export async function measureIdleMemory(daemon: Daemon, token: string, connectio
       settleMs,
       connectMs,
       readings,
-      perConnectionKB: { rss: median(roundsKB.map((r) => r.rss)), rssSettled: median(roundsKB.map((r) => r.rssSettled)), heap: median(roundsKB.map((r) => r.heap)) },
+      perConnectionKB: {
+        rss: median(roundsKB.map((r) => r.rss)),
+        rssSettled: median(roundsKB.map((r) => r.rssSettled)),
+        heap: median(roundsKB.map((r) => r.heap)),
+      },
       roundsKB,
     };
   } finally {

@@ -13,7 +13,9 @@ export interface Inspector {
 }
 
 export async function connectInspector(port: number): Promise<Inspector> {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as {
+    webSocketDebuggerUrl: string;
+  }[];
   const ws = new WebSocket(targets[0].webSocketDebuggerUrl, { perMessageDeflate: false });
   await new Promise((resolve, reject) => {
     ws.once("open", resolve);

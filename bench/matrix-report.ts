@@ -1,5 +1,6 @@
 /** The printed tables of the Matrix benchmark (bench/matrix.ts), with the issue's targets. */
-import { median, table, type Percentiles } from "./xmpp-client.ts";
+import { median } from "./daemon.ts";
+import { table, type Percentiles } from "./xmpp-client.ts";
 import type { CpuSpan, MatrixResult } from "./matrix.ts";
 
 const BACKFILL_TARGET_S = 10;
@@ -22,33 +23,88 @@ export function formatMatrix(r: MatrixResult): string {
   // 1. Backfill
   const backfillRows = r.backfill.map((p, i) => [
     `round ${i + 1}${i % 2 ? " (inboxd first)" : " (plain first)"}`,
-    s(p.inboxd.connectedMs / 1000), int(p.inboxd.loginMs), s(p.inboxd.backfillingMs === undefined ? undefined : p.inboxd.backfillingMs / 1000),
-    s(p.inboxd.cpu.daemon), s(p.inboxd.cpu.synapse), s(p.inboxd.cpu.others), int(p.inboxd.peakRssMB), `${int(p.inboxd.stored)} / ${n}${p.inboxd.verified ? "" : " (!)"}`,
-    s(p.baseline.totalMs / 1000), s(p.baseline.cpu.synapse), s(p.baseline.benchCpuSeconds), s(p.baseline.cpu.others), String(p.attempt),
+    s(p.inboxd.connectedMs / 1000),
+    int(p.inboxd.loginMs),
+    s(p.inboxd.backfillingMs === undefined ? undefined : p.inboxd.backfillingMs / 1000),
+    s(p.inboxd.cpu.daemon),
+    s(p.inboxd.cpu.synapse),
+    s(p.inboxd.cpu.others),
+    int(p.inboxd.peakRssMB),
+    `${int(p.inboxd.stored)} / ${n}${p.inboxd.verified ? "" : " (!)"}`,
+    s(p.baseline.totalMs / 1000),
+    s(p.baseline.cpu.synapse),
+    s(p.baseline.benchCpuSeconds),
+    s(p.baseline.cpu.others),
+    String(p.attempt),
   ]);
   const verified = r.backfill.every((p) => p.inboxd.verified);
   const backfillPass = r.backfillMedianMs / 1000 <= BACKFILL_TARGET_S && verified;
   const backfill = table(
-    [`backfill of ${n} messages in one room`, "inboxd login → connected s", "login ms", "→ backfilling s", "daemon CPU s", "Synapse CPU s", "others' CPU s", "peak RSS MB", "stored (checked via API)",
-      "plain client s", "Synapse CPU s", "client CPU s", "others' CPU s", "attempt"],
+    [
+      `backfill of ${n} messages in one room`,
+      "inboxd login → connected s",
+      "login ms",
+      "→ backfilling s",
+      "daemon CPU s",
+      "Synapse CPU s",
+      "others' CPU s",
+      "peak RSS MB",
+      "stored (checked via API)",
+      "plain client s",
+      "Synapse CPU s",
+      "client CPU s",
+      "others' CPU s",
+      "attempt",
+    ],
     backfillRows,
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
   );
-  const backfillProblems = r.backfill.flatMap((p, i) => (p.inboxd.problem ? [`  round ${i + 1}: ${p.inboxd.problem}`] : []));
+  const backfillProblems = r.backfill.flatMap((p, i) =>
+    p.inboxd.problem ? [`  round ${i + 1}: ${p.inboxd.problem}`] : [],
+  );
 
   // 2. Latency
   const { latency: l } = r;
-  const row = (name: string, p: Percentiles, target = "", result = "") => [name, ms(p.p50), ms(p.p90), ms(p.p99), ms(p.max), target, result];
+  const row = (name: string, p: Percentiles, target = "", result = "") => [
+    name,
+    ms(p.p50),
+    ms(p.p90),
+    ms(p.p99),
+    ms(p.max),
+    target,
+    result,
+  ];
   const ratio = l.inboxd.p99 / l.baseline.p99;
   const latencyPass = l.inboxd.p99 <= LATENCY_TARGET_P99_MS && ratio <= LATENCY_TARGET_RATIO;
   const latency = table(
-    [`send → Synapse → other client's /sync (${int(l.sends)} sends per path after ${l.warmupSends} warm-up, alternating)`, "p50 ms", "p90 ms", "p99 ms", "max ms", "target", "result"],
     [
-      row("inboxd: POST /v1/chats/{id}/messages → event at bob's /sync", l.inboxd, `p99 ≤ ${LATENCY_TARGET_P99_MS} ms and ≤ ${LATENCY_TARGET_RATIO}× plain (${ratio.toFixed(2)}×)`, verdict(latencyPass)),
+      `send → Synapse → other client's /sync (${int(l.sends)} sends per path after ${l.warmupSends} warm-up, alternating)`,
+      "p50 ms",
+      "p90 ms",
+      "p99 ms",
+      "max ms",
+      "target",
+      "result",
+    ],
+    [
+      row(
+        "inboxd: POST /v1/chats/{id}/messages → event at bob's /sync",
+        l.inboxd,
+        `p99 ≤ ${LATENCY_TARGET_P99_MS} ms and ≤ ${LATENCY_TARGET_RATIO}× plain (${ratio.toFixed(2)}×)`,
+        verdict(latencyPass),
+      ),
       row("  the POST's HTTP response (a pending message; the PUT follows)", l.httpResponse),
       row("baseline: alice's plain client PUT /send → event at bob's /sync", l.baseline),
       row("  the PUT's HTTP response (for reference)", l.baselineResponse),
-      ["  inboxd ÷ plain client", `${(l.inboxd.p50 / l.baseline.p50).toFixed(2)}×`, `${(l.inboxd.p90 / l.baseline.p90).toFixed(2)}×`, `${ratio.toFixed(2)}×`, "", "", ""],
+      [
+        "  inboxd ÷ plain client",
+        `${(l.inboxd.p50 / l.baseline.p50).toFixed(2)}×`,
+        `${(l.inboxd.p90 / l.baseline.p90).toFixed(2)}×`,
+        `${ratio.toFixed(2)}×`,
+        "",
+        "",
+        "",
+      ],
     ],
     [1, 2, 3, 4],
   );
@@ -57,14 +113,40 @@ export function formatMatrix(r: MatrixResult): string {
   const c = int(r.catchup);
   const catchRows = r.catchUp.map((x, i) => [
     `round ${i + 1}${i % 2 ? " (inboxd first)" : " (plain first)"}`,
-    int(x.readyMs), int(x.doneMs), int(x.ingestMs), int(x.eventsPerSecond), int(x.controlReadyMs), int(x.ingestVsControlMs),
-    s(x.cpu.daemon), s(x.cpu.synapse), s(x.cpu.others), `${int(x.stored)} / ${c}${x.verified ? "" : " (!)"}`,
-    int(x.baseline.ms), int(x.baseline.eventsPerSecond), s(x.baseline.cpu.synapse), String(x.attempt),
+    int(x.readyMs),
+    int(x.doneMs),
+    int(x.ingestMs),
+    int(x.eventsPerSecond),
+    int(x.controlReadyMs),
+    int(x.ingestVsControlMs),
+    s(x.cpu.daemon),
+    s(x.cpu.synapse),
+    s(x.cpu.others),
+    `${int(x.stored)} / ${c}${x.verified ? "" : " (!)"}`,
+    int(x.baseline.ms),
+    int(x.baseline.eventsPerSecond),
+    s(x.baseline.cpu.synapse),
+    String(x.attempt),
   ]);
   const catchVerified = r.catchUp.every((x) => x.verified);
   const catchUp = table(
-    [`catch-up of ${c} messages sent while the daemon was down`, "ready ms", "last served ms", "ingest ms", "events/s", "ready, nothing pending ms", "served − that ms", "daemon CPU s", "Synapse CPU s", "others' CPU s", "stored (checked)",
-      "plain client ms", "events/s", "Synapse CPU s", "attempt"],
+    [
+      `catch-up of ${c} messages sent while the daemon was down`,
+      "ready ms",
+      "last served ms",
+      "ingest ms",
+      "events/s",
+      "ready, nothing pending ms",
+      "served − that ms",
+      "daemon CPU s",
+      "Synapse CPU s",
+      "others' CPU s",
+      "stored (checked)",
+      "plain client ms",
+      "events/s",
+      "Synapse CPU s",
+      "attempt",
+    ],
     catchRows,
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
   );
@@ -72,12 +154,34 @@ export function formatMatrix(r: MatrixResult): string {
 
   // 5. One sync ingested
   const ingestRows = r.ingest.rounds.map((x, i) => [
-    `round ${i + 1}`, int(x.events), mb(x.bytes / 1e6), int(x.serverMs), int(x.ingestMs), int(x.eventsPerSecond), s(x.daemonCpu), s(x.others), ms(x.parseMs), `${int(x.stored)} / ${int(x.events)}${x.verified ? "" : " (!)"}`, String(x.attempt),
+    `round ${i + 1}`,
+    int(x.events),
+    mb(x.bytes / 1e6),
+    int(x.serverMs),
+    int(x.ingestMs),
+    int(x.eventsPerSecond),
+    s(x.daemonCpu),
+    s(x.others),
+    ms(x.parseMs),
+    `${int(x.stored)} / ${int(x.events)}${x.verified ? "" : " (!)"}`,
+    String(x.attempt),
   ]);
   const ingestVerified = r.ingest.rounds.every((x) => x.verified);
   const ingestPass = r.ingest.medianEventsPerSecond >= INGEST_TARGET_EPS && ingestVerified;
   const ingestTable = table(
-    [`one first sync of ${int(r.ingest.rounds[0]?.events ?? 0)} events over ${r.ingest.rooms} rooms`, "events", "MB", "Synapse answered ms", "ingest ms", "events/s", "daemon CPU s", "others' CPU s", "plain parse ms", "stored (checked)", "attempt"],
+    [
+      `one first sync of ${int(r.ingest.rounds[0]?.events ?? 0)} events over ${r.ingest.rooms} rooms`,
+      "events",
+      "MB",
+      "Synapse answered ms",
+      "ingest ms",
+      "events/s",
+      "daemon CPU s",
+      "others' CPU s",
+      "plain parse ms",
+      "stored (checked)",
+      "attempt",
+    ],
     ingestRows,
     [1, 2, 3, 4, 5, 6, 7, 8, 9],
   );
@@ -85,23 +189,47 @@ export function formatMatrix(r: MatrixResult): string {
 
   // 4. RSS
   const rssRows = r.rss.rounds.map((x, i) => [
-    `round ${i + 1}`, mb(median(x.noAccountMB)), mb(median(x.accountMB)), signed(median(x.accountMB) - median(x.noAccountMB)),
-    x.noAccountMB.map(mb).join(" / "), x.accountMB.map(mb).join(" / "),
+    `round ${i + 1}`,
+    mb(median(x.noAccountMB)),
+    mb(median(x.accountMB)),
+    signed(median(x.accountMB) - median(x.noAccountMB)),
+    x.noAccountMB.map(mb).join(" / "),
+    x.accountMB.map(mb).join(" / "),
   ]);
-  const rss = table(["daemon RSS (VmRSS), median of samples", "no account MB", "Matrix account connected, idle MB", "difference MB", "samples, no account", "samples, account"], rssRows, [1, 2, 3]);
+  const rss = table(
+    [
+      "daemon RSS (VmRSS), median of samples",
+      "no account MB",
+      "Matrix account connected, idle MB",
+      "difference MB",
+      "samples, no account",
+      "samples, account",
+    ],
+    rssRows,
+    [1, 2, 3],
+  );
 
   // Where the plain client, which does only the network part of inboxd's work, misses a target too, the homeserver
   // is the bottleneck: said beside each figure, with Synapse's CPU over the plain client's span.
   const plainBackfill = r.backfill.find((p) => p.baseline.totalMs === r.baselineBackfillMedianMs) ?? r.backfill[0];
-  const backfillBound = r.baselineBackfillMedianMs / 1000 > BACKFILL_TARGET_S
-    ? [`Synapse is the bottleneck: the plain client alone misses the target (${s(r.baselineBackfillMedianMs / 1000)} s; Synapse busy ${s(plainBackfill.baseline.cpu.synapse)} CPU s of it,`,
-      `${ms((plainBackfill.baseline.cpu.synapse * 1000) / plainBackfill.baseline.events)} ms of Synapse CPU per event served).`]
-    : [];
-  const latencyBound = l.baseline.p99 > LATENCY_TARGET_P99_MS
-    ? [`Synapse is the bottleneck: the plain client's own p99 is ${ms(l.baseline.p99)} ms (its PUT alone: p50 ${ms(l.baselineResponse.p50)} ms), over the ${LATENCY_TARGET_P99_MS} ms target before inboxd adds anything.`]
-    : [];
-  const plainCatch = r.catchUp.find((x) => x.baseline.eventsPerSecond === r.baselineCatchUpMedianEventsPerSecond) ?? r.catchUp[0];
-  const catchBound = [`Synapse bounds this figure: the plain client alone reads the gap at ${int(r.baselineCatchUpMedianEventsPerSecond)} events/s (Synapse busy ${s(plainCatch.baseline.cpu.synapse)} CPU s of its ${s(plainCatch.baseline.ms / 1000)} s).`];
+  const backfillBound =
+    r.baselineBackfillMedianMs / 1000 > BACKFILL_TARGET_S
+      ? [
+          `Synapse is the bottleneck: the plain client alone misses the target (${s(r.baselineBackfillMedianMs / 1000)} s; Synapse busy ${s(plainBackfill.baseline.cpu.synapse)} CPU s of it,`,
+          `${ms((plainBackfill.baseline.cpu.synapse * 1000) / plainBackfill.baseline.events)} ms of Synapse CPU per event served).`,
+        ]
+      : [];
+  const latencyBound =
+    l.baseline.p99 > LATENCY_TARGET_P99_MS
+      ? [
+          `Synapse is the bottleneck: the plain client's own p99 is ${ms(l.baseline.p99)} ms (its PUT alone: p50 ${ms(l.baselineResponse.p50)} ms), over the ${LATENCY_TARGET_P99_MS} ms target before inboxd adds anything.`,
+        ]
+      : [];
+  const plainCatch =
+    r.catchUp.find((x) => x.baseline.eventsPerSecond === r.baselineCatchUpMedianEventsPerSecond) ?? r.catchUp[0];
+  const catchBound = [
+    `Synapse bounds this figure: the plain client alone reads the gap at ${int(r.baselineCatchUpMedianEventsPerSecond)} events/s (Synapse busy ${s(plainCatch.baseline.cpu.synapse)} CPU s of its ${s(plainCatch.baseline.ms / 1000)} s).`,
+  ];
   const misses = [backfillPass, latencyPass, ingestPass].filter((x) => !x).length;
   const load = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(" ");
   return [
@@ -161,7 +289,12 @@ export function formatMatrix(r: MatrixResult): string {
     "VmRSS of /proc/PID/status sampled 5 times a second apart.",
     "",
     `Machine load during the section: load average ${load(r.loadBefore)} before, ${load(r.loadAfter)} after.`,
-    ...(r.busiestOthers.length ? ["Other processes that used the most CPU meanwhile (of those still running at the end):", ...r.busiestOthers.map((line) => `  ${line}`)] : []),
+    ...(r.busiestOthers.length
+      ? [
+          "Other processes that used the most CPU meanwhile (of those still running at the end):",
+          ...r.busiestOthers.map((line) => `  ${line}`),
+        ]
+      : []),
     "",
     misses ? `${misses} Matrix target(s) MISSED` : "Matrix targets met",
   ].join("\n");

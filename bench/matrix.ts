@@ -27,8 +27,18 @@ import { startSynapse, synapseSource, type SynapseServer } from "../test/harness
 import { Peer } from "../test/matrix/peer.ts";
 import { startTimingProxy } from "./timing-proxy.ts";
 import { buildTunedDaemon, tunedDaemonArgs } from "./tuned-daemon.ts";
-import { createToken, freePort, getOnce, memory, ROOT, spawnNode, track } from "./daemon.ts";
-import { Api, cpuWindow, loginWith, median, percentiles, sleep, storedTexts, waitForStatus, type Percentiles } from "./xmpp-client.ts";
+import { createToken, freePort, getOnce, median, memory, ROOT, spawnNode, track } from "./daemon.ts";
+import { sleep } from "../test/kit/common.ts";
+import type { Api } from "../test/kit/http.ts";
+import {
+  cpuWindow,
+  keepAliveApi,
+  loginWith,
+  percentiles,
+  type Percentiles,
+  storedTexts,
+  waitForStatus,
+} from "./xmpp-client.ts";
 
 export interface MatrixBenchOptions {
   /** Messages in the backfill room, all loaded by the first sync (`matrixFirstBackfill`). */
@@ -74,7 +84,15 @@ export interface BackfillPair {
     verified: boolean;
     problem?: string;
   };
-  baseline: { loginMs: number; syncMs: number; totalMs: number; events: number; requests: number; cpu: CpuSpan; benchCpuSeconds: number };
+  baseline: {
+    loginMs: number;
+    syncMs: number;
+    totalMs: number;
+    events: number;
+    requests: number;
+    cpu: CpuSpan;
+    benchCpuSeconds: number;
+  };
 }
 
 export interface CatchUpRound {
@@ -192,13 +210,19 @@ const dirs = new Set<string>();
 /** For the bench's signal handler: kills what this section started, by PID, and removes its temp dirs. */
 export function killMatrix(): void {
   const pids = [synapse?.pid(), ...[...children].map((c) => c.pid)];
-  for (const pid of pids) if (pid) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+  for (const pid of pids)
+    if (pid)
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
   for (const dir of [...dirs, synapseDir]) if (dir) rmSync(dir, { recursive: true, force: true });
 }
 
 /** The filter inboxd's /sync sends (the connector's own object), for the plain client to ask the same. */
 const INBOXD_FILTER = JSON.stringify(new SyncProcessor({} as ConstructorParameters<typeof SyncProcessor>[0]).filter());
-const TIMELINE_LIMIT = (JSON.parse(INBOXD_FILTER) as { room: { timeline: { limit: number } } }).room.timeline.limit;
+const _TIMELINE_LIMIT = (JSON.parse(INBOXD_FILTER) as { room: { timeline: { limit: number } } }).room.timeline.limit;
 
 // ---- Daemons ----
 
@@ -214,13 +238,25 @@ interface Daemon {
 
 let nodeBinary = process.execPath;
 
-async function startDaemon(kind: "cli" | { firstBackfill: number }, dir: string, token: string, readyPath: (url: string) => string, nodeArgs: string[]): Promise<Daemon> {
+async function startDaemon(
+  kind: "cli" | { firstBackfill: number },
+  dir: string,
+  token: string,
+  readyPath: (url: string) => string,
+  nodeArgs: string[],
+): Promise<Daemon> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const spawnedAt = performance.now();
-  const child = kind === "cli"
-    ? spawnNode(join(ROOT, "adapters/node/cli.ts"), ["serve", "--data-dir", dir, "--port", String(port)], nodeArgs)
-    : track(spawn(nodeBinary, [...nodeArgs, ...tunedDaemonArgs(dir, port, { matrixFirstBackfill: kind.firstBackfill })], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+  const child =
+    kind === "cli"
+      ? spawnNode(join(ROOT, "adapters/node/cli.ts"), ["serve", "--data-dir", dir, "--port", String(port)], nodeArgs)
+      : track(
+          spawn(nodeBinary, [...nodeArgs, ...tunedDaemonArgs(dir, port, { matrixFirstBackfill: kind.firstBackfill })], {
+            cwd: ROOT,
+            stdio: ["ignore", "pipe", "pipe"],
+          }),
+        );
   children.add(child);
   ownPids.add(child.pid!);
   let output = "";
@@ -229,7 +265,10 @@ async function startDaemon(kind: "cli" | { firstBackfill: number }, dir: string,
   const target = readyPath(url);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the daemon exited with ${child.exitCode}:\n${output}`);
-    const status = await getOnce(target, token).then((r) => r.status, () => 0);
+    const status = await getOnce(target, token).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) break;
     if (status !== 0 && status !== 503) throw new Error(`GET ${target} answered ${status} during startup:\n${output}`);
     if (performance.now() - spawnedAt > 60_000) throw new Error(`inboxd not ready after 60 s:\n${output}`);
@@ -263,20 +302,30 @@ async function chatTitled(api: Api, accountID: string, title: string, timeoutMs 
   for (;;) {
     let cursor: string | undefined;
     for (;;) {
-      const page = await api.get(`/v1/chats?accountIDs=${encodeURIComponent(accountID)}${cursor ? `&cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`);
+      const page = await api.get(
+        `/v1/chats?accountIDs=${encodeURIComponent(accountID)}${cursor ? `&cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`,
+      );
       const chat = page.items.find((c: { title?: string }) => c.title === title);
       if (chat) return chat;
       if (!page.hasMore || !page.oldestCursor) break;
       cursor = page.oldestCursor;
     }
-    if (performance.now() - started > timeoutMs) throw new Error(`no chat titled ${title} on ${accountID} after ${timeoutMs / 1000} s`);
+    if (performance.now() - started > timeoutMs)
+      throw new Error(`no chat titled ${title} on ${accountID} after ${timeoutMs / 1000} s`);
     await sleep(100);
   }
 }
 
 // ---- Plain Matrix client (the baseline), on fetch as the connector is ----
 
-async function matrix<T = any>(server: SynapseServer, token: string | undefined, method: string, path: string, query: Record<string, string | number | undefined> = {}, body?: unknown): Promise<T> {
+async function matrix<T = any>(
+  server: SynapseServer,
+  token: string | undefined,
+  method: string,
+  path: string,
+  query: Record<string, string | number | undefined> = {},
+  body?: unknown,
+): Promise<T> {
   const url = new URL(path, server.url);
   for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, String(value));
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
@@ -288,12 +337,23 @@ async function matrix<T = any>(server: SynapseServer, token: string | undefined,
 }
 
 /** Pages /messages backwards from `from` until `max` events (or `to`, or the room's start); answers them newest first. */
-async function pageBack(server: SynapseServer, token: string, roomID: string, from: string, bound: { to?: string; max: number }): Promise<{ events: any[]; requests: number }> {
+async function pageBack(
+  server: SynapseServer,
+  token: string,
+  roomID: string,
+  from: string,
+  bound: { to?: string; max: number },
+): Promise<{ events: any[]; requests: number }> {
   const events: any[] = [];
   let requests = 0;
   let at = from;
   while (events.length < bound.max) {
-    const page = await matrix(server, token, "GET", `${CS}/rooms/${encodeURIComponent(roomID)}/messages`, { from: at, to: bound.to, dir: "b", limit: Math.min(1000, bound.max - events.length) });
+    const page = await matrix(server, token, "GET", `${CS}/rooms/${encodeURIComponent(roomID)}/messages`, {
+      from: at,
+      to: bound.to,
+      dir: "b",
+      limit: Math.min(1000, bound.max - events.length),
+    });
     requests++;
     const chunk: any[] = Array.isArray(page.chunk) ? page.chunk : [];
     events.push(...chunk);
@@ -303,18 +363,39 @@ async function pageBack(server: SynapseServer, token: string, roomID: string, fr
   return { events: events.slice(0, bound.max), requests };
 }
 
-const bodiesOf = (events: any[]) => events.filter((e) => e.type === "m.room.message").map((e) => String(e.content?.body ?? ""));
+const bodiesOf = (events: any[]) =>
+  events.filter((e) => e.type === "m.room.message").map((e) => String(e.content?.body ?? ""));
 
 /** A first sign-in of a plain client: password login, the first /sync inboxd makes, /messages back to `max` events. */
 async function plainBackfill(server: SynapseServer, localpart: string, roomID: string, max: number) {
   const started = performance.now();
-  const login = await matrix(server, undefined, "POST", `${CS}/login`, {}, { type: "m.login.password", identifier: { type: "m.id.user", user: localpart }, password: PASSWORD, initial_device_display_name: "bench plain client" });
+  const login = await matrix(
+    server,
+    undefined,
+    "POST",
+    `${CS}/login`,
+    {},
+    {
+      type: "m.login.password",
+      identifier: { type: "m.id.user", user: localpart },
+      password: PASSWORD,
+      initial_device_display_name: "bench plain client",
+    },
+  );
   const loginMs = performance.now() - started;
-  const sync = await matrix(server, login.access_token, "GET", `${CS}/sync`, { timeout: 0, full_state: "true", filter: INBOXD_FILTER, set_presence: "offline" });
+  const sync = await matrix(server, login.access_token, "GET", `${CS}/sync`, {
+    timeout: 0,
+    full_state: "true",
+    filter: INBOXD_FILTER,
+    set_presence: "offline",
+  });
   const syncMs = performance.now() - started;
   const timeline: any[] = sync.rooms?.join?.[roomID]?.timeline?.events ?? [];
   const prev = sync.rooms?.join?.[roomID]?.timeline?.prev_batch;
-  const older = sync.rooms?.join?.[roomID]?.timeline?.limited && prev ? await pageBack(server, login.access_token, roomID, prev, { max: Math.max(0, max - timeline.length) }) : { events: [], requests: 0 };
+  const older =
+    sync.rooms?.join?.[roomID]?.timeline?.limited && prev
+      ? await pageBack(server, login.access_token, roomID, prev, { max: Math.max(0, max - timeline.length) })
+      : { events: [], requests: 0 };
   const totalMs = performance.now() - started;
   // Oldest first, as inboxd stores them.
   const events = [...older.events.reverse(), ...timeline];
@@ -325,10 +406,19 @@ async function plainBackfill(server: SynapseServer, localpart: string, roomID: s
 /** A plain client catching up from `since`: the /sync inboxd makes after a restart, and /messages over the gap. */
 async function plainCatchUp(server: SynapseServer, token: string, roomID: string, since: string) {
   const started = performance.now();
-  const sync = await matrix(server, token, "GET", `${CS}/sync`, { since, timeout: 0, full_state: "true", filter: INBOXD_FILTER, set_presence: "offline" });
+  const sync = await matrix(server, token, "GET", `${CS}/sync`, {
+    since,
+    timeout: 0,
+    full_state: "true",
+    filter: INBOXD_FILTER,
+    set_presence: "offline",
+  });
   const room = sync.rooms?.join?.[roomID]?.timeline;
   const timeline: any[] = room?.events ?? [];
-  const older = room?.limited && room.prev_batch ? await pageBack(server, token, roomID, room.prev_batch, { to: since, max: GAP_LIMIT }) : { events: [], requests: 0 };
+  const older =
+    room?.limited && room.prev_batch
+      ? await pageBack(server, token, roomID, room.prev_batch, { to: since, max: GAP_LIMIT })
+      : { events: [], requests: 0 };
   const ms = performance.now() - started;
   const events = [...older.events.reverse(), ...timeline];
   return { ms, events: events.length, requests: 1 + older.requests, bodies: bodiesOf(events) };
@@ -375,9 +465,14 @@ async function newestBody(peer: Peer, roomID: string): Promise<string> {
   return String(newest?.content?.body);
 }
 
-function span(window: () => { seconds: number; own: number[]; otherSeconds: number }, hasDaemon: boolean): CpuSpan & { seconds: number } {
+function span(
+  window: () => { seconds: number; own: number[]; otherSeconds: number },
+  hasDaemon: boolean,
+): CpuSpan & { seconds: number } {
   const { seconds, own, otherSeconds } = window();
-  return hasDaemon ? { seconds, daemon: own[0], synapse: own[1], others: otherSeconds } : { seconds, synapse: own[0], others: otherSeconds };
+  return hasDaemon
+    ? { seconds, daemon: own[0], synapse: own[1], others: otherSeconds }
+    : { seconds, synapse: own[0], others: otherSeconds };
 }
 const noisePct = (cpu: CpuSpan, ms: number) => (cpu.others / (ms / 1000)) * 100;
 
@@ -387,7 +482,10 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
   const { log } = options;
   const source = synapseSource();
   if ("missing" in source) throw new Error(source.missing);
-  if (options.node) nodeBinary = execFileSync(join(ROOT, ".ci/with-node"), [options.node, "node", "-p", "process.execPath"], { encoding: "utf8" }).trim();
+  if (options.node)
+    nodeBinary = execFileSync(join(ROOT, ".ci/with-node"), [options.node, "node", "-p", "process.execPath"], {
+      encoding: "utf8",
+    }).trim();
   const profile = options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   const loadBefore = os.loadavg();
   const othersBefore = processCpu();
@@ -402,7 +500,12 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
     rmSync(dir, { recursive: true, force: true });
     dirs.delete(dir);
   };
-  const start = async (kind: "cli" | { firstBackfill: number }, dir: string, token: string, readyPath: (url: string) => string = chatsPath) => {
+  const start = async (
+    kind: "cli" | { firstBackfill: number },
+    dir: string,
+    token: string,
+    readyPath: (url: string) => string = chatsPath,
+  ) => {
     const daemon = await startDaemon(kind, dir, token, readyPath, profile);
     daemons.add(daemon);
     return daemon;
@@ -419,8 +522,13 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
     synapse = await startSynapse({ lean: options.synapse !== "default" });
     const server = synapse;
     ownPids.add(server.pid()!);
-    synapseDir = readFileSync(`/proc/${server.pid()}/cmdline`, "utf8").split("\0").find((a) => a.endsWith("/homeserver.yaml"))?.slice(0, -"/homeserver.yaml".length);
-    const synapseVersion = (await matrix(server, undefined, "GET", "/_matrix/federation/v1/version").catch(() => undefined))?.server?.version ?? "1.67.0";
+    synapseDir = readFileSync(`/proc/${server.pid()}/cmdline`, "utf8")
+      .split("\0")
+      .find((a) => a.endsWith("/homeserver.yaml"))
+      ?.slice(0, -"/homeserver.yaml".length);
+    const synapseVersion =
+      (await matrix(server, undefined, "GET", "/_matrix/federation/v1/version").catch(() => undefined))?.server
+        ?.version ?? "1.67.0";
     log(`matrix: Synapse ${synapseVersion} pid ${server.pid()} at ${server.url}`);
     const aliceReg = await server.register("alice", PASSWORD, { displayName: "Alice" });
     const bobReg = await server.register("bob", PASSWORD, { displayName: "Bob" });
@@ -451,15 +559,25 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
           const benchCpu = process.cpuUsage(bench0);
           const cpu = span(window, false);
           reference ??= plain.bodies;
-          log(`matrix:   plain client: login ${plain.loginMs.toFixed(0)} ms, first sync at ${plain.syncMs.toFixed(0)} ms, ${plain.events} events in ${plain.requests} requests, ${(plain.totalMs / 1000).toFixed(2)} s ` +
-            `(CPU: Synapse ${cpu.synapse.toFixed(1)} s, the client ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)} s, others ${cpu.others.toFixed(1)} s)`);
-          return { loginMs: plain.loginMs, syncMs: plain.syncMs, totalMs: plain.totalMs, events: plain.events, requests: plain.requests, cpu, benchCpuSeconds: (benchCpu.user + benchCpu.system) / 1e6 };
+          log(
+            `matrix:   plain client: login ${plain.loginMs.toFixed(0)} ms, first sync at ${plain.syncMs.toFixed(0)} ms, ${plain.events} events in ${plain.requests} requests, ${(plain.totalMs / 1000).toFixed(2)} s ` +
+              `(CPU: Synapse ${cpu.synapse.toFixed(1)} s, the client ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)} s, others ${cpu.others.toFixed(1)} s)`,
+          );
+          return {
+            loginMs: plain.loginMs,
+            syncMs: plain.syncMs,
+            totalMs: plain.totalMs,
+            events: plain.events,
+            requests: plain.requests,
+            cpu,
+            benchCpuSeconds: (benchCpu.user + benchCpu.system) / 1e6,
+          };
         };
         const runInboxd = async () => {
           const dir = tempDir("inboxd-bench-matrix-");
           const token = await createToken(dir);
           const daemon = await start({ firstBackfill: n }, dir, token);
-          const api = new Api(daemon.url, token);
+          const api = keepAliveApi(daemon.url, token);
           try {
             const window = cpuWindow([daemon.pid, server.pid()!]);
             const started = performance.now();
@@ -471,12 +589,32 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
             const stored = await storedTexts(api, chat.id);
             const expected = reference ?? texts;
             const firstWrong = expected.findIndex((t, i) => stored[i] !== t);
-            const verified = stored.length === expected.length && firstWrong < 0 && new Set(stored).size === n && stored.every((t) => t.startsWith("backfill #"));
-            const problem = verified ? undefined : `stored ${stored.length} of ${expected.length}` + (firstWrong >= 0 ? `; position ${firstWrong} holds ${JSON.stringify(stored[firstWrong])}, the room has ${JSON.stringify(expected[firstWrong])}` : "");
-            log(`matrix:   inboxd: login ${(login.completeAt - started).toFixed(0)} ms → backfilling ${((status.seen.backfilling ?? NaN) / 1000).toFixed(2)} s → connected ${(status.ms / 1000).toFixed(2)} s ` +
-              `(CPU: daemon ${cpu.daemon!.toFixed(1)} s, Synapse ${cpu.synapse.toFixed(1)} s, others ${cpu.others.toFixed(1)} s; peak RSS ${peakRssMB.toFixed(0)} MB); stored ${stored.length}/${n}${verified ? ", verified" : `: ${problem}`}` +
-              (options.cpuProfDir ? ` (daemon pid ${daemon.pid})` : ""));
-            return { loginMs: login.completeAt - started, backfillingMs: status.seen.backfilling, connectedMs: status.ms, cpu, peakRssMB, stored: stored.length, verified, problem };
+            const verified =
+              stored.length === expected.length &&
+              firstWrong < 0 &&
+              new Set(stored).size === n &&
+              stored.every((t) => t.startsWith("backfill #"));
+            const problem = verified
+              ? undefined
+              : `stored ${stored.length} of ${expected.length}` +
+                (firstWrong >= 0
+                  ? `; position ${firstWrong} holds ${JSON.stringify(stored[firstWrong])}, the room has ${JSON.stringify(expected[firstWrong])}`
+                  : "");
+            log(
+              `matrix:   inboxd: login ${(login.completeAt - started).toFixed(0)} ms → backfilling ${((status.seen.backfilling ?? NaN) / 1000).toFixed(2)} s → connected ${(status.ms / 1000).toFixed(2)} s ` +
+                `(CPU: daemon ${cpu.daemon!.toFixed(1)} s, Synapse ${cpu.synapse.toFixed(1)} s, others ${cpu.others.toFixed(1)} s; peak RSS ${peakRssMB.toFixed(0)} MB); stored ${stored.length}/${n}${verified ? ", verified" : `: ${problem}`}` +
+                (options.cpuProfDir ? ` (daemon pid ${daemon.pid})` : ""),
+            );
+            return {
+              loginMs: login.completeAt - started,
+              backfillingMs: status.seen.backfilling,
+              connectedMs: status.ms,
+              cpu,
+              peakRssMB,
+              stored: stored.length,
+              verified,
+              problem,
+            };
           } finally {
             api.close();
             await stop(daemon);
@@ -495,9 +633,13 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
         attempts.push(pair);
         const noise = Math.max(noisePct(inboxd.cpu, inboxd.connectedMs), noisePct(baseline.cpu, baseline.totalMs));
         if (noise <= NOISE_PCT) break;
-        log(`matrix:   other processes took ${noise.toFixed(0)} % of a core meanwhile` + (attempt < ATTEMPTS ? "; measuring again" : ""));
+        log(
+          `matrix:   other processes took ${noise.toFixed(0)} % of a core meanwhile` +
+            (attempt < ATTEMPTS ? "; measuring again" : ""),
+        );
       }
-      const pairNoise = (p: BackfillPair) => Math.max(noisePct(p.inboxd.cpu, p.inboxd.connectedMs), noisePct(p.baseline.cpu, p.baseline.totalMs));
+      const pairNoise = (p: BackfillPair) =>
+        Math.max(noisePct(p.inboxd.cpu, p.inboxd.connectedMs), noisePct(p.baseline.cpu, p.baseline.totalMs));
       backfill.push(attempts.reduce((best, p) => (pairNoise(p) < pairNoise(best) ? p : best)));
     }
 
@@ -509,7 +651,7 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
     const dir = tempDir("inboxd-bench-matrix-");
     const token = await createToken(dir);
     let daemon = await start("cli", dir, token);
-    let api = new Api(daemon.url, token);
+    let api = keepAliveApi(daemon.url, token);
     const { accountID, completeAt } = await loginMatrix(api, fields);
     await waitForStatus(api, accountID, "connected", completeAt, 600_000, POLL_MS);
     const latencyChat = await chatTitled(api, accountID, "Bench latency");
@@ -520,8 +662,15 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
     const watcher = await Peer.from(server, bobReg);
     peers.push(watcher);
     const sendPath = `/v1/chats/${encodeURIComponent(latencyChat.id)}/messages`;
-    const samples = { inboxd: [] as number[], response: [] as number[], baseline: [] as number[], baselineResponse: [] as number[] };
-    log(`matrix: latency: ${options.warmupSends} + ${options.sends} sends on each path (inboxd POST, alice's plain client PUT), alternating`);
+    const samples = {
+      inboxd: [] as number[],
+      response: [] as number[],
+      baseline: [] as number[],
+      baselineResponse: [] as number[],
+    };
+    log(
+      `matrix: latency: ${options.warmupSends} + ${options.sends} sends on each path (inboxd POST, alice's plain client PUT), alternating`,
+    );
     const window = cpuWindow([daemon.pid, server.pid()!]);
     for (let i = 0; i < (options.warmupSends + options.sends) * 2; i++) {
       const viaInboxd = i % 2 === 0;
@@ -549,7 +698,9 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
       seconds: latencyCpu.seconds,
       cpu: latencyCpu,
     };
-    log(`matrix: latency p50/p99: inboxd ${latency.inboxd.p50.toFixed(1)}/${latency.inboxd.p99.toFixed(1)} ms, plain ${latency.baseline.p50.toFixed(1)}/${latency.baseline.p99.toFixed(1)} ms`);
+    log(
+      `matrix: latency p50/p99: inboxd ${latency.inboxd.p50.toFixed(1)}/${latency.inboxd.p99.toFixed(1)} ms, plain ${latency.baseline.p50.toFixed(1)}/${latency.baseline.p99.toFixed(1)} ms`,
+    );
 
     // ---- 4. RSS: the daemon with the account connected and idle, and a daemon with no account, alternating ----
     api.close();
@@ -572,14 +723,16 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
       await stop(empty);
       removeDir(emptyDir);
       daemon = await start("cli", dir, token);
-      api = new Api(daemon.url, token);
+      api = keepAliveApi(daemon.url, token);
       await sleep(1000); // a restart reports the stored `connected` until the client's first sync says otherwise
       await waitForStatus(api, accountID, "connected", performance.now(), 60_000, 100);
       const accountMB = await sampleRss(daemon.pid);
       api.close();
       await stop(daemon);
       rssRounds.push({ noAccountMB, accountMB });
-      log(`matrix: RSS round ${round}: no account ${median(noAccountMB).toFixed(1)} MB, Matrix account connected and idle ${median(accountMB).toFixed(1)} MB`);
+      log(
+        `matrix: RSS round ${round}: no account ${median(noAccountMB).toFixed(1)} MB, Matrix account connected and idle ${median(accountMB).toFixed(1)} MB`,
+      );
     }
 
     // ---- 3. Catch-up: messages sent while the daemon was down ----
@@ -593,7 +746,7 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
         // Control: the same daemon with nothing to catch up (spawn → the chat's messages answered); it leaves its
         // position saved right before bob's sends.
         const control = await start("cli", dir, token, messagesPath);
-        api = new Api(control.url, token);
+        api = keepAliveApi(control.url, token);
         await sleep(1000);
         await waitForStatus(api, accountID, "connected", performance.now(), 60_000, 100);
         api.close();
@@ -603,20 +756,31 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
         sent += options.catchup;
         const sendSeconds = await sendMany(bob, catchRoom, batch, SEED_CONCURRENCY);
         const last = await newestBody(bob, catchRoom);
-        log(`matrix:   control start ${control.readyMs.toFixed(0)} ms; bob sent ${options.catchup} messages in ${sendSeconds.toFixed(1)} s while the daemon was down`);
+        log(
+          `matrix:   control start ${control.readyMs.toFixed(0)} ms; bob sent ${options.catchup} messages in ${sendSeconds.toFixed(1)} s while the daemon was down`,
+        );
 
         const runBaseline = async () => {
           const window = cpuWindow([server.pid()!]);
           const plain = await plainCatchUp(server, aliceReg.accessToken, catchRoom, since);
           const cpu = span(window, false);
           const eventsPerSecond = plain.events / (plain.ms / 1000);
-          log(`matrix:   plain client: ${plain.events} events in ${plain.requests} requests, ${plain.ms.toFixed(0)} ms (${Math.round(eventsPerSecond)} events/s; CPU: Synapse ${cpu.synapse.toFixed(2)} s, others ${cpu.others.toFixed(2)} s)`);
-          return { ms: plain.ms, events: plain.events, requests: plain.requests, eventsPerSecond, cpu, bodies: plain.bodies };
+          log(
+            `matrix:   plain client: ${plain.events} events in ${plain.requests} requests, ${plain.ms.toFixed(0)} ms (${Math.round(eventsPerSecond)} events/s; CPU: Synapse ${cpu.synapse.toFixed(2)} s, others ${cpu.others.toFixed(2)} s)`,
+          );
+          return {
+            ms: plain.ms,
+            events: plain.events,
+            requests: plain.requests,
+            eventsPerSecond,
+            cpu,
+            bodies: plain.bodies,
+          };
         };
         const runInboxd = async () => {
           const window = cpuWindow([server.pid()!]);
           const d = await start("cli", dir, token, messagesPath);
-          const poll = new Api(d.url, token);
+          const poll = keepAliveApi(d.url, token);
           try {
             let doneMs: number;
             for (;;) {
@@ -625,7 +789,10 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
                 doneMs = performance.now() - d.spawnedAt;
                 break;
               }
-              if (performance.now() - d.spawnedAt > 300_000) throw new Error(`the catch-up did not finish in 300 s (newest stored: ${JSON.stringify(page.items[0]?.text)})`);
+              if (performance.now() - d.spawnedAt > 300_000)
+                throw new Error(
+                  `the catch-up did not finish in 300 s (newest stored: ${JSON.stringify(page.items[0]?.text)})`,
+                );
               await sleep(POLL_MS);
             }
             const { own, otherSeconds } = window();
@@ -653,21 +820,53 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
         const tail = run.stored.slice(-options.catchup);
         const wanted = plain.bodies.slice(-options.catchup);
         const firstWrong = wanted.findIndex((t, i) => tail[i] !== t);
-        const verified = plain.bodies.length === options.catchup && firstWrong < 0 && new Set(tail).size === options.catchup && tail.every((t) => batch.includes(t));
-        const problem = verified ? undefined : `plain client read ${plain.bodies.length}; inboxd's last ${tail.length}` + (firstWrong >= 0 ? `: position ${firstWrong} holds ${JSON.stringify(tail[firstWrong])}, the room has ${JSON.stringify(wanted[firstWrong])}` : "");
+        const verified =
+          plain.bodies.length === options.catchup &&
+          firstWrong < 0 &&
+          new Set(tail).size === options.catchup &&
+          tail.every((t) => batch.includes(t));
+        const problem = verified
+          ? undefined
+          : `plain client read ${plain.bodies.length}; inboxd's last ${tail.length}` +
+            (firstWrong >= 0
+              ? `: position ${firstWrong} holds ${JSON.stringify(tail[firstWrong])}, the room has ${JSON.stringify(wanted[firstWrong])}`
+              : "");
         const result: CatchUpRound = {
-          attempt, sendSeconds, controlReadyMs: control.readyMs, readyMs: run.readyMs, doneMs: run.doneMs, ingestMs, ingestVsControlMs: run.doneMs - control.readyMs, eventsPerSecond: options.catchup / (ingestMs / 1000), cpu: run.cpu,
-          baseline: { ms: plain.ms, events: plain.events, requests: plain.requests, eventsPerSecond: plain.eventsPerSecond, cpu: plain.cpu },
-          stored: tail.length, verified, problem,
+          attempt,
+          sendSeconds,
+          controlReadyMs: control.readyMs,
+          readyMs: run.readyMs,
+          doneMs: run.doneMs,
+          ingestMs,
+          ingestVsControlMs: run.doneMs - control.readyMs,
+          eventsPerSecond: options.catchup / (ingestMs / 1000),
+          cpu: run.cpu,
+          baseline: {
+            ms: plain.ms,
+            events: plain.events,
+            requests: plain.requests,
+            eventsPerSecond: plain.eventsPerSecond,
+            cpu: plain.cpu,
+          },
+          stored: tail.length,
+          verified,
+          problem,
         };
-        log(`matrix:   inboxd: ready ${run.readyMs.toFixed(0)} ms, last message served ${run.doneMs.toFixed(0)} ms after spawn → ingest ${ingestMs.toFixed(0)} ms (${Math.round(result.eventsPerSecond)} events/s; ` +
-          `CPU: daemon ${run.cpu.daemon!.toFixed(2)} s, Synapse ${run.cpu.synapse.toFixed(2)} s, others ${run.cpu.others.toFixed(2)} s)${verified ? ", verified" : `: ${problem}`}`);
+        log(
+          `matrix:   inboxd: ready ${run.readyMs.toFixed(0)} ms, last message served ${run.doneMs.toFixed(0)} ms after spawn → ingest ${ingestMs.toFixed(0)} ms (${Math.round(result.eventsPerSecond)} events/s; ` +
+            `CPU: daemon ${run.cpu.daemon!.toFixed(2)} s, Synapse ${run.cpu.synapse.toFixed(2)} s, others ${run.cpu.others.toFixed(2)} s)${verified ? ", verified" : `: ${problem}`}`,
+        );
         attempts.push(result);
         const noise = noisePct(run.cpu, run.doneMs);
         if (noise <= NOISE_PCT) break;
-        log(`matrix:   other processes took ${noise.toFixed(0)} % of a core meanwhile` + (attempt < ATTEMPTS ? "; measuring again" : ""));
+        log(
+          `matrix:   other processes took ${noise.toFixed(0)} % of a core meanwhile` +
+            (attempt < ATTEMPTS ? "; measuring again" : ""),
+        );
       }
-      catchUp.push(attempts.reduce((best, r) => (noisePct(r.cpu, r.doneMs) < noisePct(best.cpu, best.doneMs) ? r : best)));
+      catchUp.push(
+        attempts.reduce((best, r) => (noisePct(r.cpu, r.doneMs) < noisePct(best.cpu, best.doneMs) ? r : best)),
+      );
     }
     removeDir(dir);
 
@@ -716,11 +915,27 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
           await phone.join(roomID);
           rooms.push(roomID);
         }
-        const session = await matrix(server, undefined, "POST", `${CS}/login`, {}, { type: "m.login.password", identifier: { type: "m.id.user", user: "alice" }, password: PASSWORD, initial_device_display_name: "bench ingest" });
+        const session = await matrix(
+          server,
+          undefined,
+          "POST",
+          `${CS}/login`,
+          {},
+          {
+            type: "m.login.password",
+            identifier: { type: "m.id.user", user: "alice" },
+            password: PASSWORD,
+            initial_device_display_name: "bench ingest",
+          },
+        );
         const ingestToken = await createToken(ingestDir);
         let d = await start("cli", ingestDir, ingestToken);
-        let api = new Api(d.url, ingestToken);
-        const { accountID: ingestAccount, completeAt: ready } = await loginMatrix(api, { homeserver: proxy.url, accessToken: session.access_token }, "token");
+        let api = keepAliveApi(d.url, ingestToken);
+        const { accountID: ingestAccount, completeAt: ready } = await loginMatrix(
+          api,
+          { homeserver: proxy.url, accessToken: session.access_token },
+          "token",
+        );
         await waitForStatus(api, ingestAccount, "connected", ready, 600_000, POLL_MS);
         const chats = await Promise.all(rooms.map((_, i) => chatTitled(api, ingestAccount, `Bench ingest ${i}`)));
         api.close();
@@ -730,28 +945,58 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
         for (let round = 1; round <= options.rounds; round++) {
           const attempts: IngestRound[] = [];
           for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-            const texts = rooms.map((_, r) => Array.from({ length: perRoom }, (_, i) => `ingest ${round}.${attempt} room ${r} #${i}`));
+            const texts = rooms.map((_, r) =>
+              Array.from({ length: perRoom }, (_, i) => `ingest ${round}.${attempt} room ${r} #${i}`),
+            );
             const sendSeconds = await sendManyRooms(bob, rooms, texts, SEED_CONCURRENCY);
             const delivered = proxy.nextFullSync();
             d = await start("cli", ingestDir, ingestToken);
-            api = new Api(d.url, ingestToken);
+            api = keepAliveApi(d.url, ingestToken);
             try {
               const sync = await delivered;
               const cpu0 = processCpuSeconds(d.pid);
               const others0 = processCpu();
-              const status = await waitForStatus(api, ingestAccount, "connected", sync.deliveredAt, 300_000, POLL_MS / 5);
+              const status = await waitForStatus(
+                api,
+                ingestAccount,
+                "connected",
+                sync.deliveredAt,
+                300_000,
+                POLL_MS / 5,
+              );
               const daemonCpu = processCpuSeconds(d.pid) - cpu0;
               const others = busySeconds(others0, processCpu(), d.pid);
               // Every room's newest `perRoom` messages are this round's, in order.
-              const tails = await Promise.all(chats.map(async (chat, r) => (await storedTexts(api, chat.id)).slice(-perRoom).join("\n") === texts[r].join("\n")));
+              const tails = await Promise.all(
+                chats.map(
+                  async (chat, r) =>
+                    (await storedTexts(api, chat.id)).slice(-perRoom).join("\n") === texts[r].join("\n"),
+                ),
+              );
               const stored = tails.filter(Boolean).length * perRoom;
               const verified = tails.every(Boolean) && sync.events >= perRoom * INGEST_ROOMS;
               const result: IngestRound = {
-                attempt, events: sync.events, bytes: sync.bytes, serverMs: sync.serverMs, ingestMs: status.ms, eventsPerSecond: sync.events / (status.ms / 1000), parseMs: sync.parseMs, daemonCpu, others, stored, verified,
-                ...(verified ? {} : { problem: `${tails.filter((ok) => !ok).length} room(s) do not end with this round's messages; the sync carried ${sync.events} events` }),
+                attempt,
+                events: sync.events,
+                bytes: sync.bytes,
+                serverMs: sync.serverMs,
+                ingestMs: status.ms,
+                eventsPerSecond: sync.events / (status.ms / 1000),
+                parseMs: sync.parseMs,
+                daemonCpu,
+                others,
+                stored,
+                verified,
+                ...(verified
+                  ? {}
+                  : {
+                      problem: `${tails.filter((ok) => !ok).length} room(s) do not end with this round's messages; the sync carried ${sync.events} events`,
+                    }),
               };
-              log(`matrix: ingest round ${round}${attempt > 1 ? `, attempt ${attempt}` : ""}: bob sent ${perRoom * INGEST_ROOMS} messages over ${INGEST_ROOMS} rooms in ${sendSeconds.toFixed(1)} s; ` +
-                `Synapse answered the first sync (${result.events} events, ${(result.bytes / 1e6).toFixed(1)} MB) in ${result.serverMs.toFixed(0)} ms; stored in ${result.ingestMs.toFixed(0)} ms (${Math.round(result.eventsPerSecond)} events/s; daemon CPU ${daemonCpu.toFixed(2)} s, others ${others.toFixed(2)} s)${verified ? ", verified" : `: ${result.problem}`}`);
+              log(
+                `matrix: ingest round ${round}${attempt > 1 ? `, attempt ${attempt}` : ""}: bob sent ${perRoom * INGEST_ROOMS} messages over ${INGEST_ROOMS} rooms in ${sendSeconds.toFixed(1)} s; ` +
+                  `Synapse answered the first sync (${result.events} events, ${(result.bytes / 1e6).toFixed(1)} MB) in ${result.serverMs.toFixed(0)} ms; stored in ${result.ingestMs.toFixed(0)} ms (${Math.round(result.eventsPerSecond)} events/s; daemon CPU ${daemonCpu.toFixed(2)} s, others ${others.toFixed(2)} s)${verified ? ", verified" : `: ${result.problem}`}`,
+              );
               attempts.push(result);
             } finally {
               api.close();
@@ -762,7 +1007,12 @@ export async function runMatrixBench(options: MatrixBenchOptions): Promise<Matri
           }
           rounds.push(attempts.reduce((best, r) => (r.others / r.ingestMs < best.others / best.ingestMs ? r : best)));
         }
-        return { rooms: INGEST_ROOMS, rounds, medianEventsPerSecond: median(rounds.map((r) => r.eventsPerSecond)), medianParseMs: median(rounds.map((r) => r.parseMs)) };
+        return {
+          rooms: INGEST_ROOMS,
+          rounds,
+          medianEventsPerSecond: median(rounds.map((r) => r.eventsPerSecond)),
+          medianParseMs: median(rounds.map((r) => r.parseMs)),
+        };
       } finally {
         await proxy.close();
         removeDir(ingestDir);
@@ -797,7 +1047,9 @@ function processCpu(): Map<number, [string, number]> {
     try {
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const command = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ").slice(0, 100) || stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const command =
+        readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ").slice(0, 100) ||
+        stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
       out.set(Number(name), [command, (Number(fields[11]) + Number(fields[12])) / 100]);
     } catch {
       // gone meanwhile
@@ -807,9 +1059,14 @@ function processCpu(): Map<number, [string, number]> {
 }
 
 /** CPU seconds every other process (not this one, not `except`) used between two readings. */
-function busySeconds(before: Map<number, [string, number]>, after: Map<number, [string, number]>, except: number): number {
+function busySeconds(
+  before: Map<number, [string, number]>,
+  after: Map<number, [string, number]>,
+  except: number,
+): number {
   let total = 0;
-  for (const [pid, [, seconds]] of after) if (pid !== process.pid && pid !== except) total += seconds - (before.get(pid)?.[1] ?? 0);
+  for (const [pid, [, seconds]] of after)
+    if (pid !== process.pid && pid !== except) total += seconds - (before.get(pid)?.[1] ?? 0);
   return total;
 }
 
@@ -821,5 +1078,8 @@ function busiest(before: Map<number, [string, number]>, after: Map<number, [stri
     const used = seconds - (before.get(pid)?.[1] ?? 0);
     if (used >= 1) rows.push([`${used.toFixed(0)} CPU s  pid ${pid}  ${command}`, used]);
   }
-  return rows.sort((a, b) => b[1] - a[1]).slice(0, 6).map(([line]) => line);
+  return rows
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([line]) => line);
 }

@@ -3,7 +3,8 @@
  * as an MCP client sends them), and the daemon's memory per open /v0/sse session.
  */
 import http from "node:http";
-import { memory, type Daemon } from "./daemon.ts";
+import { sleep } from "../test/kit/common.ts";
+import { median, memory, type Daemon } from "./daemon.ts";
 import { connectInspector } from "./inspector.ts";
 import type { RequestSpec } from "./load.ts";
 
@@ -23,8 +24,16 @@ export function mcpSearchRequests(words: string[]): RequestSpec[] {
 export async function openSession(url: string, token: string): Promise<() => void> {
   const target = new URL(`${url}/v0/sse`);
   const { req, res } = await new Promise<{ req: http.ClientRequest; res: http.IncomingMessage }>((resolve, reject) => {
-    const req = http.get({ host: target.hostname, port: target.port, path: target.pathname, agent: false, headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } }, (res) =>
-      res.statusCode === 200 ? resolve({ req, res }) : reject(new Error(`GET /v0/sse answered ${res.statusCode}`)),
+    const req = http.get(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        agent: false,
+        headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+      },
+      (res) =>
+        res.statusCode === 200 ? resolve({ req, res }) : reject(new Error(`GET /v0/sse answered ${res.statusCode}`)),
     );
     req.on("error", reject);
   });
@@ -51,10 +60,19 @@ export async function openSession(url: string, token: string): Promise<() => voi
     });
   const endpoint = (await waitFor(/event: endpoint\ndata: (\S+)/))[1];
   const post = async (message: object) => {
-    const r = await fetch(url + endpoint, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(message) });
+    const r = await fetch(url + endpoint, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(message),
+    });
     if (r.status !== 202) throw new Error(`POST ${endpoint} answered ${r.status}`);
   };
-  await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "bench", version: "1" } } });
+  await post({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
+  });
   await waitFor(/"id":1\}/);
   await post({ jsonrpc: "2.0", method: "notifications/initialized" });
   listening = false;
@@ -69,14 +87,18 @@ export interface SessionMemoryResult {
   roundsKB: { rss: number; heap: number }[];
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * The daemon (started with --inspect) read with no session and with N open, initialized, idle sessions: after a
  * settle delay and two forced full GCs, RSS and heap in use. A first round is unmeasured (code compiled on first use).
  */
-export async function measureSseSessionMemory(daemon: Daemon, token: string, sessions: number, rounds: number, settleMs: number, log: (line: string) => void): Promise<SessionMemoryResult> {
+export async function measureSseSessionMemory(
+  daemon: Daemon,
+  token: string,
+  sessions: number,
+  rounds: number,
+  settleMs: number,
+  log: (line: string) => void,
+): Promise<SessionMemoryResult> {
   if (daemon.inspectPort === undefined) throw new Error("the daemon needs to be started with { inspect: true }");
   const inspector = await connectInspector(daemon.inspectPort);
   const read = async () => {
@@ -100,11 +122,21 @@ export async function measureSseSessionMemory(daemon: Daemon, token: string, ses
       const open = await read();
       closeAll();
       const after = await read();
-      roundsKB.push({ rss: ((open.rssMB - before.rssMB) * 1024) / sessions, heap: ((open.heapMB - before.heapMB) * 1024) / sessions });
-      log(`  round ${round}: RSS ${before.rssMB.toFixed(1)} → ${open.rssMB.toFixed(1)} → ${after.rssMB.toFixed(1)} MB, heap ${before.heapMB.toFixed(1)} → ${open.heapMB.toFixed(1)} MB (${roundsKB.at(-1)!.rss.toFixed(1)} KB RSS, ${roundsKB.at(-1)!.heap.toFixed(1)} KB heap per session)`);
+      roundsKB.push({
+        rss: ((open.rssMB - before.rssMB) * 1024) / sessions,
+        heap: ((open.heapMB - before.heapMB) * 1024) / sessions,
+      });
+      log(
+        `  round ${round}: RSS ${before.rssMB.toFixed(1)} → ${open.rssMB.toFixed(1)} → ${after.rssMB.toFixed(1)} MB, heap ${before.heapMB.toFixed(1)} → ${open.heapMB.toFixed(1)} MB (${roundsKB.at(-1)!.rss.toFixed(1)} KB RSS, ${roundsKB.at(-1)!.heap.toFixed(1)} KB heap per session)`,
+      );
       before = after;
     }
-    return { sessions, rounds, perSessionKB: { rss: median(roundsKB.map((r) => r.rss)), heap: median(roundsKB.map((r) => r.heap)) }, roundsKB };
+    return {
+      sessions,
+      rounds,
+      perSessionKB: { rss: median(roundsKB.map((r) => r.rss)), heap: median(roundsKB.map((r) => r.heap)) },
+      roundsKB,
+    };
   } finally {
     inspector.close();
   }
@@ -113,7 +145,12 @@ export async function measureSseSessionMemory(daemon: Daemon, token: string, ses
 /** One call before the measurement: a tool error answers 200 too, so the load generator would not see it. */
 export async function checkMcpSearch(url: string, token: string, word: string): Promise<void> {
   const [spec] = mcpSearchRequests([word]);
-  const res = await fetch(url + spec.path, { method: "POST", headers: { ...spec.headers, authorization: `Bearer ${token}`, "content-type": "application/json" }, body: spec.body!.replace("{n}", "1") });
+  const res = await fetch(url + spec.path, {
+    method: "POST",
+    headers: { ...spec.headers, authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: spec.body!.replace("{n}", "1"),
+  });
   const text = await res.text();
-  if (res.status !== 200 || !text.includes('"structuredContent":{"items":[{') || text.includes('"isError":true')) throw new Error(`MCP search_messages for "${word}" answered ${res.status}: ${text.slice(0, 300)}`);
+  if (res.status !== 200 || !text.includes('"structuredContent":{"items":[{') || text.includes('"isError":true'))
+    throw new Error(`MCP search_messages for "${word}" answered ${res.status}: ${text.slice(0, 300)}`);
 }

@@ -11,7 +11,18 @@ import { randomBytes } from "node:crypto";
 import { basename, join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { startWorkerd, type WorkerdServer } from "../test/harness/workerd.ts";
-import { childrenRunning, cpuSeconds, freePort, machineBusySeconds, median, memory, ROOT, runCli, spawnNode, waitUntilServing } from "./daemon.ts";
+import {
+  childrenRunning,
+  cpuSeconds,
+  freePort,
+  machineBusySeconds,
+  median,
+  memory,
+  ROOT,
+  runCli,
+  spawnNode,
+  waitUntilServing,
+} from "./daemon.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { formatReport, type Row } from "./report.ts";
 
@@ -82,7 +93,9 @@ export function killRelay(): void {
   for (const pid of workerdPids) {
     try {
       process.kill(pid, "SIGKILL");
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
   workerdPids = [];
 }
@@ -116,7 +129,8 @@ async function startRelayedDaemon(dir: string, token: string, relayURL: string, 
   try {
     while (!output.includes("relay: connected to")) {
       if (child.exitCode !== null) throw new Error(`inboxd serve --relay exited with ${child.exitCode}:\n${output}`);
-      if (performance.now() - started > 60_000) throw new Error(`the daemon did not dial in to the relay within 60 s:\n${output}`);
+      if (performance.now() - started > 60_000)
+        throw new Error(`the daemon did not dial in to the relay within 60 s:\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const connectMs = performance.now() - started;
@@ -130,8 +144,26 @@ async function startRelayedDaemon(dir: string, token: string, relayURL: string, 
 
 export async function runRelayBench(o: RelayBenchOptions): Promise<RelayResult> {
   o.log(`relay: seeding ${o.chats} chats, ${o.messages} messages into ${o.dir}`);
-  await runCli(["seed", "--data-dir", o.dir, "--chats", String(o.chats), "--messages", String(o.messages), "--accounts", String(o.accounts), "--seed", "1"]);
-  const token = (await runCli(["token", "create", "--data-dir", o.dir, "--scope", "read", "--name", "bench-relay"])).stdout.trim().split("\n").pop()!.trim();
+  await runCli([
+    "seed",
+    "--data-dir",
+    o.dir,
+    "--chats",
+    String(o.chats),
+    "--messages",
+    String(o.messages),
+    "--accounts",
+    String(o.accounts),
+    "--seed",
+    "1",
+  ]);
+  const token = (
+    await runCli(["token", "create", "--data-dir", o.dir, "--scope", "read", "--name", "bench-relay"])
+  ).stdout
+    .trim()
+    .split("\n")
+    .pop()!
+    .trim();
   const secret = randomBytes(24).toString("base64url");
   // The relay's own per-address limit is off: every request here comes from one address, far beyond a person's use.
   o.log("relay: starting the relay Worker in workerd (Miniflare)");
@@ -139,17 +171,31 @@ export async function runRelayBench(o: RelayBenchOptions): Promise<RelayResult> 
   let daemon: Awaited<ReturnType<typeof startRelayedDaemon>> | undefined;
   const generator = new LoadGenerator();
   try {
-    relay = await startWorkerd({ vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: secret, INBOXD_RELAY_RATE_LIMIT: "off" } });
+    relay = await startWorkerd({
+      vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: secret, INBOXD_RELAY_RATE_LIMIT: "off" },
+    });
     workerdPids = childrenRunning((argv) => basename(argv[0]) === "workerd");
     if (!workerdPids.length) throw new Error("the relay's workerd process was not found among the bench's children");
     daemon = await startRelayedDaemon(o.dir, token, relay.url, secret);
-    o.log(`relay: daemon pid ${daemon.pid} at ${daemon.url} dialed in to ${relay.url} after ${int(daemon.connectMs)} ms (workerd pid ${workerdPids.join(", ")})`);
+    o.log(
+      `relay: daemon pid ${daemon.pid} at ${daemon.url} dialed in to ${relay.url} after ${int(daemon.connectMs)} ms (workerd pid ${workerdPids.join(", ")})`,
+    );
     const urls: Record<Side, string> = { direct: daemon.url, relay: relay.url };
     const requests: RequestSpec[] = [{ method: "GET", path: "/v1/chats" }];
     const top = Math.max(...o.concurrency);
     for (const side of SIDES) {
-      const warm = await generator.run({ url: urls[side], token, requests, concurrency: top, warmupSeconds: 0, durationSeconds: o.warmupSeconds });
-      if (warm.errors) throw new Error(`GET /v1/chats ${side} failed during the warm-up: ${JSON.stringify(warm.statuses)} ${warm.firstError}`);
+      const warm = await generator.run({
+        url: urls[side],
+        token,
+        requests,
+        concurrency: top,
+        warmupSeconds: 0,
+        durationSeconds: o.warmupSeconds,
+      });
+      if (warm.errors)
+        throw new Error(
+          `GET /v1/chats ${side} failed during the warm-up: ${JSON.stringify(warm.statuses)} ${warm.firstError}`,
+        );
     }
     const [generatorPid] = childrenRunning((argv) => argv.some((arg) => arg.endsWith("load-worker.ts")));
     if (generatorPid === undefined) throw new Error("the load generator's process was not found");
@@ -163,9 +209,18 @@ export async function runRelayBench(o: RelayBenchOptions): Promise<RelayResult> 
       machine: machineBusySeconds(),
     });
     const round = async (side: Side, concurrency: number): Promise<RelayRound> => {
-      const before = sample(), benchBefore = process.cpuUsage();
-      const result = await generator.run({ url: urls[side], token, requests, concurrency, warmupSeconds: o.warmupSeconds, durationSeconds: o.roundSeconds });
-      const after = sample(), benchUsage = process.cpuUsage(benchBefore);
+      const before = sample(),
+        benchBefore = process.cpuUsage();
+      const result = await generator.run({
+        url: urls[side],
+        token,
+        requests,
+        concurrency,
+        warmupSeconds: o.warmupSeconds,
+        durationSeconds: o.roundSeconds,
+      });
+      const after = sample(),
+        benchUsage = process.cpuUsage(benchBefore);
       const pct = (seconds: number) => (seconds / ((after.at - before.at) / 1000)) * 100;
       const cpu = {
         daemon: pct(after.daemon - before.daemon),
@@ -174,7 +229,10 @@ export async function runRelayBench(o: RelayBenchOptions): Promise<RelayResult> 
         bench: pct((benchUsage.user + benchUsage.system) / 1e6),
         others: 0,
       };
-      cpu.others = Math.max(0, pct(after.machine - before.machine) - cpu.daemon - cpu.workerd - cpu.generator - cpu.bench);
+      cpu.others = Math.max(
+        0,
+        pct(after.machine - before.machine) - cpu.daemon - cpu.workerd - cpu.generator - cpu.bench,
+      );
       return { result, cpu, daemonRssMB: memory(daemonPid).rssMB };
     };
 
@@ -185,11 +243,14 @@ export async function runRelayBench(o: RelayBenchOptions): Promise<RelayResult> 
         for (const side of pair % 2 ? [...SIDES].reverse() : SIDES) {
           const r = await round(side, concurrency);
           rounds[side].push(r);
-          o.log(`relay: GET /v1/chats ${side}, c=${concurrency} (pair ${pair + 1}/${o.pairs}): p50 ${r.result.p50.toFixed(2)} ms, p99 ${r.result.p99.toFixed(2)} ms, ` +
-            `${int(r.result.rps)} req/s; CPU daemon ${int(r.cpu.daemon)} %, workerd ${int(r.cpu.workerd)} %, other processes ${int(r.cpu.others)} %`);
+          o.log(
+            `relay: GET /v1/chats ${side}, c=${concurrency} (pair ${pair + 1}/${o.pairs}): p50 ${r.result.p50.toFixed(2)} ms, p99 ${r.result.p99.toFixed(2)} ms, ` +
+              `${int(r.result.rps)} req/s; CPU daemon ${int(r.cpu.daemon)} %, workerd ${int(r.cpu.workerd)} %, other processes ${int(r.cpu.others)} %`,
+          );
         }
       }
-      const added = (key: "p50" | "p99") => median(rounds.relay.map((r, i) => r.result[key] - rounds.direct[i].result[key]));
+      const added = (key: "p50" | "p99") =>
+        median(rounds.relay.map((r, i) => r.result[key] - rounds.direct[i].result[key]));
       levels.push({ concurrency, ...rounds, addedP50Ms: added("p50"), addedP99Ms: added("p99") });
     }
     return { chats: o.chats, messages: o.messages, connectMs: daemon.connectMs, levels };
@@ -207,29 +268,48 @@ export function formatRelay(r: RelayResult): string {
   const scalars: Row[] = [];
   for (const level of r.levels) {
     const c = level.concurrency;
-    const byP50 = (rounds: RelayRound[]) => rounds.find((x) => x.result.p50 === median(rounds.map((y) => y.result.p50)))!;
-    const row = (x: RelayRound, name: string): Row => ({ name, result: x.result, cpuPct: x.cpu.daemon, rssMB: x.daemonRssMB });
+    const byP50 = (rounds: RelayRound[]) =>
+      rounds.find((x) => x.result.p50 === median(rounds.map((y) => y.result.p50)))!;
+    const row = (x: RelayRound, name: string): Row => ({
+      name,
+      result: x.result,
+      cpuPct: x.cpu.daemon,
+      rssMB: x.daemonRssMB,
+    });
     const errors = [...level.direct, ...level.relay].reduce((sum, x) => sum + x.result.errors, 0);
     const judged = c === Math.min(...r.levels.map((l) => l.concurrency));
     loads.push(
-      row(byP50(level.direct), `GET /v1/chats, direct to the daemon (loopback), c=${c}, median of ${level.direct.length}`),
+      row(
+        byP50(level.direct),
+        `GET /v1/chats, direct to the daemon (loopback), c=${c}, median of ${level.direct.length}`,
+      ),
       {
         ...row(byP50(level.relay), `  through the local relay (workerd), c=${c}`),
         target: `${judged ? `≤ ${TARGET_ADDED_P50_MS} ms` : "stated:"} added at p50 (median pair: ${signedMs(level.addedP50Ms)} ms)`,
         pass: judged ? level.addedP50Ms <= TARGET_ADDED_P50_MS && errors === 0 : undefined,
       },
     );
-    const pairs = level.relay.map((x, i) => `${signedMs(x.result.p50 - level.direct[i].result.p50)} / ${signedMs(x.result.p99 - level.direct[i].result.p99)}`);
+    const pairs = level.relay.map(
+      (x, i) =>
+        `${signedMs(x.result.p50 - level.direct[i].result.p50)} / ${signedMs(x.result.p99 - level.direct[i].result.p99)}`,
+    );
     const cpu = (rounds: RelayRound[], key: keyof RoundCpu) => int(median(rounds.map((x) => x.cpu[key])));
     const cpuText = (rounds: RelayRound[]) =>
       `daemon ${cpu(rounds, "daemon")}, workerd ${cpu(rounds, "workerd")}, generator ${cpu(rounds, "generator")}, bench ${cpu(rounds, "bench")}, other processes and the kernel ${cpu(rounds, "others")}`;
     // CPU s per wall s, over requests per wall s.
-    const perRequest = (rounds: RelayRound[], key: "daemon" | "workerd") => int(median(rounds.map((x) => ((x.cpu[key] / 100) * 1e6) / x.result.rps)));
+    const perRequest = (rounds: RelayRound[], key: "daemon" | "workerd") =>
+      int(median(rounds.map((x) => ((x.cpu[key] / 100) * 1e6) / x.result.rps)));
     scalars.push(
-      { name: `c=${c}: added by the relay, p50 / p99 ms, median of ${pairs.length} pairs`, value: `${signedMs(level.addedP50Ms)} / ${signedMs(level.addedP99Ms)} (pairs: ${pairs.join("; ")})` },
+      {
+        name: `c=${c}: added by the relay, p50 / p99 ms, median of ${pairs.length} pairs`,
+        value: `${signedMs(level.addedP50Ms)} / ${signedMs(level.addedP99Ms)} (pairs: ${pairs.join("; ")})`,
+      },
       { name: "  CPU per round, median, % of a core: direct", value: cpuText(level.direct) },
       { name: "    through the relay", value: cpuText(level.relay) },
-      { name: "  CPU per request, median: daemon, direct | relay; workerd", value: `${perRequest(level.direct, "daemon")} | ${perRequest(level.relay, "daemon")} µs; ${perRequest(level.relay, "workerd")} µs` },
+      {
+        name: "  CPU per request, median: daemon, direct | relay; workerd",
+        value: `${perRequest(level.direct, "daemon")} | ${perRequest(level.relay, "daemon")} µs; ${perRequest(level.relay, "workerd")} µs`,
+      },
     );
   }
   scalars.push({ name: "daemon start to `relay: connected to`", value: `${int(r.connectMs)} ms` });

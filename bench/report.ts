@@ -33,7 +33,10 @@ const verdict = (row: { pass?: boolean }) => (row.pass === undefined ? "" : row.
 function table(header: string[], rows: string[][], rightAligned: number[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) =>
-    cells.map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd();
+    cells
+      .map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
 }
 
@@ -42,12 +45,25 @@ function liveSection(live: LiveRow[]): string[] {
   const rows = live.map((row) => {
     const { result: r, stats } = row;
     return [
-      row.name, int(r.clients), int(r.sendsPerSecond), ms(stats.p50), ms(stats.p95), ms(stats.p99), ms(stats.max), `${int(r.received)} / ${int(r.expected)}`, int(r.lost),
-      `${int(r.serverCpuPct)} %`, `${int(r.generatorCpuPct)} %`, row.target ?? "", verdict(row),
+      row.name,
+      int(r.clients),
+      int(r.sendsPerSecond),
+      ms(stats.p50),
+      ms(stats.p95),
+      ms(stats.p99),
+      ms(stats.max),
+      `${int(r.received)} / ${int(r.expected)}`,
+      int(r.lost),
+      `${int(r.serverCpuPct)} %`,
+      `${int(r.generatorCpuPct)} %`,
+      row.target ?? "",
+      verdict(row),
     ];
   });
   const notes = [...new Set(live.map((row) => row.result))].flatMap((r) => {
-    const closes = Object.entries(r.closes).map(([code, n]) => `${n} × code ${code}`).join(", ");
+    const closes = Object.entries(r.closes)
+      .map(([code, n]) => `${n} × code ${code}`)
+      .join(", ");
     return [
       `  sends: ${int(r.sends)} in ${r.seconds.toFixed(1)} s (target ${int(r.targetRate)}/s; a start at most ${ms(r.maxScheduleLagMs)} ms behind schedule), HTTP latency p50 ${ms(r.sendP50)} ms, p99 ${ms(r.sendP99)} ms` +
         (r.retries ? `; ${int(r.retries)} retried after ECONNRESET on a reused keep-alive socket` : "") +
@@ -64,7 +80,25 @@ function liveSection(live: LiveRow[]): string[] {
     ];
   });
   return [
-    table(["live events (GET /v1/ws)", "clients", "sends/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "events received", "lost", "srv CPU", "gen CPU", "target", "result"], rows, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+    table(
+      [
+        "live events (GET /v1/ws)",
+        "clients",
+        "sends/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "events received",
+        "lost",
+        "srv CPU",
+        "gen CPU",
+        "target",
+        "result",
+      ],
+      rows,
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    ),
     ...notes,
     ...live.filter((row) => row.note).map((row) => `  ${row.note}`),
     "Latency of each (client, send) pair: arrival of the first message.upserted event naming the send's pendingMessageID at that client,",
@@ -80,7 +114,18 @@ export function formatReport(loads: Row[], scalars: Row[], live: LiveRow[] = [])
     loads.map((row) => {
       const r = row.result!;
       const server = [`${int(row.cpuPct ?? NaN)} %`, `${int(row.rssMB ?? NaN)} MB`];
-      return [row.name, String(r.concurrency), ms(r.p50), ms(r.p95), ms(r.p99), int(r.rps), String(r.errors), ...server, row.target ?? "", verdict(row)];
+      return [
+        row.name,
+        String(r.concurrency),
+        ms(r.p50),
+        ms(r.p95),
+        ms(r.p99),
+        int(r.rps),
+        String(r.errors),
+        ...server,
+        row.target ?? "",
+        verdict(row),
+      ];
     }),
     [1, 2, 3, 4, 5, 6, 7, 8],
   );
@@ -89,10 +134,18 @@ export function formatReport(loads: Row[], scalars: Row[], live: LiveRow[] = [])
     scalars.map((row) => [row.name, row.value ?? "", row.target ?? "", verdict(row)]),
     [1],
   );
-  const errors = loads.filter((row) => row.result!.errors > 0).map((row) => `  ${row.name}: ${JSON.stringify(row.result!.statuses)} first: ${row.result!.firstError}`);
+  const errors = loads
+    .filter((row) => row.result!.errors > 0)
+    .map((row) => `  ${row.name}: ${JSON.stringify(row.result!.statuses)} first: ${row.result!.firstError}`);
   const misses = [...loads, ...scalars, ...live].filter((row) => row.pass === false).length;
   return [
-    ...(loads.length ? [loadTable, "srv CPU: server process CPU time during the phase (incl. warm-up), % of one core; srv RSS: its VmRSS after the phase.", ""] : []),
+    ...(loads.length
+      ? [
+          loadTable,
+          "srv CPU: server process CPU time during the phase (incl. warm-up), % of one core; srv RSS: its VmRSS after the phase.",
+          "",
+        ]
+      : []),
     ...liveSection(live),
     scalarTable,
     ...(errors.length ? ["", "Errors (a phase with errors is a MISS):", ...errors] : []),

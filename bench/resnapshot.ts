@@ -27,17 +27,21 @@ export async function measureResnapshot(url: string, token: string, text: string
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
   const json = async (path: string, init?: RequestInit) => {
     const res = await fetch(`${url}${path}`, { headers, ...init });
-    if (!res.ok) throw new Error(`${init?.method ?? "GET"} ${path} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+    if (!res.ok)
+      throw new Error(`${init?.method ?? "GET"} ${path} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
     return res.json();
   };
   const chatIDs: string[] = [];
   for (let cursor: string | undefined; chatIDs.length < RESNAPSHOT_CHATS; ) {
-    const page = await json(`/v1/chats/search?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`);
+    const page = await json(
+      `/v1/chats/search?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`,
+    );
     chatIDs.push(...page.items.map((chat: { id: string }) => chat.id));
     if (!page.hasMore) break;
     cursor = page.oldestCursor;
   }
-  if (chatIDs.length <= 2048) throw new Error(`only ${chatIDs.length} chats: a new snapshot needs more than 2,048 changed`);
+  if (chatIDs.length <= 2048)
+    throw new Error(`only ${chatIDs.length} chats: a new snapshot needs more than 2,048 changed`);
 
   const waits: number[] = [];
   let probing = true;
@@ -54,7 +58,8 @@ export async function measureResnapshot(url: string, token: string, text: string
   const body = JSON.stringify({ text });
   await Promise.all(
     Array.from({ length: SENDERS }, async () => {
-      while (next < chatIDs.length) await json(`/v1/chats/${segment(chatIDs[next++])}/messages`, { method: "POST", body });
+      while (next < chatIDs.length)
+        await json(`/v1/chats/${segment(chatIDs[next++])}/messages`, { method: "POST", body });
     }),
   );
   const sendSeconds = (performance.now() - started) / 1000;
@@ -63,5 +68,12 @@ export async function measureResnapshot(url: string, token: string, text: string
   await prober;
   waits.sort((a, b) => a - b);
   const at = (p: number) => waits[Math.min(waits.length - 1, Math.floor(p * waits.length))];
-  return { chats: chatIDs.length, sendSeconds, probes: waits.length, p50: at(0.5), p99: at(0.99), max: waits[waits.length - 1] };
+  return {
+    chats: chatIDs.length,
+    sendSeconds,
+    probes: waits.length,
+    p50: at(0.5),
+    p99: at(0.99),
+    max: waits[waits.length - 1],
+  };
 }

@@ -6,7 +6,18 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import os from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { cpuSeconds, createToken, daemonNodeVersion, killAll, memory, runCli, startBaseline, startDaemon, useNode, type Daemon } from "./daemon.ts";
+import {
+  cpuSeconds,
+  createToken,
+  daemonNodeVersion,
+  killAll,
+  memory,
+  runCli,
+  startBaseline,
+  startDaemon,
+  useNode,
+  type Daemon,
+} from "./daemon.ts";
 import { FanoutGenerator, type FanoutResult } from "./fanout.ts";
 import { measureAssetMemory } from "./asset-memory.ts";
 import { LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
@@ -25,7 +36,8 @@ import { formatUpstream } from "./upstream-report.ts";
 import { runWebBench, webRows } from "./web.ts";
 import { formatEvents, runEventsBench } from "./events.ts";
 import { formatRelay, killRelay, runRelayBench } from "./relay.ts";
-import { cleanupScale, parseSize, runScaleBench, SCALE_SECTIONS } from "./scale.ts";
+import { parseSize } from "./scale-common.ts";
+import { cleanupScale, runScaleBench, SCALE_SECTIONS } from "./scale-mode.ts";
 import { formatScale } from "./scale-report.ts";
 
 const HELP = `Usage: npm run bench -- [options]
@@ -190,17 +202,34 @@ const upstreamMessages = num(opts["upstream-messages"], opts.quick ? 1000 : 10_0
 const upstreamSends = num(opts["upstream-sends"], opts.quick ? 100 : 300);
 const webLoads = num(opts["web-loads"], opts.quick ? 5 : 20);
 const replayEvents = num(opts["replay-events"], opts.quick ? 10_000 : 100_000);
-const SECTIONS = ["bindings", "endpoints", "ratelimit", "mcp", "web", "fanout", "assets", "xmpp", "matrix", "upstream", "events", "relay"];
+const SECTIONS = [
+  "bindings",
+  "endpoints",
+  "ratelimit",
+  "mcp",
+  "web",
+  "fanout",
+  "assets",
+  "xmpp",
+  "matrix",
+  "upstream",
+  "events",
+  "relay",
+];
 /** Sections that need neither the seeded data set nor its daemon. */
 const STANDALONE = ["bindings", "xmpp", "matrix", "upstream", "events", "relay"];
 const onlyList = opts.only?.split(",").map((s) => s.trim());
 /** Scale mode (--scale, or --only scale / worker-scale): its own run (bench/scale.ts), none of the sections above. */
-const scaleParts = opts.scale || onlyList?.some((s) => (SCALE_SECTIONS as readonly string[]).includes(s))
-  ? new Set<string>(onlyList ?? SCALE_SECTIONS)
-  : undefined;
-for (const s of scaleParts ?? []) if (!(SCALE_SECTIONS as readonly string[]).includes(s)) throw new Error(`--only: ${s} is not a part of scale mode (expected ${SCALE_SECTIONS.join(", ")})`);
+const scaleParts =
+  opts.scale || onlyList?.some((s) => (SCALE_SECTIONS as readonly string[]).includes(s))
+    ? new Set<string>(onlyList ?? SCALE_SECTIONS)
+    : undefined;
+for (const s of scaleParts ?? [])
+  if (!(SCALE_SECTIONS as readonly string[]).includes(s))
+    throw new Error(`--only: ${s} is not a part of scale mode (expected ${SCALE_SECTIONS.join(", ")})`);
 const sections = new Set(scaleParts ? [] : (onlyList ?? SECTIONS));
-for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
+for (const s of sections)
+  if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section ${s} (expected ${SECTIONS.join(", ")})`);
 
 const RESTARTS = 3;
 /** Wait before each RSS reading of the memory per idle connection (lets the daemon's GC and allocator settle). */
@@ -240,7 +269,13 @@ const EVENT_LOG_PAIRS = opts.quick ? 3 : 5;
 const RELAY_PAIRS = opts.quick ? 3 : 5;
 const log = (line: string) => console.error(`[bench] ${line}`);
 /** The command line of this run, printed with the figures of the sections that say how they were measured. */
-const command = [process.env.INBOXD_RATE_LIMIT ? `INBOXD_RATE_LIMIT=${process.env.INBOXD_RATE_LIMIT}` : "", "npm run bench --", ...process.argv.slice(2)].filter(Boolean).join(" ");
+const command = [
+  process.env.INBOXD_RATE_LIMIT ? `INBOXD_RATE_LIMIT=${process.env.INBOXD_RATE_LIMIT}` : "",
+  "npm run bench --",
+  ...process.argv.slice(2),
+]
+  .filter(Boolean)
+  .join(" ");
 const dir = opts.keep ? resolve(opts.keep) : mkdtempSync(join(os.tmpdir(), "inboxd-bench-"));
 const bodyFile = join(os.tmpdir(), `inboxd-bench-body-${process.pid}.json`);
 /** The events section's own data set. */
@@ -250,7 +285,7 @@ const relayDir = join(os.tmpdir(), `inboxd-bench-relay-${process.pid}`);
 let daemon: Daemon | undefined;
 let generator: LoadGenerator | undefined;
 let fanoutGenerator: FanoutGenerator | undefined;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const _sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function cleanup() {
   generator?.close();
@@ -266,7 +301,11 @@ function cleanup() {
   rmSync(relayDir, { recursive: true, force: true });
   if (!opts.keep) rmSync(dir, { recursive: true, force: true });
 }
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => { cleanup(); process.exit(130); });
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.once(signal, () => {
+    cleanup();
+    process.exit(130);
+  });
 
 async function main() {
   const json: Record<string, unknown> = { date: new Date().toISOString() };
@@ -280,12 +319,18 @@ async function main() {
   let xmppReport: string | undefined;
   if (sections.has("xmpp")) {
     if (opts.node) useNode(opts.node);
-    const result = await runXmppBench({ messages: xmppMessages, rounds: XMPP_ROUNDS, sends: xmppSends, warmupSends: XMPP_WARMUP_SENDS, cpuProfDir: opts["xmpp-cpu-prof"] && resolve(opts["xmpp-cpu-prof"]), log })
-      .catch((error: Error) => {
-        // Without Prosody (and no root to install it) a full run goes on without this section; --only xmpp fails.
-        if (opts.only || !/Prosody.*not installed|installing Prosody failed/.test(error.message)) throw error;
-        xmppReport = `XMPP: not measured: ${error.message}`;
-      });
+    const result = await runXmppBench({
+      messages: xmppMessages,
+      rounds: XMPP_ROUNDS,
+      sends: xmppSends,
+      warmupSends: XMPP_WARMUP_SENDS,
+      cpuProfDir: opts["xmpp-cpu-prof"] && resolve(opts["xmpp-cpu-prof"]),
+      log,
+    }).catch((error: Error) => {
+      // Without Prosody (and no root to install it) a full run goes on without this section; --only xmpp fails.
+      if (opts.only || !/Prosody.*not installed|installing Prosody failed/.test(error.message)) throw error;
+      xmppReport = `XMPP: not measured: ${error.message}`;
+    });
     if (result) {
       xmppReport = formatXmpp(result);
       json.xmpp = result;
@@ -295,12 +340,27 @@ async function main() {
   if (sections.has("matrix")) {
     if (opts.node) useNode(opts.node);
     const result = await runMatrixBench({
-      messages: matrixMessages, rounds: MATRIX_ROUNDS, sends: matrixSends, warmupSends: MATRIX_WARMUP_SENDS, catchup: matrixCatchup, ingest: matrixIngest, synapse: matrixSynapse,
-      cpuProfDir: opts["matrix-cpu-prof"] && resolve(opts["matrix-cpu-prof"]), node: opts.node, command, log,
+      messages: matrixMessages,
+      rounds: MATRIX_ROUNDS,
+      sends: matrixSends,
+      warmupSends: MATRIX_WARMUP_SENDS,
+      catchup: matrixCatchup,
+      ingest: matrixIngest,
+      synapse: matrixSynapse,
+      cpuProfDir: opts["matrix-cpu-prof"] && resolve(opts["matrix-cpu-prof"]),
+      node: opts.node,
+      command,
+      log,
     }).catch((error: Error) => {
       // Without Synapse (its source, or its Python libraries and no root to install them) a full run goes on without
       // this section; --only matrix fails.
-      if (opts.only || !/Synapse 1\.67\.0 source is needed|INBOXD_SYNAPSE_SOURCE|Missing for Synapse|installing Synapse's Python libraries failed/.test(error.message)) throw error;
+      if (
+        opts.only ||
+        !/Synapse 1\.67\.0 source is needed|INBOXD_SYNAPSE_SOURCE|Missing for Synapse|installing Synapse's Python libraries failed/.test(
+          error.message,
+        )
+      )
+        throw error;
       matrixReport = `Matrix: not measured: ${error.message}`;
     });
     if (result) {
@@ -311,8 +371,14 @@ async function main() {
   let upstreamReport: string | undefined;
   if (sections.has("upstream")) {
     if (opts.node) useNode(opts.node);
-    const result = await runUpstreamBench({ messages: upstreamMessages, rounds: UPSTREAM_ROUNDS, sends: upstreamSends, warmupSends: UPSTREAM_WARMUP_SENDS,
-      cpuProfDir: opts["upstream-cpu-prof"] && resolve(opts["upstream-cpu-prof"]), command, log,
+    const result = await runUpstreamBench({
+      messages: upstreamMessages,
+      rounds: UPSTREAM_ROUNDS,
+      sends: upstreamSends,
+      warmupSends: UPSTREAM_WARMUP_SENDS,
+      cpuProfDir: opts["upstream-cpu-prof"] && resolve(opts["upstream-cpu-prof"]),
+      command,
+      log,
     });
     upstreamReport = formatUpstream(result);
     json.upstream = result;
@@ -322,8 +388,16 @@ async function main() {
     if (opts.node) useNode(opts.node);
     mkdirSync(eventsDir, { recursive: true });
     const result = await runEventsBench({
-      dir: eventsDir, chats: Math.max(10, Math.round(chats / 10)), messages: Math.max(100, Math.round(messages / 10)), accounts,
-      events: replayEvents, rounds: EVENT_REPLAY_ROUNDS, pairs: EVENT_LOG_PAIRS, warmupSeconds: warmup, roundSeconds: duration, log,
+      dir: eventsDir,
+      chats: Math.max(10, Math.round(chats / 10)),
+      messages: Math.max(100, Math.round(messages / 10)),
+      accounts,
+      events: replayEvents,
+      rounds: EVENT_REPLAY_ROUNDS,
+      pairs: EVENT_LOG_PAIRS,
+      warmupSeconds: warmup,
+      roundSeconds: duration,
+      log,
     });
     rmSync(eventsDir, { recursive: true, force: true });
     eventsReport = formatEvents(result);
@@ -333,18 +407,28 @@ async function main() {
   if (sections.has("relay")) {
     if (opts.node) useNode(opts.node);
     const result = await runRelayBench({
-      dir: relayDir, chats: Math.max(30, Math.round(chats / 10)), messages: Math.max(300, Math.round(messages / 10)), accounts,
-      concurrency: [...new Set([1, readConcurrency])], pairs: RELAY_PAIRS, warmupSeconds: warmup, roundSeconds: duration, log,
+      dir: relayDir,
+      chats: Math.max(30, Math.round(chats / 10)),
+      messages: Math.max(300, Math.round(messages / 10)),
+      accounts,
+      concurrency: [...new Set([1, readConcurrency])],
+      pairs: RELAY_PAIRS,
+      warmupSeconds: warmup,
+      roundSeconds: duration,
+      log,
     });
     rmSync(relayDir, { recursive: true, force: true });
     relayReport = formatRelay(result);
     json.relay = result;
   }
   if ([...sections].every((s) => STANDALONE.includes(s))) {
-    if (xmppReport || matrixReport || upstreamReport || eventsReport || relayReport) console.log(`\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`);
+    if (xmppReport || matrixReport || upstreamReport || eventsReport || relayReport)
+      console.log(
+        `\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`,
+      );
     if (xmppReport) console.log(`\n${xmppReport}`);
     if (matrixReport) console.log(`\n${matrixReport}`);
-  if (upstreamReport) console.log(`\n${upstreamReport}`);
+    if (upstreamReport) console.log(`\n${upstreamReport}`);
     if (eventsReport) console.log(`\n${eventsReport}`);
     if (relayReport) console.log(`\n${relayReport}`);
     if (bindingsReport) console.log(`\n${bindingsReport}`);
@@ -357,7 +441,19 @@ async function main() {
   if (existsSync(join(dir, "inboxd.sqlite3"))) log(`reusing ${dir} (no seed)`);
   else {
     log(`seeding ${chats} chats, ${messages} messages, ${accounts} accounts into ${dir}`);
-    const args = ["seed", "--data-dir", dir, "--chats", String(chats), "--messages", String(messages), "--accounts", String(accounts), "--seed", "1"];
+    const args = [
+      "seed",
+      "--data-dir",
+      dir,
+      "--chats",
+      String(chats),
+      "--messages",
+      String(messages),
+      "--accounts",
+      String(accounts),
+      "--seed",
+      "1",
+    ];
     seedSeconds = (await runCli(args)).seconds;
     log(`seeded in ${seedSeconds.toFixed(1)} s`);
   }
@@ -370,21 +466,46 @@ async function main() {
   const scalars: Row[] = [];
   const live: LiveRow[] = [];
   Object.assign(json, {
-    options: { chats, messages, accounts, duration, warmup, readConcurrency, sections: [...sections], reusedDir: seedSeconds === undefined },
+    options: {
+      chats,
+      messages,
+      accounts,
+      duration,
+      warmup,
+      readConcurrency,
+      sections: [...sections],
+      reusedDir: seedSeconds === undefined,
+    },
     seedSeconds,
   });
   let chatIDs: string[], echoChatIDs: string[];
 
   /** Runs one phase; the row also gets the server's CPU use (% of one core) and RSS after the phase. */
-  const measure = async (name: string, pid: number, url: string, requests: RequestSpec[], concurrency: number, auth = true) => {
+  const measure = async (
+    name: string,
+    pid: number,
+    url: string,
+    requests: RequestSpec[],
+    concurrency: number,
+    auth = true,
+  ) => {
     log(`${name} (c=${concurrency}, ${warmup} s warm-up + ${duration} s)`);
     generator ??= new LoadGenerator();
-    const cpu = cpuSeconds(pid), started = performance.now();
-    const result = await generator.run({ url, token: auth ? token : undefined, requests, concurrency, warmupSeconds: warmup, durationSeconds: duration });
+    const cpu = cpuSeconds(pid),
+      started = performance.now();
+    const result = await generator.run({
+      url,
+      token: auth ? token : undefined,
+      requests,
+      concurrency,
+      warmupSeconds: warmup,
+      durationSeconds: duration,
+    });
     const cpuPct = ((cpuSeconds(pid) - cpu) / ((performance.now() - started) / 1000)) * 100;
     return { name, result, cpuPct, rssMB: memory(pid).rssMB };
   };
-  const add = (row: Row, target: string, pass: boolean) => loads.push({ ...row, target, pass: pass && row.result!.errors === 0 });
+  const add = (row: Row, target: string, pass: boolean) =>
+    loads.push({ ...row, target, pass: pass && row.result!.errors === 0 });
   const p99 = (limit: number) => (x: LoadResult) => x.p99 <= limit;
   const p95 = (limit: number) => (x: LoadResult) => x.p95 <= limit;
   let work: Workload | undefined;
@@ -392,16 +513,32 @@ async function main() {
   if (sections.has("endpoints")) {
     work = await buildWorkload(daemon.url, token);
     ({ chatIDs, echoChatIDs } = work);
-    log(`workload: ${work.chatIDs.length} chats, ${work.rareWords.length} rare words (of ${work.rareTries} tried: ${work.rareWords.slice(0, 6).map((w) => `${w.word}×${w.hits}${w.more ? "+" : ""}`).join(" ")} …), account ${work.accountID}, dateAfter ${work.dateAfter}`);
+    log(
+      `workload: ${work.chatIDs.length} chats, ${work.rareWords.length} rare words (of ${work.rareTries} tried: ${work.rareWords
+        .slice(0, 6)
+        .map((w) => `${w.word}×${w.hits}${w.more ? "+" : ""}`)
+        .join(" ")} …), account ${work.accountID}, dateAfter ${work.dateAfter}`,
+    );
     writeFileSync(bodyFile, work.chatsBody);
     const baselineServer = await startBaseline(bodyFile);
-    const bare = await measure(`  bare node:http, same ${work.chatsBody.length} B body`, baselineServer.pid, baselineServer.url, [{ method: "GET", path: "/" }], readConcurrency, false);
+    const bare = await measure(
+      `  bare node:http, same ${work.chatsBody.length} B body`,
+      baselineServer.pid,
+      baselineServer.url,
+      [{ method: "GET", path: "/" }],
+      readConcurrency,
+      false,
+    );
     await baselineServer.stop();
 
     const r = work.requests;
     const chatsList = await measure("GET /v1/chats", daemon.pid, daemon.url, r.chats, readConcurrency);
     const share = chatsList.result.rps / bare.result.rps;
-    add(chatsList, `p99 ≤ 10 ms, ≥ 30 % of bare (${(share * 100).toFixed(0)} %)`, chatsList.result.p99 <= 10 && share >= 0.3);
+    add(
+      chatsList,
+      `p99 ≤ 10 ms, ≥ 30 % of bare (${(share * 100).toFixed(0)} %)`,
+      chatsList.result.p99 <= 10 && share >= 0.3,
+    );
     loads.push(bare);
     const phases: [string, RequestSpec[], number, string, (x: LoadResult) => boolean][] = [
       ["GET /v1/chats/{id}/messages", r.messages, readConcurrency, "p99 ≤ 10 ms", p99(10)],
@@ -435,19 +572,47 @@ async function main() {
     scalars.push(
       seedSeconds === undefined
         ? { name: "seed", value: "skipped (--keep)" }
-        : { name: `seed ${chats} chats / ${messages} messages`, value: `${seedSeconds.toFixed(1)} s`, target: "≤ 120 s", pass: seedSeconds <= 120 },
-      { name: `daemon ready after restart, median of ${RESTARTS}`, value: `${readyMs.toFixed(0)} ms`, target: "≤ 2 s", pass: readyMs <= 2000 },
-      { name: "  each restart", value: restartsMs.map((x) => x.toFixed(0)).join(" / ") + " ms" },
+        : {
+            name: `seed ${chats} chats / ${messages} messages`,
+            value: `${seedSeconds.toFixed(1)} s`,
+            target: "≤ 120 s",
+            pass: seedSeconds <= 120,
+          },
+      {
+        name: `daemon ready after restart, median of ${RESTARTS}`,
+        value: `${readyMs.toFixed(0)} ms`,
+        target: "≤ 2 s",
+        pass: readyMs <= 2000,
+      },
+      { name: "  each restart", value: `${restartsMs.map((x) => x.toFixed(0)).join(" / ")} ms` },
       { name: "daemon ready, first start", value: `${firstReadyMs.toFixed(0)} ms` },
-      { name: "RSS peak during load (VmHWM)", value: mb(afterLoad.peakMB), target: "≤ 400 MB", pass: afterLoad.peakMB <= 400 },
+      {
+        name: "RSS peak during load (VmHWM)",
+        value: mb(afterLoad.peakMB),
+        target: "≤ 400 MB",
+        pass: afterLoad.peakMB <= 400,
+      },
       { name: "RSS after load (VmRSS)", value: mb(afterLoad.rssMB), target: "≤ 400 MB", pass: afterLoad.rssMB <= 400 },
       { name: "RSS after the first restart, ready", value: mb(atReady.rssMB) },
     );
     Object.assign(json, {
       readyMs: { firstStart: firstReadyMs, restartMedian: readyMs, restarts: restartsMs },
       memoryMB: { afterLoad, atReady },
-      workload: { chats: work.chatIDs.length, rareWords: work.rareWords, accountID: work.accountID, dateAfter: work.dateAfter, chatsBodyBytes: work.chatsBody.length },
-      endpoints: loads.map(({ name, result, target, pass, cpuPct, rssMB }) => ({ name: name.trim(), target, pass, serverCpuPct: cpuPct, serverRssMB: rssMB, ...result })),
+      workload: {
+        chats: work.chatIDs.length,
+        rareWords: work.rareWords,
+        accountID: work.accountID,
+        dateAfter: work.dateAfter,
+        chatsBodyBytes: work.chatsBody.length,
+      },
+      endpoints: loads.map(({ name, result, target, pass, cpuPct, rssMB }) => ({
+        name: name.trim(),
+        target,
+        pass,
+        serverCpuPct: cpuPct,
+        serverRssMB: rssMB,
+        ...result,
+      })),
     });
   } else ({ chatIDs, echoChatIDs } = await listChatIDs(daemon.url, token));
 
@@ -461,7 +626,15 @@ async function main() {
       const variant = i % 2 ? "on" : "off";
       await daemon.stop();
       daemon = await startDaemon(dir, token, variant === "off" ? { args: ["--rate-limit", "off"] } : {});
-      rounds[variant].push(await measure(`GET /v1/chats, rate limiter ${variant} (round ${Math.floor(i / 2) + 1})`, daemon.pid, daemon.url, work.requests.chats, RATE_LIMIT_CONCURRENCY));
+      rounds[variant].push(
+        await measure(
+          `GET /v1/chats, rate limiter ${variant} (round ${Math.floor(i / 2) + 1})`,
+          daemon.pid,
+          daemon.url,
+          work.requests.chats,
+          RATE_LIMIT_CONCURRENCY,
+        ),
+      );
     }
     const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const rps = (rows: Row[]) => rows.map((r) => r.result!.rps);
@@ -469,16 +642,35 @@ async function main() {
     const apart = (mid(rounds.on.map((r, i) => r.result!.rps / rounds.off[i].result!.rps)) - 1) * 100;
     const cpuUs = (r: Row) => ((r.cpuPct! / 100) * 1e6) / r.result!.rps; // CPU s per wall s, over requests per wall s
     const spendNs = measureSpend();
-    add({ ...byRps(rounds.on), name: `GET /v1/chats, rate limiter on (budget ${process.env.INBOXD_RATE_LIMIT}/s), median of ${RATE_LIMIT_ROUNDS}` },
-      `within 5 % of off (median pair: ${apart >= 0 ? "+" : ""}${apart.toFixed(1)} %)`, Math.abs(apart) < 5);
+    add(
+      {
+        ...byRps(rounds.on),
+        name: `GET /v1/chats, rate limiter on (budget ${process.env.INBOXD_RATE_LIMIT}/s), median of ${RATE_LIMIT_ROUNDS}`,
+      },
+      `within 5 % of off (median pair: ${apart >= 0 ? "+" : ""}${apart.toFixed(1)} %)`,
+      Math.abs(apart) < 5,
+    );
     loads.push({ ...byRps(rounds.off), name: "  rate limiter off (--rate-limit off), median" });
-    const each = (rows: Row[]) => rps(rows).map((x) => Math.round(x)).join(" / ");
+    const each = (rows: Row[]) =>
+      rps(rows)
+        .map((x) => Math.round(x))
+        .join(" / ");
     scalars.push(
       { name: "GET /v1/chats req/s per round, limiter on | off", value: `${each(rounds.on)} | ${each(rounds.off)}` },
-      { name: "  daemon CPU per request, median, on | off", value: `${mid(rounds.on.map(cpuUs)).toFixed(0)} | ${mid(rounds.off.map(cpuUs)).toFixed(0)} µs` },
+      {
+        name: "  daemon CPU per request, median, on | off",
+        value: `${mid(rounds.on.map(cpuUs)).toFixed(0)} | ${mid(rounds.off.map(cpuUs)).toFixed(0)} µs`,
+      },
       { name: "  RateLimiter.spend() alone, in this process", value: `${spendNs.toFixed(0)} ns a call` },
     );
-    json.rateLimit = { concurrency: RATE_LIMIT_CONCURRENCY, budget: process.env.INBOXD_RATE_LIMIT, apartPct: apart, spendNs, on: rounds.on.map((r) => r.result), off: rounds.off.map((r) => r.result) };
+    json.rateLimit = {
+      concurrency: RATE_LIMIT_CONCURRENCY,
+      budget: process.env.INBOXD_RATE_LIMIT,
+      apartPct: apart,
+      spendNs,
+      on: rounds.on.map((r) => r.result),
+      off: rounds.off.map((r) => r.result),
+    };
   }
 
   if (sections.has("mcp")) {
@@ -486,17 +678,38 @@ async function main() {
     work ??= await buildWorkload(daemon.url, token);
     const words = work.rareWords.map((w) => w.word);
     await checkMcpSearch(daemon.url, token, words[0]);
-    const mcpSearch = await measure("MCP tools/call search_messages: one rare word", daemon.pid, daemon.url, mcpSearchRequests(words), readConcurrency);
+    const mcpSearch = await measure(
+      "MCP tools/call search_messages: one rare word",
+      daemon.pid,
+      daemon.url,
+      mcpSearchRequests(words),
+      readConcurrency,
+    );
     add(mcpSearch, "p95 ≤ 20 ms", p95(20)(mcpSearch.result));
-    if (!sections.has("endpoints")) loads.push(await measure("  REST search, the same words (for reference)", daemon.pid, daemon.url, work.requests.searchRare, readConcurrency));
+    if (!sections.has("endpoints"))
+      loads.push(
+        await measure(
+          "  REST search, the same words (for reference)",
+          daemon.pid,
+          daemon.url,
+          work.requests.searchRare,
+          readConcurrency,
+        ),
+      );
     // Memory per open, initialized /v0/sse session, on a daemon started with --inspect (to force GCs before readings).
     await daemon.stop();
     daemon = await startDaemon(dir, token, { inspect: true });
-    log(`memory per /v0/sse session: daemon pid ${daemon.pid}, ${MCP_SESSION_ROUNDS} rounds of 0 / ${mcpSessions} open sessions after an unmeasured one`);
+    log(
+      `memory per /v0/sse session: daemon pid ${daemon.pid}, ${MCP_SESSION_ROUNDS} rounds of 0 / ${mcpSessions} open sessions after an unmeasured one`,
+    );
     const sessions = await measureSseSessionMemory(daemon, token, mcpSessions, MCP_SESSION_ROUNDS, IDLE_SETTLE_MS, log);
     const rounds = (key: "rss" | "heap") => ` (rounds: ${sessions.roundsKB.map((r) => r[key].toFixed(1)).join(" / ")})`;
     scalars.push(
-      { name: `memory per open /v0/sse session (${mcpSessions} initialized, idle): RSS, median`, value: `${sessions.perSessionKB.rss.toFixed(1)} KB${rounds("rss")}`, target: "stated" },
+      {
+        name: `memory per open /v0/sse session (${mcpSessions} initialized, idle): RSS, median`,
+        value: `${sessions.perSessionKB.rss.toFixed(1)} KB${rounds("rss")}`,
+        target: "stated",
+      },
       { name: "  V8 heap in use", value: `${sessions.perSessionKB.heap.toFixed(1)} KB${rounds("heap")}` },
     );
     json.mcp = { search: { words: words.length, ...mcpSearch.result, serverCpuPct: mcpSearch.cpuPct }, sessions };
@@ -517,40 +730,72 @@ async function main() {
     // Memory per idle connection, on a daemon of its own started with --inspect (to force GCs before readings).
     await daemon.stop();
     daemon = await startDaemon(dir, token, { inspect: true });
-    log(`memory per idle connection: daemon pid ${daemon.pid}, ${IDLE_ROUNDS} rounds of 0 / ${idleConnections} subscribed clients after an unmeasured one (${IDLE_SETTLE_MS / 1000} s settle, then forced GC)`);
+    log(
+      `memory per idle connection: daemon pid ${daemon.pid}, ${IDLE_ROUNDS} rounds of 0 / ${idleConnections} subscribed clients after an unmeasured one (${IDLE_SETTLE_MS / 1000} s settle, then forced GC)`,
+    );
     const idleMemory = await measureIdleMemory(daemon, token, idleConnections, IDLE_ROUNDS, IDLE_SETTLE_MS, log);
 
     // Fan-out, on a plain daemon; not to the Echo chats, whose replies would add a second message per send.
     await daemon.stop();
     daemon = await startDaemon(dir, token);
     const sendTo = chatIDs.filter((id) => !echoChatIDs.includes(id));
-    log(`fan-out: daemon pid ${daemon.pid}, ${fanoutClients} clients, ${fanoutRate} sends/s over ${sendTo.length} chats (not the ${echoChatIDs.length} Echo chats), ${warmup} s warm-up + ${fanoutSeconds} s`);
+    log(
+      `fan-out: daemon pid ${daemon.pid}, ${fanoutClients} clients, ${fanoutRate} sends/s over ${sendTo.length} chats (not the ${echoChatIDs.length} Echo chats), ${warmup} s warm-up + ${fanoutSeconds} s`,
+    );
     // This machine is shared: when other processes took more than FANOUT_NOISE_PCT of a core during the window, or
     // every CPU was busy for half a second or more of it, the latencies are mostly waiting for a CPU. Such a run is
     // repeated (up to FANOUT_ATTEMPTS), and the quietest is kept.
     const others = (r: FanoutResult) => Math.max(0, r.machineCpuPct - r.serverCpuPct - r.generatorCpuPct);
     const noisy = (r: FanoutResult) => others(r) > FANOUT_NOISE_PCT || r.saturatedSeconds >= 0.5;
-    const noise = (r: FanoutResult) => `${others(r).toFixed(0)} % of a core, ${r.saturatedSeconds.toFixed(2)} s saturated`;
+    const noise = (r: FanoutResult) =>
+      `${others(r).toFixed(0)} % of a core, ${r.saturatedSeconds.toFixed(2)} s saturated`;
     const attempts: FanoutResult[] = [];
     for (let attempt = 1; attempt <= FANOUT_ATTEMPTS; attempt++) {
       fanoutGenerator = new FanoutGenerator();
       const r = await fanoutGenerator.fanout({
-        url: daemon.url, token, serverPid: daemon.pid, clients: fanoutClients, rate: fanoutRate, warmupSeconds: warmup, durationSeconds: fanoutSeconds, drainSeconds: FANOUT_DRAIN_S, chatIDs: sendTo,
+        url: daemon.url,
+        token,
+        serverPid: daemon.pid,
+        clients: fanoutClients,
+        rate: fanoutRate,
+        warmupSeconds: warmup,
+        durationSeconds: fanoutSeconds,
+        drainSeconds: FANOUT_DRAIN_S,
+        chatIDs: sendTo,
       });
       fanoutGenerator.close();
       attempts.push(r);
       if (!noisy(r)) break;
-      log(`  other processes during the fan-out window: ${noise(r)}` + (attempt < FANOUT_ATTEMPTS ? "; measuring again" : ""));
+      log(
+        `  other processes during the fan-out window: ${noise(r)}` +
+          (attempt < FANOUT_ATTEMPTS ? "; measuring again" : ""),
+      );
     }
-    const quieter = (a: FanoutResult, b: FanoutResult) => a.saturatedSeconds < b.saturatedSeconds || (a.saturatedSeconds === b.saturatedSeconds && others(a) < others(b));
+    const quieter = (a: FanoutResult, b: FanoutResult) =>
+      a.saturatedSeconds < b.saturatedSeconds || (a.saturatedSeconds === b.saturatedSeconds && others(a) < others(b));
     const result = attempts.reduce((best, r) => (quieter(r, best) ? r : best));
     const kept = attempts.indexOf(result) + 1;
-    const attemptNote = attempts.length === 1 ? "" : `fan-out measured ${attempts.length} times because other processes took CPU ` +
-      `(${attempts.map(noise).join("; ")}); the figures above are attempt ${kept}, the quietest`;
+    const attemptNote =
+      attempts.length === 1
+        ? ""
+        : `fan-out measured ${attempts.length} times because other processes took CPU ` +
+          `(${attempts.map(noise).join("; ")}); the figures above are attempt ${kept}, the quietest`;
     const target = "p99 ≤ 50 ms, none lost";
-    const pass = result.afterResponse.p99 <= 50 && result.lost === 0 && result.sendErrors === 0 && Object.keys(result.closes).length === 0 && result.sendsPerSecond >= fanoutRate * 0.95;
+    const pass =
+      result.afterResponse.p99 <= 50 &&
+      result.lost === 0 &&
+      result.sendErrors === 0 &&
+      Object.keys(result.closes).length === 0 &&
+      result.sendsPerSecond >= fanoutRate * 0.95;
     live.push(
-      { name: "send's HTTP response → event, every client", result, stats: result.afterResponse, target, pass, note: attemptNote },
+      {
+        name: "send's HTTP response → event, every client",
+        result,
+        stats: result.afterResponse,
+        target,
+        pass,
+        note: attemptNote,
+      },
       { name: "  send's request start → event (for reference)", result, stats: result.afterRequest },
     );
     const n = idleConnections.toLocaleString("en-US");
@@ -558,9 +803,16 @@ async function main() {
     const { perConnectionKB: per, roundsKB } = idleMemory;
     const rounds = (key: keyof typeof per) => ` (rounds: ${roundsKB.map((r) => r[key].toFixed(1)).join(" / ")})`;
     scalars.push(
-      { name: `memory per idle WebSocket connection (${n} subscribed): RSS, median`, value: kb(per.rss) + rounds("rss"), target: "stated" },
+      {
+        name: `memory per idle WebSocket connection (${n} subscribed): RSS, median`,
+        value: kb(per.rss) + rounds("rss"),
+        target: "stated",
+      },
       { name: "  V8 heap in use", value: kb(per.heap) + rounds("heap") },
-      { name: `  daemon RSS after GC, 0 / ${n} clients (first round)`, value: `${idleMemory.readings[0].reading.afterGcMB.toFixed(1)} / ${idleMemory.readings[1].reading.afterGcMB.toFixed(1)} MB` },
+      {
+        name: `  daemon RSS after GC, 0 / ${n} clients (first round)`,
+        value: `${idleMemory.readings[0].reading.afterGcMB.toFixed(1)} / ${idleMemory.readings[1].reading.afterGcMB.toFixed(1)} MB`,
+      },
     );
     json.liveEvents = {
       fanout: { target, pass, chats: sendTo.length, attempt: kept, ...result },
@@ -573,8 +825,16 @@ async function main() {
     const r = await measureAssetMemory(daemon.pid, daemon.url, token, assetMB);
     const mbps = (seconds: number) => `${(assetMB / seconds).toFixed(0)} MB/s`;
     scalars.push(
-      { name: `RSS while a ${assetMB} MB file is uploaded / served`, value: `${r.beforeMB.toFixed(0)} MB before → peak ${r.uploadPeakMB.toFixed(0)} / ${r.servePeakMB.toFixed(0)} MB`, target: `flat (≤ +${r.flatMB} MB)`, pass: r.pass },
-      { name: "  upload / serve time", value: `${r.uploadSeconds.toFixed(1)} s (${mbps(r.uploadSeconds)}) / ${r.serveSeconds.toFixed(1)} s (${mbps(r.serveSeconds)})` },
+      {
+        name: `RSS while a ${assetMB} MB file is uploaded / served`,
+        value: `${r.beforeMB.toFixed(0)} MB before → peak ${r.uploadPeakMB.toFixed(0)} / ${r.servePeakMB.toFixed(0)} MB`,
+        target: `flat (≤ +${r.flatMB} MB)`,
+        pass: r.pass,
+      },
+      {
+        name: "  upload / serve time",
+        value: `${r.uploadSeconds.toFixed(1)} s (${mbps(r.uploadSeconds)}) / ${r.serveSeconds.toFixed(1)} s (${mbps(r.serveSeconds)})`,
+      },
     );
     json.assets = r;
   }
@@ -582,10 +842,19 @@ async function main() {
   daemon = undefined;
   json.scalars = scalars;
 
-  const what = opts.keep && seedSeconds === undefined ? `reused ${dir}` : `${chats} chats, ${messages} messages, ${accounts} accounts`;
-  const timing = sections.has("endpoints") ? `${duration} s per measurement after ${warmup} s warm-up` : `${warmup} s warm-up`;
-  const fanout = sections.has("fanout") ? `; fan-out ${fanoutClients} clients × ${fanoutRate} sends/s for ${fanoutSeconds} s` : "";
-  console.log(`\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n`);
+  const what =
+    opts.keep && seedSeconds === undefined
+      ? `reused ${dir}`
+      : `${chats} chats, ${messages} messages, ${accounts} accounts`;
+  const timing = sections.has("endpoints")
+    ? `${duration} s per measurement after ${warmup} s warm-up`
+    : `${warmup} s warm-up`;
+  const fanout = sections.has("fanout")
+    ? `; fan-out ${fanoutClients} clients × ${fanoutRate} sends/s for ${fanoutSeconds} s`
+    : "";
+  console.log(
+    `\ninboxd benchmark: ${what}; ${timing}${fanout}; ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})\n`,
+  );
   console.log(formatReport(loads, scalars, live));
   if (xmppReport) console.log(`\n${xmppReport}`);
   if (matrixReport) console.log(`\n${matrixReport}`);

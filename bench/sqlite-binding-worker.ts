@@ -8,7 +8,12 @@ import { readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { betterSqlite3Binding, defaultBinding, nodeSqliteBinding, type SqliteBinding } from "../adapters/node/sqlite-binding.ts";
+import {
+  betterSqlite3Binding,
+  defaultBinding,
+  nodeSqliteBinding,
+  type SqliteBinding,
+} from "../adapters/node/sqlite-binding.ts";
 import { openSqliteStorage } from "../adapters/node/sqlite-storage.ts";
 import { seedDataset } from "../src/seed/dataset.ts";
 import { Db } from "../src/store/db.ts";
@@ -20,17 +25,25 @@ const READS = 20_000;
 const COMMITS = 2_000;
 
 const { values } = parseArgs({
-  options: { binding: { type: "string" }, dir: { type: "string" }, chats: { type: "string" }, messages: { type: "string" } },
+  options: {
+    binding: { type: "string" },
+    dir: { type: "string" },
+    chats: { type: "string" },
+    messages: { type: "string" },
+  },
 });
 
 function pickBinding(name: string | undefined): SqliteBinding {
   if (name === "default") return defaultBinding();
-  if (name === "node:sqlite") return nodeSqliteBinding() ?? fail(`node:sqlite is not available on Node ${process.versions.node}`);
+  if (name === "node:sqlite")
+    return nodeSqliteBinding() ?? fail(`node:sqlite is not available on Node ${process.versions.node}`);
   if (name === "better-sqlite3-13") {
     // The candidate installed by the bench into bench/sqlite-candidates (not a dependency of inboxd).
     const manifest = join(ROOT, "bench/sqlite-candidates/package.json");
     const require = createRequire(manifest);
-    const { version } = JSON.parse(readFileSync(require.resolve("better-sqlite3/package.json"), "utf8")) as { version: string };
+    const { version } = JSON.parse(readFileSync(require.resolve("better-sqlite3/package.json"), "utf8")) as {
+      version: string;
+    };
     return betterSqlite3Binding(require("better-sqlite3"), version);
   }
   return fail(`unknown --binding ${name}`);
@@ -40,14 +53,21 @@ function fail(message: string): never {
   throw new Error(message);
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 async function main() {
   const binding = pickBinding(values.binding);
   const dir = values.dir!;
   const path = join(dir, "inboxd.sqlite3");
   // A fixed "now", so every binding stores byte-identical records.
-  const options = { chats: Number(values.chats), messages: Number(values.messages), accounts: 2, seed: 1, now: Date.UTC(2026, 0, 1) };
+  const options = {
+    chats: Number(values.chats),
+    messages: Number(values.messages),
+    accounts: 2,
+    seed: 1,
+    now: Date.UTC(2026, 0, 1),
+  };
 
   // 1. The seed, as `inboxd seed` runs it: big group commits.
   let started = performance.now();
@@ -69,7 +89,7 @@ async function main() {
   const keys = await storage.getKeys("");
   const listMs = performance.now() - started;
   let state = 12345;
-  const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const readUs: number[] = [];
   started = performance.now();
   for (let i = 0; i < READS; i++) {
@@ -81,7 +101,12 @@ async function main() {
   const readsPerSecond = READS / ((performance.now() - started) / 1000);
 
   // 4. Small commits, one after another (what a lone client's sends cost in storage).
-  const chunk = { messages: Array.from({ length: 32 }, (_, i) => ({ id: `m${i}`, text: "a message of ordinary length, about sixty characters long" })) };
+  const chunk = {
+    messages: Array.from({ length: 32 }, (_, i) => ({
+      id: `m${i}`,
+      text: "a message of ordinary length, about sixty characters long",
+    })),
+  };
   const commitMs: number[] = [];
   started = performance.now();
   for (let i = 0; i < COMMITS; i++) {

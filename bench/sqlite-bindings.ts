@@ -55,28 +55,52 @@ const PLAN: [runtime: string, bindings: BindingArg[]][] = [
 
 function nodeFor(runtime: string): string {
   if (process.versions.node.split(".")[0] === runtime) return process.execPath;
-  return execFileSync(join(ROOT, ".ci/with-node"), [runtime, "node", "-p", "process.execPath"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  return execFileSync(join(ROOT, ".ci/with-node"), [runtime, "node", "-p", "process.execPath"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  }).trim();
 }
 
 function installCandidates(log: (line: string) => void): void {
   const dir = join(ROOT, "bench/sqlite-candidates");
   if (existsSync(join(dir, "node_modules/better-sqlite3/package.json"))) return;
   log("installing better-sqlite3 13 into bench/sqlite-candidates (prebuilt binaries, --ignore-scripts)");
-  execFileSync("npm", ["ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"], { cwd: dir, stdio: "inherit" });
+  execFileSync("npm", ["ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"], {
+    cwd: dir,
+    stdio: "inherit",
+  });
 }
 
 function runWorker(candidate: Candidate, chats: number, messages: number): Promise<Measurement> {
   const dir = mkdtempSync(join(os.tmpdir(), "inboxd-bench-sqlite-"));
-  const args = ["--import", "tsx", join(ROOT, "bench/sqlite-binding-worker.ts"), "--binding", candidate.binding, "--dir", dir, "--chats", String(chats), "--messages", String(messages)];
+  const args = [
+    "--import",
+    "tsx",
+    join(ROOT, "bench/sqlite-binding-worker.ts"),
+    "--binding",
+    candidate.binding,
+    "--dir",
+    dir,
+    "--chats",
+    String(chats),
+    "--messages",
+    String(messages),
+  ];
   const child = track(spawn(candidate.node!, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
-  let stdout = "", stderr = "";
+  let stdout = "",
+    stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
   return new Promise<Measurement>((resolve, reject) => {
     child.once("exit", (code) => {
       rmSync(dir, { recursive: true, force: true });
       if (code === 0) resolve(JSON.parse(stdout.trim().split("\n").pop()!) as Measurement);
-      else reject(new Error(`Node ${candidate.runtime} ${candidate.binding} exited with ${code}: ${stderr.trim().split("\n").slice(-3).join(" | ")}`));
+      else
+        reject(
+          new Error(
+            `Node ${candidate.runtime} ${candidate.binding} exited with ${code}: ${stderr.trim().split("\n").slice(-3).join(" | ")}`,
+          ),
+        );
     });
   });
 }
@@ -91,7 +115,12 @@ function median(rounds: Measurement[]): Measurement {
   return result as unknown as Measurement;
 }
 
-export async function compareBindings(options: { chats: number; messages: number; rounds: number; log: (line: string) => void }): Promise<BindingResult[]> {
+export async function compareBindings(options: {
+  chats: number;
+  messages: number;
+  rounds: number;
+  log: (line: string) => void;
+}): Promise<BindingResult[]> {
   const { chats, messages, rounds, log } = options;
   const candidates: Candidate[] = [];
   for (const [runtime, bindings] of PLAN) {
@@ -104,14 +133,18 @@ export async function compareBindings(options: { chats: number; messages: number
     for (const binding of bindings) candidates.push({ runtime, binding, node, unavailable });
   }
   if (candidates.some((c) => c.binding === "better-sqlite3-13" && !c.unavailable)) installCandidates(log);
-  const results = candidates.map((c): BindingResult => ({ runtime: c.runtime, binding: c.binding, unavailable: c.unavailable, rounds: [] }));
+  const results = candidates.map(
+    (c): BindingResult => ({ runtime: c.runtime, binding: c.binding, unavailable: c.unavailable, rounds: [] }),
+  );
   for (let round = 0; round < rounds; round++) {
     // Alternate the order between rounds, so that no binding always runs first (or last) on a noisy machine.
     const order = round % 2 === 0 ? candidates : [...candidates].reverse();
     for (const candidate of order) {
       const result = results[candidates.indexOf(candidate)];
       if (result.unavailable) continue;
-      log(`bindings round ${round + 1}/${rounds}: Node ${candidate.runtime}, ${candidate.binding} (${chats} chats, ${messages} messages)`);
+      log(
+        `bindings round ${round + 1}/${rounds}: Node ${candidate.runtime}, ${candidate.binding} (${chats} chats, ${messages} messages)`,
+      );
       try {
         result.rounds.push(await runWorker(candidate, chats, messages));
       } catch (error) {
@@ -125,11 +158,23 @@ export async function compareBindings(options: { chats: number; messages: number
 
 export function formatBindings(results: BindingResult[], rounds: number, chats: number, messages: number): string {
   const baseline = results.find((r) => r.runtime === "20" && r.median)?.median;
-  const relative = (value: number, base: number | undefined) => (base ? ` (${((value / base) * 100).toFixed(0)} %)` : "");
-  const header = ["runtime", "binding", "SQLite", "seed msgs/s", "restart ms", "reads/s", "read p50 / p99 µs", "commits/s", "commit p50 / p99 ms"];
+  const relative = (value: number, base: number | undefined) =>
+    base ? ` (${((value / base) * 100).toFixed(0)} %)` : "";
+  const header = [
+    "runtime",
+    "binding",
+    "SQLite",
+    "seed msgs/s",
+    "restart ms",
+    "reads/s",
+    "read p50 / p99 µs",
+    "commits/s",
+    "commit p50 / p99 ms",
+  ];
   const rows = results.map((r) => {
     const m = r.median;
-    const name = r.binding === "default" ? "better-sqlite3" : r.binding === "better-sqlite3-13" ? "better-sqlite3" : r.binding;
+    const name =
+      r.binding === "default" ? "better-sqlite3" : r.binding === "better-sqlite3-13" ? "better-sqlite3" : r.binding;
     if (!m) return [`Node ${r.runtime}`, name, "", `not measured: ${r.unavailable ?? "no result"}`, "", "", "", "", ""];
     return [
       `Node ${m.node}`,
@@ -144,7 +189,11 @@ export function formatBindings(results: BindingResult[], rounds: number, chats: 
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i >= 3 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i >= 3 ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
   return [
     `SQLite bindings: the same ${chats} chats / ${messages} messages in each, median of ${rounds} round(s); * = what inboxd uses on that runtime; % = of Node 20 better-sqlite3 12`,
     line(header),

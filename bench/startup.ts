@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ROOT } from "./daemon.ts";
+import { median, ROOT } from "./daemon.ts";
 
 const { values } = parseArgs({ options: { starts: { type: "string", default: "6" } } });
 const starts = Number(values.starts);
@@ -20,7 +20,10 @@ const results: Record<Variant, { readyMs: number; rssMB: number }[]> = { built: 
 
 async function once(variant: Variant) {
   const started = performance.now();
-  const child = spawn(process.execPath, [...variants[variant], "serve", "--port", "0", "--data-dir", dir], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...variants[variant], "serve", "--port", "0", "--data-dir", dir], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
     const read = (data: Buffer) => {
@@ -42,10 +45,12 @@ async function once(variant: Variant) {
 }
 
 try {
-  for (let i = 0; i < starts; i++) for (const variant of (i % 2 ? ["tsx", "built"] : ["built", "tsx"]) as Variant[]) await once(variant);
+  for (let i = 0; i < starts; i++)
+    for (const variant of (i % 2 ? ["tsx", "built"] : ["built", "tsx"]) as Variant[]) await once(variant);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 for (const variant of ["built", "tsx"] as Variant[])
-  console.log(`${variant.padEnd(5)}  first 200 after ${Math.round(median(results[variant].map((r) => r.readyMs)))} ms, RSS ${Math.round(median(results[variant].map((r) => r.rssMB)))} MB (median of ${starts} starts)`);
+  console.log(
+    `${variant.padEnd(5)}  first 200 after ${Math.round(median(results[variant].map((r) => r.readyMs)))} ms, RSS ${Math.round(median(results[variant].map((r) => r.rssMB)))} MB (median of ${starts} starts)`,
+  );

@@ -33,26 +33,51 @@ export async function startTimingProxy(upstream: string): Promise<TimingProxy> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string" && name !== "host" && name !== "connection") headers.set(name, value);
+    for (const [name, value] of Object.entries(req.headers))
+      if (typeof value === "string" && name !== "host" && name !== "connection") headers.set(name, value);
     try {
-      const answer = await fetch(new URL(req.url ?? "/", upstream), { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+      const answer = await fetch(new URL(req.url ?? "/", upstream), {
+        method: req.method,
+        headers,
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+      });
       const body = Buffer.from(await answer.arrayBuffer());
       const read = performance.now();
       const out: Record<string, string> = {};
       answer.headers.forEach((value, name) => {
-        if (name !== "content-encoding" && name !== "content-length" && name !== "transfer-encoding" && name !== "connection") out[name] = value;
+        if (
+          name !== "content-encoding" &&
+          name !== "content-length" &&
+          name !== "transfer-encoding" &&
+          name !== "connection"
+        )
+          out[name] = value;
       });
       res.writeHead(answer.status, { ...out, "content-length": String(body.length) });
-      const fullSync = req.url?.startsWith("/_matrix/client/v3/sync") && new URL(req.url, upstream).searchParams.get("full_state") === "true" && answer.ok;
+      const fullSync =
+        req.url?.startsWith("/_matrix/client/v3/sync") &&
+        new URL(req.url, upstream).searchParams.get("full_state") === "true" &&
+        answer.ok;
       res.end(body, () => {
         const deliveredAt = performance.now();
         if (!fullSync || !waiting) return;
         const parseStarted = performance.now();
-        const rooms = (JSON.parse(body.toString("utf8")) as { rooms?: { join?: Record<string, { timeline?: { events?: unknown[] } }> } }).rooms?.join ?? {};
+        const rooms =
+          (
+            JSON.parse(body.toString("utf8")) as {
+              rooms?: { join?: Record<string, { timeline?: { events?: unknown[] } }> };
+            }
+          ).rooms?.join ?? {};
         const events = Object.values(rooms).reduce((n, room) => n + (room.timeline?.events?.length ?? 0), 0);
         const resolve = waiting;
         waiting = undefined;
-        resolve({ deliveredAt, serverMs: read - arrived, events, bytes: body.length, parseMs: performance.now() - parseStarted });
+        resolve({
+          deliveredAt,
+          serverMs: read - arrived,
+          events,
+          bytes: body.length,
+          parseMs: performance.now() - parseStarted,
+        });
       });
     } catch (error) {
       res.writeHead(502).end(String(error));

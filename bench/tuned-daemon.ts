@@ -55,19 +55,43 @@ export function buildTunedDaemon(): Promise<void> {
 }
 
 /** The node arguments that run the bundle (after the caller's own node flags). */
-export const tunedDaemonArgs = (dir: string, port: number, tuning: Tuning) =>
-  [...DAEMON_NODE_OPTIONS, "--enable-source-maps", BUNDLE, dir, String(port), JSON.stringify(tuning)];
+export const tunedDaemonArgs = (dir: string, port: number, tuning: Tuning) => [
+  ...DAEMON_NODE_OPTIONS,
+  "--enable-source-maps",
+  BUNDLE,
+  dir,
+  String(port),
+  JSON.stringify(tuning),
+];
 
 /** Starts the bundle on a free port (on the `--node` of the run, after `nodeArgs`); resolves once GET /v1/chats answers 200. */
-export async function startTunedDaemon(dir: string, token: string, tuning: Tuning, options: { env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<Daemon & { child: ChildProcess; output(): string }> {
+export async function startTunedDaemon(
+  dir: string,
+  token: string,
+  tuning: Tuning,
+  options: { env?: Record<string, string>; nodeArgs?: string[] } = {},
+): Promise<Daemon & { child: ChildProcess; output(): string }> {
   await buildTunedDaemon();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const started = performance.now();
-  const child = track(spawn(inboxdNodePath(), [...(options.nodeArgs ?? []), ...tunedDaemonArgs(dir, port, tuning)], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } }));
+  const child = track(
+    spawn(inboxdNodePath(), [...(options.nodeArgs ?? []), ...tunedDaemonArgs(dir, port, tuning)], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...options.env },
+    }),
+  );
   let output = "";
   child.stdout!.on("data", (d) => (output = (output + d).slice(-20_000)));
   child.stderr!.on("data", (d) => (output = (output + d).slice(-20_000)));
   await waitUntilServing(child, url, token, () => output, started);
-  return { pid: child.pid!, url, readyMs: performance.now() - started, child, output: () => output, stop: () => stopChild(child) };
+  return {
+    pid: child.pid!,
+    url,
+    readyMs: performance.now() - started,
+    child,
+    output: () => output,
+    stop: () => stopChild(child),
+  };
 }

@@ -12,53 +12,132 @@ const int = (x: number) => Math.round(x).toLocaleString("en-US");
 const verdict = (pass: boolean) => (pass ? "MET" : "MISS  <<<");
 const othersPct = (cpu: CpuSpan, seconds: number) => `${int((cpu.others / seconds) * 100)} %`;
 const order = (inboxdFirst: boolean, i: number) => `round ${i + 1} (${inboxdFirst ? "inboxd" : "plain"} first)`;
-const checked = (run: { verified: boolean }, count: number, n: string) => `${int(count)} / ${n}${run.verified ? "" : " (!)"}`;
+const checked = (run: { verified: boolean }, count: number, n: string) =>
+  `${int(count)} / ${n}${run.verified ? "" : " (!)"}`;
 
 export function formatUpstream(r: UpstreamResult): string {
   const n = int(r.messages);
-  const plainCells = (p: PagingRun, attempt: number) => [s(p.ms / 1000), int(p.pages), s(p.cpu.upstream), s(p.cpu.bench), s(p.cpu.others), String(attempt)];
+  const plainCells = (p: PagingRun, attempt: number) => [
+    s(p.ms / 1000),
+    int(p.pages),
+    s(p.cpu.upstream),
+    s(p.cpu.bench),
+    s(p.cpu.others),
+    String(attempt),
+  ];
   const plainHeader = ["plain client s", "pages", "upstream CPU s", "client CPU s", "others' CPU s", "attempt"];
 
   // 1. Backfill at login
   const backfill = table(
-    [`backfill of ${n} messages at login`, "login → connected s", "login ms", "→ backfilling s", "longest poll s", "daemon CPU s", "upstream CPU s", "others' CPU s", "stored (checked via API)", ...plainHeader],
+    [
+      `backfill of ${n} messages at login`,
+      "login → connected s",
+      "login ms",
+      "→ backfilling s",
+      "longest poll s",
+      "daemon CPU s",
+      "upstream CPU s",
+      "others' CPU s",
+      "stored (checked via API)",
+      ...plainHeader,
+    ],
     r.backfill.map((x, i) => [
-      order(x.inboxdFirst, i), s(x.inboxd.connectedMs / 1000), int(x.inboxd.loginMs), s(x.inboxd.backfillingMs === undefined ? undefined : x.inboxd.backfillingMs / 1000),
-      s(x.inboxd.longestPollMs / 1000), s(x.inboxd.cpu.daemon), s(x.inboxd.cpu.upstream), s(x.inboxd.cpu.others), checked(x.inboxd, x.inboxd.stored, n), ...plainCells(x.plain, x.attempt),
+      order(x.inboxdFirst, i),
+      s(x.inboxd.connectedMs / 1000),
+      int(x.inboxd.loginMs),
+      s(x.inboxd.backfillingMs === undefined ? undefined : x.inboxd.backfillingMs / 1000),
+      s(x.inboxd.longestPollMs / 1000),
+      s(x.inboxd.cpu.daemon),
+      s(x.inboxd.cpu.upstream),
+      s(x.inboxd.cpu.others),
+      checked(x.inboxd, x.inboxd.stored, n),
+      ...plainCells(x.plain, x.attempt),
     ]),
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
   );
 
   // 2. Paging back
   const paging = table(
-    [`paging back through ${n} messages`, "inboxd s", "pages", "messages/s", "daemon CPU s", "upstream CPU s", "client CPU s", "others' CPU s", "read (checked)", ...plainHeader],
+    [
+      `paging back through ${n} messages`,
+      "inboxd s",
+      "pages",
+      "messages/s",
+      "daemon CPU s",
+      "upstream CPU s",
+      "client CPU s",
+      "others' CPU s",
+      "read (checked)",
+      ...plainHeader,
+    ],
     r.paging.map((x, i) => [
-      order(x.inboxdFirst, i), s(x.inboxd.ms / 1000), int(x.inboxd.pages), int(x.inboxd.messages / (x.inboxd.ms / 1000)),
-      s(x.inboxd.cpu.daemon), s(x.inboxd.cpu.upstream), s(x.inboxd.cpu.bench), s(x.inboxd.cpu.others), checked(x.inboxd, x.inboxd.messages, n), ...plainCells(x.plain, x.attempt),
+      order(x.inboxdFirst, i),
+      s(x.inboxd.ms / 1000),
+      int(x.inboxd.pages),
+      int(x.inboxd.messages / (x.inboxd.ms / 1000)),
+      s(x.inboxd.cpu.daemon),
+      s(x.inboxd.cpu.upstream),
+      s(x.inboxd.cpu.bench),
+      s(x.inboxd.cpu.others),
+      checked(x.inboxd, x.inboxd.messages, n),
+      ...plainCells(x.plain, x.attempt),
     ]),
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
   );
   const problems = [
-    ...r.backfill.flatMap((x, i) => [x.inboxd.problem, x.plain.problem].filter(Boolean).map((p) => `  backfill round ${i + 1}: ${p}`)),
-    ...r.paging.flatMap((x, i) => [x.inboxd.problem, x.plain.problem].filter(Boolean).map((p) => `  paging round ${i + 1}: ${p}`)),
+    ...r.backfill.flatMap((x, i) =>
+      [x.inboxd.problem, x.plain.problem].filter(Boolean).map((p) => `  backfill round ${i + 1}: ${p}`),
+    ),
+    ...r.paging.flatMap((x, i) =>
+      [x.inboxd.problem, x.plain.problem].filter(Boolean).map((p) => `  paging round ${i + 1}: ${p}`),
+    ),
   ];
 
   // 3. Round trip
   const { latency: l } = r;
-  const row = (name: string, p: Percentiles, target = "", result = "") => [name, ms(p.p50), ms(p.p90), ms(p.p99), ms(p.max), target, result];
+  const row = (name: string, p: Percentiles, target = "", result = "") => [
+    name,
+    ms(p.p50),
+    ms(p.p90),
+    ms(p.p99),
+    ms(p.max),
+    target,
+    result,
+  ];
   const ratio = (key: "p50" | "p90" | "p99") => l.inboxd[key] / l.direct[key];
   const p99Pass = l.inboxd.p99 <= LATENCY_TARGET_P99_MS;
   const ratioPass = ratio("p99") <= LATENCY_TARGET_RATIO;
   const latency = table(
-    [`send → Echo's answer on /v1/ws (${int(l.sends)} sends per path after ${l.warmupSends} warm-up, alternating)`, "p50 ms", "p90 ms", "p99 ms", "max ms", "target", "result"],
     [
-      row("through inboxd: POST here → Echo's answer at a /v1/ws client here", l.inboxd, `p99 ≤ ${LATENCY_TARGET_P99_MS} ms`, verdict(p99Pass)),
+      `send → Echo's answer on /v1/ws (${int(l.sends)} sends per path after ${l.warmupSends} warm-up, alternating)`,
+      "p50 ms",
+      "p90 ms",
+      "p99 ms",
+      "max ms",
+      "target",
+      "result",
+    ],
+    [
+      row(
+        "through inboxd: POST here → Echo's answer at a /v1/ws client here",
+        l.inboxd,
+        `p99 ≤ ${LATENCY_TARGET_P99_MS} ms`,
+        verdict(p99Pass),
+      ),
       row("  the POST's HTTP response (a pending message; the upstream send follows)", l.inboxdResponse),
       row("  the upstream's /v1/ws client has the sent message", l.inboxdAtUpstream),
       row("  the upstream's /v1/ws client has Echo's answer", l.inboxdEchoAtUpstream),
       row("direct: POST to the upstream → Echo's answer at its /v1/ws client", l.direct),
       row("  the POST's HTTP response (for reference)", l.directResponse),
-      ["  through inboxd ÷ direct", `${ratio("p50").toFixed(2)}×`, `${ratio("p90").toFixed(2)}×`, `${ratio("p99").toFixed(2)}×`, "", `≤ ${LATENCY_TARGET_RATIO}× at p99`, verdict(ratioPass)],
+      [
+        "  through inboxd ÷ direct",
+        `${ratio("p50").toFixed(2)}×`,
+        `${ratio("p90").toFixed(2)}×`,
+        `${ratio("p99").toFixed(2)}×`,
+        "",
+        `≤ ${LATENCY_TARGET_RATIO}× at p99`,
+        verdict(ratioPass),
+      ],
     ],
     [1, 2, 3, 4],
   );

@@ -24,9 +24,21 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { connect, type Conn, type Frame } from "../test/events/kit.ts";
-import { createToken, getOnce, runCli, startDaemon, type Daemon } from "./daemon.ts";
+import { createToken, median, runCli, startDaemon, type Daemon } from "./daemon.ts";
 import { startTunedDaemon } from "./tuned-daemon.ts";
-import { Api, cpuWindow, loginWith, median, percentiles, sleep, storedTexts, waitForStatus, type Percentiles } from "./xmpp-client.ts";
+import { sleep } from "../test/kit/common.ts";
+import { Api } from "../test/kit/http.ts";
+import { nodeFetch } from "../test/kit/node-http.ts";
+import {
+  cpuWindow,
+  keepAliveApi,
+  type KeepAliveApi,
+  loginWith,
+  percentiles,
+  type Percentiles,
+  storedTexts,
+  waitForStatus,
+} from "./xmpp-client.ts";
 
 export interface UpstreamBenchOptions {
   /** Messages of the upstream's one chat. */
@@ -161,7 +173,9 @@ async function pageBack(api: Api, chatID: string): Promise<{ texts: string[]; pa
   let pages = 0;
   let cursor: string | undefined;
   for (;;) {
-    const page = await api.get(`/v1/chats/${encodeURIComponent(chatID)}/messages${cursor ? `?cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`);
+    const page = await api.get(
+      `/v1/chats/${encodeURIComponent(chatID)}/messages${cursor ? `?cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`,
+    );
     pages++;
     for (const m of page.items) texts.push(m.text ?? "");
     if (!page.hasMore || !page.oldestCursor) return { texts, pages };
@@ -173,22 +187,17 @@ async function pageBack(api: Api, chatID: string): Promise<{ texts: string[]; pa
 function difference(got: string[], want: string[], what: string): string | undefined {
   const at = want.findIndex((t, i) => got[i] !== t);
   if (got.length === want.length && at < 0) return undefined;
-  return `${what} ${got.length} of ${want.length}` + (at >= 0 ? `; position ${at} holds ${JSON.stringify(got[at])}, the upstream has ${JSON.stringify(want[at])}` : "");
+  return (
+    `${what} ${got.length} of ${want.length}` +
+    (at >= 0 ? `; position ${at} holds ${JSON.stringify(got[at])}, the upstream has ${JSON.stringify(want[at])}` : "")
+  );
 }
 
 /**
  * GETs on a new connection each: a daemon that answers nothing for longer than its keep-alive timeout (5 s) would
  * close an idle keep-alive connection as the next request arrives on it (ECONNRESET); a new connection just waits.
  */
-function freshConnections(url: string, token: string): Pick<Api, "get"> {
-  return {
-    get: async (path: string) => {
-      const { status, body } = await getOnce(`${url}${path}`, token);
-      if (status !== 200) throw new Error(`GET ${path} answered ${status}: ${body.toString().slice(0, 300)}`);
-      return JSON.parse(body.toString());
-    },
-  };
-}
+const freshConnections = (url: string, token: string) => new Api(url, token, { fetch: nodeFetch(false) });
 
 /** The account's one chat, once the connector has loaded it. */
 async function onlyChat(api: Api, accountID: string): Promise<{ id: string; title?: string }> {
@@ -196,7 +205,8 @@ async function onlyChat(api: Api, accountID: string): Promise<{ id: string; titl
   for (;;) {
     const page = await api.get(`/v1/chats?accountIDs=${encodeURIComponent(accountID)}`);
     if (page.items.length === 1) return page.items[0];
-    if (page.items.length > 1) throw new Error(`account ${accountID} has ${page.items.length} chats; the upstream has one`);
+    if (page.items.length > 1)
+      throw new Error(`account ${accountID} has ${page.items.length} chats; the upstream has one`);
     if (performance.now() - started > 30_000) throw new Error(`account ${accountID} has no chat after 30 s`);
     await sleep(50);
   }
@@ -208,10 +218,10 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
   const loadBefore = os.loadavg();
   const nodeArgs = options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   const daemons = new Set<Daemon>();
-  const apis = new Set<Api>();
+  const apis = new Set<KeepAliveApi>();
   const sockets = new Set<Conn>();
   const api = (daemon: Daemon, token: string) => {
-    const client = new Api(daemon.url, token);
+    const client = keepAliveApi(daemon.url, token);
     apis.add(client);
     return client;
   };
@@ -223,17 +233,34 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
     // ---- The upstream: one sandbox account, one chat (Echo) of n messages ----
     const upDir = tempDir();
     log(`upstream: seeding one chat of ${n} messages into ${upDir}`);
-    const { seconds: seedSeconds } = await runCli(["seed", "--data-dir", upDir, "--chats", "1", "--messages", String(n), "--accounts", "1", "--seed", "1"]);
+    const { seconds: seedSeconds } = await runCli([
+      "seed",
+      "--data-dir",
+      upDir,
+      "--chats",
+      "1",
+      "--messages",
+      String(n),
+      "--accounts",
+      "1",
+      "--seed",
+      "1",
+    ]);
     const upToken = await createToken(upDir);
     const upstream = await startTunedDaemon(upDir, upToken, { sandboxEchoDelayMs: 0 }, RATE_LIMIT_OFF);
     daemons.add(upstream);
     const up = api(upstream, upToken);
     const upChats = (await up.get("/v1/chats")).items;
-    if (upChats.length !== 1 || upChats[0].title !== "Echo") throw new Error(`the seeded upstream has ${upChats.length} chats (${upChats.map((c: { title?: string }) => c.title).join(", ")}), not one Echo chat`);
+    if (upChats.length !== 1 || upChats[0].title !== "Echo")
+      throw new Error(
+        `the seeded upstream has ${upChats.length} chats (${upChats.map((c: { title?: string }) => c.title).join(", ")}), not one Echo chat`,
+      );
     const upChat: string = upChats[0].id;
     const reference = (await pageBack(up, upChat)).texts; // newest first; also warms the upstream's caches
     if (reference.length !== n) throw new Error(`the upstream's chat holds ${reference.length} messages, not ${n}`);
-    log(`upstream: pid ${upstream.pid} at ${upstream.url}, chat ${upChat} of ${n} messages (seeded in ${seedSeconds.toFixed(1)} s)`);
+    log(
+      `upstream: pid ${upstream.pid} at ${upstream.url}, chat ${upChat} of ${n} messages (seeded in ${seedSeconds.toFixed(1)} s)`,
+    );
     const fields = { baseURL: upstream.url, accessToken: upToken };
 
     /** The baseline: a plain client (a new connection) paging the upstream's chat back. */
@@ -246,11 +273,17 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
       const cpu = span();
       client.close();
       const problem = difference(read.texts, reference, "read");
-      log(`upstream:   plain client: ${read.texts.length} messages in ${read.pages} pages, ${ms.toFixed(0)} ms (CPU: upstream ${cpu.upstream.toFixed(2)} s, the client ${cpu.bench.toFixed(2)} s, others ${cpu.others.toFixed(2)} s)`);
+      log(
+        `upstream:   plain client: ${read.texts.length} messages in ${read.pages} pages, ${ms.toFixed(0)} ms (CPU: upstream ${cpu.upstream.toFixed(2)} s, the client ${cpu.bench.toFixed(2)} s, others ${cpu.others.toFixed(2)} s)`,
+      );
       return { ms, pages: read.pages, messages: read.texts.length, cpu, verified: !problem, problem };
     };
     /** A pair: inboxd's run and the plain client's, the quietest of up to ATTEMPTS (the others' CPU over each span). */
-    const inTurn = async <T extends { cpu: CpuSpan }>(round: number, inboxd: () => Promise<T>, msOf: (mine: T) => number) => {
+    const inTurn = async <T extends { cpu: CpuSpan }>(
+      round: number,
+      inboxd: () => Promise<T>,
+      msOf: (mine: T) => number,
+    ) => {
       // Which goes first alternates by round (the upstream's caches are warm for the second).
       const inboxdFirst = round % 2 === 0;
       const pct = (cpu: CpuSpan, ms: number) => (cpu.others / (ms / 1000)) * 100;
@@ -267,7 +300,10 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
         const noise = Math.max(pct(mine.cpu, msOf(mine)), pct(plain.cpu, plain.ms));
         attempts.push({ inboxdFirst, attempt, mine, plain, noise });
         if (noise <= NOISE_PCT) break;
-        log(`upstream:   other processes took ${noise.toFixed(0)} % of a core meanwhile` + (attempt < ATTEMPTS ? "; measuring again" : ""));
+        log(
+          `upstream:   other processes took ${noise.toFixed(0)} % of a core meanwhile` +
+            (attempt < ATTEMPTS ? "; measuring again" : ""),
+        );
       }
       return attempts.reduce((best, a) => (a.noise < best.noise ? a : best));
     };
@@ -276,34 +312,63 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
     const backfill: BackfillRound[] = [];
     for (let round = 1; round <= options.rounds; round++) {
       log(`upstream: backfill round ${round}/${options.rounds}`);
-      const { inboxdFirst, attempt, mine, plain } = await inTurn(round, async () => {
-        const dir = tempDir();
-        const token = await createToken(dir);
-        const daemon = await startTunedDaemon(dir, token, { desktopApiFirstBackfill: n }, { ...RATE_LIMIT_OFF, nodeArgs });
-        daemons.add(daemon);
-        const client = api(daemon, token);
-        try {
-          const span = cpuSpan(daemon, upstream);
-          const started = performance.now();
-          const login = await loginWith(client, BRIDGE, "token", fields, upstream.url);
-          const status = await waitForStatus(freshConnections(daemon.url, token), login.accountID, "connected", started, 600_000, POLL_MS);
-          const cpu = span();
-          const chat = await onlyChat(client, login.accountID);
-          const stored = await storedTexts(client, chat.id);
-          const problem = difference(stored, [...reference].reverse(), "stored");
-          log(`upstream:   inboxd: login ${(login.completeAt - started).toFixed(0)} ms → backfilling ${((status.seen.backfilling ?? NaN) / 1000).toFixed(2)} s → connected ${(status.ms / 1000).toFixed(2)} s, longest poll ${(status.longestPollMs / 1000).toFixed(2)} s ` +
-            `(CPU: daemon ${cpu.daemon!.toFixed(2)} s, upstream ${cpu.upstream.toFixed(2)} s, others ${cpu.others.toFixed(2)} s); stored ${stored.length}/${n}${problem ? `: ${problem}` : ", verified"}` +
-            (options.cpuProfDir ? ` (daemon pid ${daemon.pid})` : ""));
-          return { loginMs: login.completeAt - started, backfillingMs: status.seen.backfilling, connectedMs: status.ms, longestPollMs: status.longestPollMs, cpu, stored: stored.length, verified: !problem, problem };
-        } catch (error) {
-          const exited = daemon.child.exitCode ?? daemon.child.signalCode;
-          throw new Error(`the backfill failed: ${error instanceof Error ? error.message : error}; the daemon ${exited === null ? "still runs" : `exited (${exited})`}; it printed:\n${daemon.output()}`);
-        } finally {
-          client.close();
-          await stop(daemon);
-          removeDir(dir);
-        }
-      }, (mine) => mine.connectedMs);
+      const { inboxdFirst, attempt, mine, plain } = await inTurn(
+        round,
+        async () => {
+          const dir = tempDir();
+          const token = await createToken(dir);
+          const daemon = await startTunedDaemon(
+            dir,
+            token,
+            { desktopApiFirstBackfill: n },
+            { ...RATE_LIMIT_OFF, nodeArgs },
+          );
+          daemons.add(daemon);
+          const client = api(daemon, token);
+          try {
+            const span = cpuSpan(daemon, upstream);
+            const started = performance.now();
+            const login = await loginWith(client, BRIDGE, "token", fields, upstream.url);
+            const status = await waitForStatus(
+              freshConnections(daemon.url, token),
+              login.accountID,
+              "connected",
+              started,
+              600_000,
+              POLL_MS,
+            );
+            const cpu = span();
+            const chat = await onlyChat(client, login.accountID);
+            const stored = await storedTexts(client, chat.id);
+            const problem = difference(stored, [...reference].reverse(), "stored");
+            log(
+              `upstream:   inboxd: login ${(login.completeAt - started).toFixed(0)} ms → backfilling ${((status.seen.backfilling ?? NaN) / 1000).toFixed(2)} s → connected ${(status.ms / 1000).toFixed(2)} s, longest poll ${(status.longestPollMs / 1000).toFixed(2)} s ` +
+                `(CPU: daemon ${cpu.daemon!.toFixed(2)} s, upstream ${cpu.upstream.toFixed(2)} s, others ${cpu.others.toFixed(2)} s); stored ${stored.length}/${n}${problem ? `: ${problem}` : ", verified"}` +
+                (options.cpuProfDir ? ` (daemon pid ${daemon.pid})` : ""),
+            );
+            return {
+              loginMs: login.completeAt - started,
+              backfillingMs: status.seen.backfilling,
+              connectedMs: status.ms,
+              longestPollMs: status.longestPollMs,
+              cpu,
+              stored: stored.length,
+              verified: !problem,
+              problem,
+            };
+          } catch (error) {
+            const exited = daemon.child.exitCode ?? daemon.child.signalCode;
+            throw new Error(
+              `the backfill failed: ${error instanceof Error ? error.message : error}; the daemon ${exited === null ? "still runs" : `exited (${exited})`}; it printed:\n${daemon.output()}`,
+            );
+          } finally {
+            client.close();
+            await stop(daemon);
+            removeDir(dir);
+          }
+        },
+        (mine) => mine.connectedMs,
+      );
       backfill.push({ inboxdFirst, attempt, inboxd: mine, plain });
     }
 
@@ -330,22 +395,28 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
     const paging: PagingRound[] = [];
     for (let round = 1; round <= options.rounds; round++) {
       log(`upstream: paging round ${round}/${options.rounds}`);
-      const { inboxdFirst, attempt, mine, plain } = await inTurn(round, async (): Promise<PagingRun> => {
-        const here = await signedIn();
-        try {
-          const span = cpuSpan(here.daemon, upstream);
-          const started = performance.now();
-          const read = await pageBack(here.client, here.chatID);
-          const ms = performance.now() - started;
-          const cpu = span();
-          const problem = difference(read.texts, reference, "paged");
-          log(`upstream:   inboxd: ${read.texts.length} messages in ${read.pages} pages, ${ms.toFixed(0)} ms (CPU: daemon ${cpu.daemon!.toFixed(2)} s, upstream ${cpu.upstream.toFixed(2)} s, others ${cpu.others.toFixed(2)} s)${problem ? `: ${problem}` : ", verified"}` +
-            (options.cpuProfDir ? ` (daemon pid ${here.daemon.pid})` : ""));
-          return { ms, pages: read.pages, messages: read.texts.length, cpu, verified: !problem, problem };
-        } finally {
-          await here.done();
-        }
-      }, (mine) => mine.ms);
+      const { inboxdFirst, attempt, mine, plain } = await inTurn(
+        round,
+        async (): Promise<PagingRun> => {
+          const here = await signedIn();
+          try {
+            const span = cpuSpan(here.daemon, upstream);
+            const started = performance.now();
+            const read = await pageBack(here.client, here.chatID);
+            const ms = performance.now() - started;
+            const cpu = span();
+            const problem = difference(read.texts, reference, "paged");
+            log(
+              `upstream:   inboxd: ${read.texts.length} messages in ${read.pages} pages, ${ms.toFixed(0)} ms (CPU: daemon ${cpu.daemon!.toFixed(2)} s, upstream ${cpu.upstream.toFixed(2)} s, others ${cpu.others.toFixed(2)} s)${problem ? `: ${problem}` : ", verified"}` +
+                (options.cpuProfDir ? ` (daemon pid ${here.daemon.pid})` : ""),
+            );
+            return { ms, pages: read.pages, messages: read.texts.length, cpu, verified: !problem, problem };
+          } finally {
+            await here.done();
+          }
+        },
+        (mine) => mine.ms,
+      );
       paging.push({ inboxdFirst, attempt, inboxd: mine, plain });
     }
 
@@ -355,12 +426,31 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
     const upWs = await connect(upstream.url, upToken, [upChat]);
     sockets.add(downWs).add(upWs);
     const arrival = (ws: Conn, chatID: string, text: string) =>
-      ws.next((f: Frame) => f.type === "message.upserted" && f.chatID === chatID && (f.entries ?? []).some((m: { text?: string }) => m.text === text), {
-        from: ws.mark(), timeoutMs: ROUND_TRIP_TIMEOUT_MS, what: `the message ${JSON.stringify(text)}`,
-      }).then(() => performance.now());
-    const samples = { inboxd: [] as number[], inboxdResponse: [] as number[], inboxdAtUpstream: [] as number[], inboxdEchoAtUpstream: [] as number[], direct: [] as number[], directResponse: [] as number[] };
-    log(`upstream: round trip: ${options.warmupSends} + ${options.sends} sends on each path (through inboxd, straight to the upstream), alternating` +
-      (options.cpuProfDir ? ` (daemon pid ${here.daemon.pid})` : ""));
+      ws
+        .next(
+          (f: Frame) =>
+            f.type === "message.upserted" &&
+            f.chatID === chatID &&
+            (f.entries ?? []).some((m: { text?: string }) => m.text === text),
+          {
+            from: ws.mark(),
+            timeoutMs: ROUND_TRIP_TIMEOUT_MS,
+            what: `the message ${JSON.stringify(text)}`,
+          },
+        )
+        .then(() => performance.now());
+    const samples = {
+      inboxd: [] as number[],
+      inboxdResponse: [] as number[],
+      inboxdAtUpstream: [] as number[],
+      inboxdEchoAtUpstream: [] as number[],
+      direct: [] as number[],
+      directResponse: [] as number[],
+    };
+    log(
+      `upstream: round trip: ${options.warmupSends} + ${options.sends} sends on each path (through inboxd, straight to the upstream), alternating` +
+        (options.cpuProfDir ? ` (daemon pid ${here.daemon.pid})` : ""),
+    );
     const span = cpuSpan(here.daemon, upstream);
     for (let i = 0; i < (options.warmupSends + options.sends) * 2; i++) {
       const viaInboxd = i % 2 === 0;
@@ -370,7 +460,9 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
       const atUpstream = arrival(upWs, upChat, `Echo: ${text}`);
       const sentAtUpstream = arrival(upWs, upChat, text);
       const started = performance.now();
-      await (viaInboxd ? here.client.post(`/v1/chats/${encodeURIComponent(here.chatID)}/messages`, { text }) : up.post(`/v1/chats/${encodeURIComponent(upChat)}/messages`, { text }));
+      await (viaInboxd
+        ? here.client.post(`/v1/chats/${encodeURIComponent(here.chatID)}/messages`, { text })
+        : up.post(`/v1/chats/${encodeURIComponent(upChat)}/messages`, { text }));
       const response = performance.now();
       const [hereAt, upstreamAt, sentUpstreamAt] = await Promise.all([atHere, atUpstream, sentAtUpstream]);
       if (i < options.warmupSends * 2) continue;
@@ -397,7 +489,9 @@ export async function runUpstreamBench(options: UpstreamBenchOptions): Promise<U
       seconds: cpu.seconds,
       cpu,
     };
-    log(`upstream: round trip p50/p99: through inboxd ${latency.inboxd.p50.toFixed(1)}/${latency.inboxd.p99.toFixed(1)} ms, direct ${latency.direct.p50.toFixed(1)}/${latency.direct.p99.toFixed(1)} ms`);
+    log(
+      `upstream: round trip p50/p99: through inboxd ${latency.inboxd.p50.toFixed(1)}/${latency.inboxd.p99.toFixed(1)} ms, direct ${latency.direct.p50.toFixed(1)}/${latency.direct.p99.toFixed(1)} ms`,
+    );
     await here.done();
 
     return {

@@ -10,15 +10,26 @@
  * file says the seed finished). The bundle is built here as test/harness/workerd.ts builds it, with the same bindings,
  * plus that persist dir.
  */
+import { calibrate, formatCalibration, type Calibration } from "./calibration.ts";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { bundleWorker, workerOptions } from "../test/harness/workerd.ts";
+import { sleep } from "../test/kit/common.ts";
 import { Miniflare, type MiniflareOptions } from "miniflare";
 import { childrenRunning, getOnce, median } from "./daemon.ts";
 import type { LoadGenerator } from "./load.ts";
-import { diskBytes, measurePhase, RESTARTS, scaleWorkload, sleep, treePeak, treeRss, type Phase, type ScaleSize } from "./scale.ts";
+import {
+  diskBytes,
+  measurePhase,
+  RESTARTS,
+  scaleWorkload,
+  treePeak,
+  treeRss,
+  type Phase,
+  type ScaleSize,
+} from "./scale-common.ts";
 
 export interface WorkerScaleResult {
   size: ScaleSize;
@@ -34,6 +45,8 @@ export interface WorkerScaleResult {
   diskBytes: number;
   concurrency: number[];
   phases: { chats: Phase[]; search: Phase[] };
+  /** The machine's calibration (bench/calibration.ts), timed just before the load phases. */
+  calibration?: Calibration;
   loadavg: { before: number; after: number };
   seconds: number;
 }
@@ -49,7 +62,9 @@ export function killWorkerScale(): void {
   for (const pid of workerdPids) {
     try {
       process.kill(pid, "SIGKILL");
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
   workerdPids = [];
 }
@@ -83,11 +98,17 @@ export async function runWorkerScale(o: {
       ...(await workerOptions(outdir)),
       bindings: {
         INBOXD_ADMIN_TOKEN: token,
-        INBOXD_SEED: JSON.stringify({ chats: o.size.chats, messages: o.size.messages, accounts: o.accounts, seed: o.seed }),
+        INBOXD_SEED: JSON.stringify({
+          chats: o.size.chats,
+          messages: o.size.messages,
+          accounts: o.accounts,
+          seed: o.seed,
+        }),
         INBOXD_RATE_LIMIT: "off",
       },
       durableObjectsPersist: o.persistDir,
-      handleStructuredLogs: ({ level, message }: { level: string; message: string }) => void log(`workerd ${level}: ${message.trim().slice(0, 2000)}`),
+      handleStructuredLogs: ({ level, message }: { level: string; message: string }) =>
+        void log(`workerd ${level}: ${message.trim().slice(0, 2000)}`),
     };
     /** A new workerd on the persisted storage: ms to listening, and its URL. */
     const start = async () => {
@@ -104,17 +125,26 @@ export async function runWorkerScale(o: {
     };
 
     let { url, upMs: firstWorkerdUpMs } = await start();
-    log(`workerd up in ${firstWorkerdUpMs.toFixed(0)} ms at ${url} (pid ${workerdPids.join(", ")}), storage in ${o.persistDir}`);
+    log(
+      `workerd up in ${firstWorkerdUpMs.toFixed(0)} ms at ${url} (pid ${workerdPids.join(", ")}), storage in ${o.persistDir}`,
+    );
     let seed: WorkerScaleResult["seed"];
     {
-      log(reused ? "reusing the seeded storage (no seed): first request" : `seeding ${o.size.chats} chats, ${o.size.messages} messages inside the Durable Object (INBOXD_SEED, first request)`);
+      log(
+        reused
+          ? "reusing the seeded storage (no seed): first request"
+          : `seeding ${o.size.chats} chats, ${o.size.messages} messages inside the Durable Object (INBOXD_SEED, first request)`,
+      );
       const t0 = performance.now();
-      let peakMB = 0, lastLog = t0;
+      let peakMB = 0,
+        lastLog = t0;
       const timer = setInterval(() => {
         peakMB = Math.max(peakMB, treePeak(...workerdPids));
         if (performance.now() - lastLog > 30_000) {
           lastLog = performance.now();
-          log(`  still seeding after ${((lastLog - t0) / 1000).toFixed(0)} s: workerd RSS ${treeRss(...workerdPids).mb.toFixed(0)} MB, storage ${(diskBytes(o.persistDir) / 2 ** 20).toFixed(0)} MB`);
+          log(
+            `  still seeding after ${((lastLog - t0) / 1000).toFixed(0)} s: workerd RSS ${treeRss(...workerdPids).mb.toFixed(0)} MB, storage ${(diskBytes(o.persistDir) / 2 ** 20).toFixed(0)} MB`,
+          );
         }
       }, 500);
       try {
@@ -126,8 +156,13 @@ export async function runWorkerScale(o: {
       const seconds = (performance.now() - t0) / 1000;
       if (!reused) {
         seed = { seconds, workerdPeakMB: peakMB };
-        writeFileSync(marker, JSON.stringify({ ...o.size, accounts: o.accounts, seed: o.seed, seconds, date: new Date().toISOString() }));
-        log(`seeded in ${seconds.toFixed(1)} s (first GET /v1/chats answered), workerd peak RSS ${peakMB.toFixed(0)} MB`);
+        writeFileSync(
+          marker,
+          JSON.stringify({ ...o.size, accounts: o.accounts, seed: o.seed, seconds, date: new Date().toISOString() }),
+        );
+        log(
+          `seeded in ${seconds.toFixed(1)} s (first GET /v1/chats answered), workerd peak RSS ${peakMB.toFixed(0)} MB`,
+        );
       } else log(`first GET /v1/chats answered after ${(seconds * 1000).toFixed(0)} ms`);
     }
     const afterSeedMB = treeRss(...workerdPids).mb;
@@ -142,18 +177,33 @@ export async function runWorkerScale(o: {
       await firstChats(url);
       const readyMs = performance.now() - s.t0;
       restarts.push({ workerdUpMs: s.upMs, readyMs });
-      log(`restart ${i + 1}/${RESTARTS}: workerd up in ${s.upMs.toFixed(0)} ms, first 200 on GET /v1/chats after ${readyMs.toFixed(0)} ms`);
+      log(
+        `restart ${i + 1}/${RESTARTS}: workerd up in ${s.upMs.toFixed(0)} ms, first 200 on GET /v1/chats after ${readyMs.toFixed(0)} ms`,
+      );
     }
     await sleep(IDLE_SETTLE_MS);
     const idleMB = treeRss(...workerdPids).mb;
     log(`workerd RSS idle after the last restart: ${idleMB.toFixed(0)} MB`);
 
+    const calibration = calibrate();
+    log(formatCalibration(calibration));
     const work = await scaleWorkload(url, token);
     const phases: WorkerScaleResult["phases"] = { chats: [], search: [] };
     const phase = (name: string, requests: typeof work.requests.chats, concurrency: number) =>
-      measurePhase(o.generator, { name: `Worker ${name}`, serverPids: workerdPids, url, token, requests, concurrency, warmupSeconds: o.warmupSeconds, durationSeconds: o.durationSeconds, log });
+      measurePhase(o.generator, {
+        name: `Worker ${name}`,
+        serverPids: workerdPids,
+        url,
+        token,
+        requests,
+        concurrency,
+        warmupSeconds: o.warmupSeconds,
+        durationSeconds: o.durationSeconds,
+        log,
+      });
     for (const c of WORKER_CONCURRENCY) phases.chats.push(await phase("GET /v1/chats", work.requests.chats, c));
-    for (const c of WORKER_CONCURRENCY) phases.search.push(await phase("search: two common words", work.requests.searchCommon, c));
+    for (const c of WORKER_CONCURRENCY)
+      phases.search.push(await phase("search: two common words", work.requests.searchCommon, c));
     const afterLoadMB = treeRss(...workerdPids).mb;
     const peakMB = treePeak(...workerdPids);
     await mf!.dispose();
@@ -170,6 +220,7 @@ export async function runWorkerScale(o: {
       diskBytes: diskBytes(o.persistDir),
       concurrency: WORKER_CONCURRENCY,
       phases,
+      calibration,
       loadavg: { before: loadBefore, after: os.loadavg()[0] },
       seconds: (performance.now() - started) / 1000,
     };

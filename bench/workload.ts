@@ -24,13 +24,21 @@ export interface Workload {
    * of hits and more). */
   rareWords: { word: string; hits: number; more?: boolean }[];
   rareTries: number;
-  requests: Record<"chats" | "chat" | "messages" | "searchRare" | "searchCommon" | "searchFiltered" | "send", RequestSpec[]>;
+  requests: Record<
+    "chats" | "chat" | "messages" | "searchRare" | "searchCommon" | "searchFiltered" | "send",
+    RequestSpec[]
+  >;
 }
 
 /** Percent-encodes a path segment, including the !'()* that encodeURIComponent leaves alone. */
-export const segment = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+export const segment = (s: string) =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
-const tokenize = (text: string | undefined) => (text ?? "").toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+const tokenize = (text: string | undefined) =>
+  (text ?? "")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
 
 /** Deterministic shuffle (mulberry32), so that runs rotate over the same order. */
 function shuffle<T>(items: T[], seed = 42): T[] {
@@ -112,9 +120,11 @@ export async function buildWorkload(url: string, token: string): Promise<Workloa
     rareTries++;
     const found = await json(`/v1/messages/search?query=${encodeURIComponent(word)}`);
     if (found.items.length >= 1 && !found.hasMore) rareWords.push({ word, hits: found.items.length });
-    else if (found.hasMore && uncommon.length < RARE_WORDS) uncommon.push({ word, hits: found.items.length, more: true });
+    else if (found.hasMore && uncommon.length < RARE_WORDS)
+      uncommon.push({ word, hits: found.items.length, more: true });
   }
-  if (rareWords.length === 0 && uncommon.length === 0) throw new Error(`no word with search hits among ${rareTries} candidates`);
+  if (rareWords.length === 0 && uncommon.length === 0)
+    throw new Error(`no word with search hits among ${rareTries} candidates`);
   const rarest = rareWords.length ? rareWords : uncommon;
 
   const get = (path: string): RequestSpec => ({ method: "GET", path });

@@ -1,12 +1,15 @@
 /**
  * Helpers of the XMPP benchmark (bench/xmpp.ts): a daemon started the way bench/daemon.ts starts one but with extra
- * node flags (--cpu-prof), a small keep-alive HTTP client for its API, the local-xmpp login, the account's status
- * timeline, a count of a chat's stored messages, and latency percentiles from an HDR histogram.
+ * node flags (--cpu-prof), the one HTTP client (test/kit/http.ts) on a keep-alive connection, the local-xmpp login,
+ * the account's status timeline, a count of a chat's stored messages, and latency percentiles from an HDR histogram.
  */
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import { join } from "node:path";
 import * as hdr from "hdr-histogram-js";
+import { sleep } from "../test/kit/common.ts";
+import { Api } from "../test/kit/http.ts";
+import { nodeFetch } from "../test/kit/node-http.ts";
 import { cpuSeconds, freePort, ROOT, spawnNode, waitUntilServing } from "./daemon.ts";
 
 /** A running `inboxd serve` (its own process: the bench's XMPP peers do not share its event loop). */
@@ -20,7 +23,11 @@ export interface XmppDaemon {
 export async function startDaemonWith(dir: string, token: string, nodeArgs: string[] = []): Promise<XmppDaemon> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawnNode(join(ROOT, "adapters/node/cli.ts"), ["serve", "--data-dir", dir, "--port", String(port)], nodeArgs);
+  const child = spawnNode(
+    join(ROOT, "adapters/node/cli.ts"),
+    ["serve", "--data-dir", dir, "--port", String(port)],
+    nodeArgs,
+  );
   let output = "";
   child.stdout!.on("data", (d) => (output = (output + d).slice(-20_000)));
   child.stderr!.on("data", (d) => (output = (output + d).slice(-20_000)));
@@ -43,7 +50,7 @@ export async function startDaemonWith(dir: string, token: string, nodeArgs: stri
  */
 export function machineCpu(): { busy: number; bench: number } {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields;
+  const [user, nice, system, _idle, _iowait, irq, softirq, steal] = fields;
   const { user: benchUser, system: benchSystem } = process.cpuUsage();
   return { busy: (user + nice + system + irq + softirq + steal) / 100, bench: (benchUser + benchSystem) / 1e6 };
 }
@@ -58,76 +65,68 @@ export function cpuWindow(pids: number[]): () => { seconds: number; own: number[
     const now = machineCpu();
     const own = pids.map((pid, i) => cpuSeconds(pid) - started.own[i]);
     const ours = own.reduce((sum, x) => sum + x, 0) + now.bench - started.bench;
-    return { seconds: (performance.now() - started.at) / 1000, own, otherSeconds: Math.max(0, now.busy - started.busy - ours) };
+    return {
+      seconds: (performance.now() - started.at) / 1000,
+      own,
+      otherSeconds: Math.max(0, now.busy - started.busy - ours),
+    };
   };
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The one client on one keep-alive connection (sequential use), so a timed request pays no connection setup. */
+export type KeepAliveApi = Api & { close(): void };
 
-/** JSON over one keep-alive connection (sequential use), so a timed request pays no connection setup. */
-export class Api {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  private readonly target: URL;
-
-  constructor(url: string, private readonly token: string) {
-    this.target = new URL(url);
-  }
-
-  request<T = any>(method: string, path: string, body?: unknown): Promise<T> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string | number> = { authorization: `Bearer ${this.token}` };
-    if (payload !== undefined) Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(payload) });
-    return new Promise((resolve, reject) => {
-      const req = http.request({ host: this.target.hostname, port: this.target.port, method, path, agent: this.agent, headers }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () => {
-          const status = res.statusCode ?? 0;
-          if (status >= 300) return reject(new Error(`${method} ${path} answered ${status}: ${text.slice(0, 500)}`));
-          try {
-            resolve(text ? JSON.parse(text) : undefined);
-          } catch (error) {
-            reject(error);
-          }
-        });
-        res.on("error", reject);
-      });
-      req.on("error", reject);
-      req.end(payload);
-    });
-  }
-
-  get = <T = any>(path: string) => this.request<T>("GET", path);
-  post = <T = any>(path: string, body: unknown) => this.request<T>("POST", path, body);
-  close = () => this.agent.destroy();
+export function keepAliveApi(url: string, token: string): KeepAliveApi {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  return Object.assign(new Api(url, token, { fetch: nodeFetch(agent) }), { close: () => agent.destroy() });
 }
 
 /**
  * Signs in through a bridge's login-session API, one `user_input` step with `fields`; resolves with the account's ID
  * and the moment (performance.now()) the session was seen complete. `who` names the login in errors.
  */
-export async function loginWith(api: Api, bridgeID: string, flowID: string, fields: Record<string, string>, who: string): Promise<{ accountID: string; completeAt: number; loginMs: number }> {
+export async function loginWith(
+  api: Api,
+  bridgeID: string,
+  flowID: string,
+  fields: Record<string, string>,
+  who: string,
+): Promise<{ accountID: string; completeAt: number; loginMs: number }> {
   const base = `/v1/bridges/${encodeURIComponent(bridgeID)}/login-sessions`;
   const started = performance.now();
   const session = await api.post(base, { flowID });
-  let answer = await api.post(`${base}/${encodeURIComponent(session.loginSessionID)}/steps/${encodeURIComponent(session.currentStep.stepID)}`, { type: "user_input", fields });
+  let answer = await api.post(
+    `${base}/${encodeURIComponent(session.loginSessionID)}/steps/${encodeURIComponent(session.currentStep.stepID)}`,
+    { type: "user_input", fields },
+  );
   // The step answers once the server accepted the credentials; should it ever answer earlier, the session is polled.
   while (answer.status !== "complete") {
-    if (answer.status === "failed" || answer.status === "cancelled") throw new Error(`${bridgeID} login of ${who} ${answer.status}: ${JSON.stringify(answer.error ?? answer)}`);
-    if (performance.now() - started > 60_000) throw new Error(`${bridgeID} login of ${who} not complete after 60 s: ${JSON.stringify(answer)}`);
+    if (answer.status === "failed" || answer.status === "cancelled")
+      throw new Error(`${bridgeID} login of ${who} ${answer.status}: ${JSON.stringify(answer.error ?? answer)}`);
+    if (performance.now() - started > 60_000)
+      throw new Error(`${bridgeID} login of ${who} not complete after 60 s: ${JSON.stringify(answer)}`);
     await sleep(10);
     answer = await api.get(`${base}/${encodeURIComponent(session.loginSessionID)}`);
   }
   const completeAt = performance.now();
   const accountID = answer.accountID ?? answer.accountIDs?.[0];
-  if (typeof accountID !== "string") throw new Error(`the complete login session names no account: ${JSON.stringify(answer)}`);
+  if (typeof accountID !== "string")
+    throw new Error(`the complete login session names no account: ${JSON.stringify(answer)}`);
   return { accountID, completeAt, loginMs: completeAt - started };
 }
 
 /** Signs an XMPP account in (flow "password"). */
-export function loginXmpp(api: Api, fields: { jid: string; password: string; host: string; port: number }): Promise<{ accountID: string; completeAt: number; loginMs: number }> {
-  return loginWith(api, "local-xmpp", "password", { jid: fields.jid, password: fields.password, host: fields.host, port: String(fields.port) }, fields.jid);
+export function loginXmpp(
+  api: Api,
+  fields: { jid: string; password: string; host: string; port: number },
+): Promise<{ accountID: string; completeAt: number; loginMs: number }> {
+  return loginWith(
+    api,
+    "local-xmpp",
+    "password",
+    { jid: fields.jid, password: fields.password, host: fields.host, port: String(fields.port) },
+    fields.jid,
+  );
 }
 
 /**
@@ -135,7 +134,14 @@ export function loginXmpp(api: Api, fields: { jid: string; password: string; hos
  * seen, in ms after `since`, and the longest a poll waited for its answer. A status that can only be left by the
  * user (reconnect_required, …) fails at once.
  */
-export async function waitForStatus(api: Pick<Api, "get">, accountID: string, target: string, since: number, timeoutMs: number, intervalMs = 5): Promise<{ ms: number; seen: Record<string, number>; longestPollMs: number }> {
+export async function waitForStatus(
+  api: Pick<Api, "get">,
+  accountID: string,
+  target: string,
+  since: number,
+  timeoutMs: number,
+  intervalMs = 5,
+): Promise<{ ms: number; seen: Record<string, number>; longestPollMs: number }> {
   const seen: Record<string, number> = {};
   let longestPollMs = 0;
   for (;;) {
@@ -145,8 +151,12 @@ export async function waitForStatus(api: Pick<Api, "get">, accountID: string, ta
     const at = performance.now() - since;
     seen[account.status] ??= at;
     if (account.status === target) return { ms: at, seen, longestPollMs };
-    if (!["connecting", "backfilling", "connected"].includes(account.status)) throw new Error(`account ${accountID} is ${account.status}: ${account.statusText ?? ""}`);
-    if (at > timeoutMs) throw new Error(`account ${accountID} still ${account.status} (${account.statusText ?? ""}) after ${timeoutMs / 1000} s`);
+    if (!["connecting", "backfilling", "connected"].includes(account.status))
+      throw new Error(`account ${accountID} is ${account.status}: ${account.statusText ?? ""}`);
+    if (at > timeoutMs)
+      throw new Error(
+        `account ${accountID} still ${account.status} (${account.statusText ?? ""}) after ${timeoutMs / 1000} s`,
+      );
     await sleep(intervalMs);
   }
 }
@@ -155,8 +165,12 @@ export async function waitForStatus(api: Pick<Api, "get">, accountID: string, ta
 export async function findChat(api: Api, accountID: string, peerJID: string): Promise<{ id: string }> {
   let cursor: string | undefined;
   for (;;) {
-    const page = await api.get(`/v1/chats?accountIDs=${encodeURIComponent(accountID)}${cursor ? `&cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`);
-    const chat = page.items.find((c: any) => c.accountID === accountID && (c.participants?.items ?? []).some((p: any) => p.id === peerJID));
+    const page = await api.get(
+      `/v1/chats?accountIDs=${encodeURIComponent(accountID)}${cursor ? `&cursor=${encodeURIComponent(cursor)}&direction=before` : ""}`,
+    );
+    const chat = page.items.find(
+      (c: any) => c.accountID === accountID && (c.participants?.items ?? []).some((p: any) => p.id === peerJID),
+    );
     if (chat) return chat;
     if (!page.hasMore || !page.oldestCursor) throw new Error(`no chat with ${peerJID} on account ${accountID}`);
     cursor = page.oldestCursor;
@@ -187,7 +201,11 @@ export interface Percentiles {
 
 /** Latencies (ms) into an HDR histogram in µs, as bench/load-worker.ts records them; answers percentiles in ms. */
 export function percentiles(samplesMs: number[]): Percentiles {
-  const histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
+  const histogram = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 120_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
   for (const ms of samplesMs) histogram.recordValue(Math.max(1, Math.round(ms * 1000)));
   const at = (p: number) => histogram.getValueAtPercentile(p) / 1000;
   const result = { count: samplesMs.length, p50: at(50), p90: at(90), p99: at(99), max: histogram.maxValue / 1000 };
@@ -195,11 +213,13 @@ export function percentiles(samplesMs: number[]): Percentiles {
   return result;
 }
 
-export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
 /** A plain-text table, right-aligning the given columns. */
 export function table(header: string[], rows: string[][], rightAligned: number[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
 }

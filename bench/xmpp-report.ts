@@ -13,26 +13,74 @@ const verdict = (pass: boolean) => (pass ? "PASS" : "MISS  <<<");
 export function formatXmpp(r: XmppResult): string {
   const n = int(r.messages);
   const backfillRows = r.backfill.map((b, i) => [
-    `round ${i + 1} (${b.user})`, s(b.connectedAfterMs / 1000), s(b.backfillingAfterMs === undefined ? undefined : b.backfillingAfterMs / 1000),
-    int(b.loginMs), s(b.daemonCpuSeconds), s(b.prosodyCpuSeconds), s(b.otherCpuSeconds), `${int(b.stored)} / ${int(b.expected)}${b.verified ? "" : " (!)"}`, s(b.sendSeconds), String(b.attempts),
+    `round ${i + 1} (${b.user})`,
+    s(b.connectedAfterMs / 1000),
+    s(b.backfillingAfterMs === undefined ? undefined : b.backfillingAfterMs / 1000),
+    int(b.loginMs),
+    s(b.daemonCpuSeconds),
+    s(b.prosodyCpuSeconds),
+    s(b.otherCpuSeconds),
+    `${int(b.stored)} / ${int(b.expected)}${b.verified ? "" : " (!)"}`,
+    s(b.sendSeconds),
+    String(b.attempts),
   ]);
   const verified = r.backfill.every((b) => b.verified);
   const backfillPass = r.backfillMedianSeconds <= BACKFILL_TARGET_S && verified;
   const backfill = table(
-    [`backfill of ${n} archived messages`, "complete → connected s", "→ backfilling s", "login ms", "daemon CPU s", "Prosody CPU s", "others' CPU s", "stored (checked via API)", "bob's sending s", "attempts"],
+    [
+      `backfill of ${n} archived messages`,
+      "complete → connected s",
+      "→ backfilling s",
+      "login ms",
+      "daemon CPU s",
+      "Prosody CPU s",
+      "others' CPU s",
+      "stored (checked via API)",
+      "bob's sending s",
+      "attempts",
+    ],
     backfillRows,
     [1, 2, 3, 4, 5, 6, 7, 8, 9],
   );
   const { latency: l } = r;
-  const row = (name: string, p: Percentiles, target = "", result = "") => [name, ms(p.p50), ms(p.p90), ms(p.p99), ms(p.max), target, result];
+  const row = (name: string, p: Percentiles, target = "", result = "") => [
+    name,
+    ms(p.p50),
+    ms(p.p90),
+    ms(p.p99),
+    ms(p.max),
+    target,
+    result,
+  ];
   const latencyPass = l.inboxd.p99 <= LATENCY_TARGET_P99_MS;
   const latency = table(
-    [`send → Prosody → other client (${int(l.sends)} sends after ${l.warmupSends} warm-up)`, "p50 ms", "p90 ms", "p99 ms", "max ms", "target", "result"],
     [
-      row("inboxd: POST /v1/chats/{id}/messages → stanza at bob", l.inboxd, `p99 ≤ ${LATENCY_TARGET_P99_MS} ms`, verdict(latencyPass)),
+      `send → Prosody → other client (${int(l.sends)} sends after ${l.warmupSends} warm-up)`,
+      "p50 ms",
+      "p90 ms",
+      "p99 ms",
+      "max ms",
+      "target",
+      "result",
+    ],
+    [
+      row(
+        "inboxd: POST /v1/chats/{id}/messages → stanza at bob",
+        l.inboxd,
+        `p99 ≤ ${LATENCY_TARGET_P99_MS} ms`,
+        verdict(latencyPass),
+      ),
       row("  the POST's HTTP response (for reference)", l.httpResponse),
       row("baseline: the user's own plain client → stanza at bob", l.baseline),
-      ["  inboxd's overhead (inboxd − baseline)", ms(l.inboxd.p50 - l.baseline.p50), ms(l.inboxd.p90 - l.baseline.p90), ms(l.inboxd.p99 - l.baseline.p99), "", "", ""],
+      [
+        "  inboxd's overhead (inboxd − baseline)",
+        ms(l.inboxd.p50 - l.baseline.p50),
+        ms(l.inboxd.p90 - l.baseline.p90),
+        ms(l.inboxd.p99 - l.baseline.p99),
+        "",
+        "",
+        "",
+      ],
     ],
     [1, 2, 3, 4],
   );

@@ -17,8 +17,20 @@ import { join } from "node:path";
 import { FIRST_BACKFILL } from "../src/connectors/xmpp/client.ts";
 import { startProsody, type ProsodyServer } from "../test/harness/prosody.ts";
 import { Peer, xml } from "../test/xmpp/peer.ts";
-import { createToken } from "./daemon.ts";
-import { Api, cpuWindow, findChat, loginXmpp, median, percentiles, startDaemonWith, storedTexts, waitForStatus, type Percentiles, type XmppDaemon } from "./xmpp-client.ts";
+import { createToken, median } from "./daemon.ts";
+import type { Api } from "../test/kit/http.ts";
+import {
+  cpuWindow,
+  findChat,
+  keepAliveApi,
+  loginXmpp,
+  percentiles,
+  type Percentiles,
+  startDaemonWith,
+  storedTexts,
+  waitForStatus,
+  type XmppDaemon,
+} from "./xmpp-client.ts";
 
 export interface XmppBenchOptions {
   /** Messages bob leaves in each archive before the login (default 10,000). */
@@ -90,7 +102,13 @@ const dirs = new Set<string>();
 /** For the bench's signal handler: kills what this section started, synchronously (Prosody and daemons by PID). */
 export function killXmpp(): void {
   const pids = [prosody?.pid(), ...[...daemons].map((d) => d.pid)];
-  for (const pid of pids) if (pid) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+  for (const pid of pids)
+    if (pid)
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
   for (const dir of [...dirs, prosodyDir]) if (dir) rmSync(dir, { recursive: true, force: true });
 }
 
@@ -113,7 +131,12 @@ interface Session {
 }
 
 /** One backfill attempt: bob fills a fresh user's archive, the user signs in to a fresh daemon, all is checked. */
-async function backfill(server: ProsodyServer, bob: Peer, user: string, options: XmppBenchOptions): Promise<{ round: BackfillRound; session: Session }> {
+async function backfill(
+  server: ProsodyServer,
+  bob: Peer,
+  user: string,
+  options: XmppBenchOptions,
+): Promise<{ round: BackfillRound; session: Session }> {
   const jid = await server.register(user, PASSWORD);
   // Every stanza is written without waiting for the one before (the socket buffers them), then a ping.
   const text = (i: number) => `backfill ${user} #${i}`;
@@ -128,9 +151,13 @@ async function backfill(server: ProsodyServer, bob: Peer, user: string, options:
   const dir = mkdtempSync(join(os.tmpdir(), "inboxd-bench-xmpp-"));
   dirs.add(dir);
   const token = await createToken(dir);
-  const daemon = await startDaemonWith(dir, token, options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : []);
+  const daemon = await startDaemonWith(
+    dir,
+    token,
+    options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : [],
+  );
   daemons.add(daemon);
-  const api = new Api(daemon.url, token);
+  const api = keepAliveApi(daemon.url, token);
   const stop = async () => {
     api.close();
     await daemon.stop();
@@ -142,7 +169,10 @@ async function backfill(server: ProsodyServer, bob: Peer, user: string, options:
     const login = await loginXmpp(api, { jid, password: PASSWORD, host: server.host, port: server.port });
     const cpu = cpuWindow([daemon.pid, server.pid()!]);
     const connected = await waitForStatus(api, login.accountID, "connected", login.completeAt, 600_000);
-    const { own: [daemonCpu, prosodyCpu], otherSeconds } = cpu();
+    const {
+      own: [daemonCpu, prosodyCpu],
+      otherSeconds,
+    } = cpu();
     const expected = Math.min(options.messages, FIRST_BACKFILL);
     // The chat with bob must hold the newest `expected` texts, each once, oldest first.
     const texts = await storedTexts(api, (await findChat(api, login.accountID, bob.bareJID)).id);
@@ -150,13 +180,30 @@ async function backfill(server: ProsodyServer, bob: Peer, user: string, options:
     const firstWrong = wanted.findIndex((t, i) => texts[i] !== t);
     const verified = texts.length === expected && firstWrong < 0;
     const round: BackfillRound = {
-      user: jid, sendSeconds, loginMs: login.loginMs, backfillingAfterMs: connected.seen.backfilling, connectedAfterMs: connected.ms,
-      daemonCpuSeconds: daemonCpu, prosodyCpuSeconds: prosodyCpu, otherCpuSeconds: otherSeconds, attempts: 1, expected, stored: texts.length, verified,
-      problem: verified ? undefined : `stored ${texts.length} of ${expected}` + (firstWrong >= 0 ? `; position ${firstWrong} holds ${JSON.stringify(texts[firstWrong])}, expected ${JSON.stringify(wanted[firstWrong])}` : ""),
+      user: jid,
+      sendSeconds,
+      loginMs: login.loginMs,
+      backfillingAfterMs: connected.seen.backfilling,
+      connectedAfterMs: connected.ms,
+      daemonCpuSeconds: daemonCpu,
+      prosodyCpuSeconds: prosodyCpu,
+      otherCpuSeconds: otherSeconds,
+      attempts: 1,
+      expected,
+      stored: texts.length,
+      verified,
+      problem: verified
+        ? undefined
+        : `stored ${texts.length} of ${expected}` +
+          (firstWrong >= 0
+            ? `; position ${firstWrong} holds ${JSON.stringify(texts[firstWrong])}, expected ${JSON.stringify(wanted[firstWrong])}`
+            : ""),
     };
-    options.log(`xmpp: ${jid}: login ${login.loginMs.toFixed(0)} ms; complete → backfilling ${((round.backfillingAfterMs ?? NaN) / 1000).toFixed(2)} s → connected ${(connected.ms / 1000).toFixed(2)} s ` +
-      `(CPU: daemon ${daemonCpu.toFixed(1)} s, Prosody ${prosodyCpu.toFixed(1)} s, other processes ${otherSeconds.toFixed(1)} s); stored ${texts.length}/${expected}${verified ? ", verified" : `: ${round.problem}`}` +
-      (options.cpuProfDir ? ` (daemon pid ${daemon.pid}, profile in ${options.cpuProfDir})` : ""));
+    options.log(
+      `xmpp: ${jid}: login ${login.loginMs.toFixed(0)} ms; complete → backfilling ${((round.backfillingAfterMs ?? NaN) / 1000).toFixed(2)} s → connected ${(connected.ms / 1000).toFixed(2)} s ` +
+        `(CPU: daemon ${daemonCpu.toFixed(1)} s, Prosody ${prosodyCpu.toFixed(1)} s, other processes ${otherSeconds.toFixed(1)} s); stored ${texts.length}/${expected}${verified ? ", verified" : `: ${round.problem}`}` +
+        (options.cpuProfDir ? ` (daemon pid ${daemon.pid}, profile in ${options.cpuProfDir})` : ""),
+    );
     return { round, session: { daemon, api, accountID: login.accountID, user, stop } };
   } catch (error) {
     await stop();
@@ -165,8 +212,15 @@ async function backfill(server: ProsodyServer, bob: Peer, user: string, options:
 }
 
 /** Sends one after another, each timed from `send`'s start to bob holding the stanza with its unique body. */
-async function timeSends(bob: Peer, count: number, warmup: number, label: string, send: (body: string) => Promise<unknown>) {
-  const total: number[] = [], returned: number[] = [];
+async function timeSends(
+  bob: Peer,
+  count: number,
+  warmup: number,
+  label: string,
+  send: (body: string) => Promise<unknown>,
+) {
+  const total: number[] = [],
+    returned: number[] = [];
   for (let i = 0; i < warmup + count; i++) {
     const body = `latency ${label} ${i} ${randomUUID()}`;
     const arrived = bob.waitForMessage((m) => m.body === body, 10_000).then(() => performance.now());
@@ -188,7 +242,9 @@ export async function runXmppBench(options: XmppBenchOptions): Promise<XmppResul
   try {
     prosody = await startProsody();
     const server = prosody;
-    const config = readFileSync(`/proc/${server.pid()}/cmdline`, "utf8").split("\0").find((arg) => arg.endsWith("/prosody.cfg.lua"));
+    const config = readFileSync(`/proc/${server.pid()}/cmdline`, "utf8")
+      .split("\0")
+      .find((arg) => arg.endsWith("/prosody.cfg.lua"));
     prosodyDir = config?.slice(0, -"/prosody.cfg.lua".length);
     const prosodyVersion = await prosodyVersionOf();
     log(`xmpp: Prosody ${prosodyVersion} pid ${server.pid()} on 127.0.0.1:${server.port}`);
@@ -203,14 +259,17 @@ export async function runXmppBench(options: XmppBenchOptions): Promise<XmppResul
     for (let r = 1; r <= options.rounds; r++) {
       const attempts: BackfillRound[] = [];
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-        log(`xmpp: backfill round ${r}/${options.rounds}` + (attempt > 1 ? `, attempt ${attempt}` : ""));
+        log(`xmpp: backfill round ${r}/${options.rounds}${attempt > 1 ? `, attempt ${attempt}` : ""}`);
         await session?.stop();
         session = undefined;
         const result = await backfill(server, bob, `alice${r}${attempt > 1 ? `-${attempt}` : ""}`, options);
         session = result.session;
         attempts.push(result.round);
         if (noise(result.round) <= NOISE_PCT) break;
-        log(`xmpp:   other processes took ${noise(result.round).toFixed(0)} % of a core meanwhile` + (attempt < ATTEMPTS ? "; measuring again" : ""));
+        log(
+          `xmpp:   other processes took ${noise(result.round).toFixed(0)} % of a core meanwhile` +
+            (attempt < ATTEMPTS ? "; measuring again" : ""),
+        );
       }
       const quietest = attempts.reduce((best, a) => (a.otherCpuSeconds < best.otherCpuSeconds ? a : best));
       rounds.push({ ...quietest, attempts: attempts.length });
@@ -219,15 +278,21 @@ export async function runXmppBench(options: XmppBenchOptions): Promise<XmppResul
     // Latency, on the last attempt's daemon and account.
     const { api, daemon, accountID, user } = session!;
     const path = `/v1/chats/${encodeURIComponent((await findChat(api, accountID, bob.bareJID)).id)}/messages`;
-    log(`xmpp: latency: ${options.warmupSends} + ${options.sends} sends through inboxd (${user}@localhost → bob), one after another`);
+    log(
+      `xmpp: latency: ${options.warmupSends} + ${options.sends} sends through inboxd (${user}@localhost → bob), one after another`,
+    );
     let window = cpuWindow([daemon.pid, server.pid()!]);
-    const viaInboxd = await timeSends(bob, options.sends, options.warmupSends, "inboxd", (body) => api.post(path, { text: body }));
+    const viaInboxd = await timeSends(bob, options.sends, options.warmupSends, "inboxd", (body) =>
+      api.post(path, { text: body }),
+    );
     const inboxdSpan = window();
     log(`xmpp: latency: the same through ${user}'s own plain XMPP client (baseline)`);
     const own = await Peer.connect(server, user, PASSWORD, { resource: "baseline" });
     peers.push(own);
     window = cpuWindow([daemon.pid, server.pid()!]);
-    const baseline = await timeSends(bob, options.sends, options.warmupSends, "baseline", (body) => own.message(bob.bareJID, body));
+    const baseline = await timeSends(bob, options.sends, options.warmupSends, "baseline", (body) =>
+      own.message(bob.bareJID, body),
+    );
     const baselineSpan = window();
     return {
       prosodyVersion,
@@ -259,6 +324,8 @@ export async function runXmppBench(options: XmppBenchOptions): Promise<XmppResul
 /** `prosody --version` can hang (it may start loading the server); the package manager answers at once. */
 function prosodyVersionOf(): Promise<string> {
   return new Promise((resolve) =>
-    execFile("dpkg-query", ["-W", "-f=${Version}", "prosody"], { timeout: 5000 }, (error, stdout) => resolve(error ? "(version unknown)" : stdout.trim())),
+    execFile("dpkg-query", ["-W", "-f=${Version}", "prosody"], { timeout: 5000 }, (error, stdout) =>
+      resolve(error ? "(version unknown)" : stdout.trim()),
+    ),
   );
 }

@@ -4,7 +4,7 @@
 //   INBOXD_TOKEN=inbx_… node examples/sdk.mjs [text]
 //
 // INBOXD_URL defaults to http://127.0.0.1:23373. Needs an account of the sandbox network (`inboxd seed`, or a login
-// through local-sandbox, see the README's "Connect an account"). Exits 1 when something fails.
+// through local-sandbox, see docs/networks.md, "Connect an account"). Exits 1 when something fails.
 import BeeperDesktop from "@beeper/desktop-api";
 
 const ECHO = "@echo:sandbox.invalid";
@@ -20,7 +20,10 @@ try {
   const client = new BeeperDesktop({ baseURL, accessToken });
 
   const accounts = await client.accounts.list();
-  for (const account of accounts) console.log(`account ${account.accountID} (${account.network ?? "unknown network"}): ${account.user.fullName ?? account.user.id}`);
+  for (const account of accounts)
+    console.log(
+      `account ${account.accountID} (${account.network ?? "unknown network"}): ${account.user.fullName ?? account.user.id}`,
+    );
 
   // Chat search matches word starts in titles and participant names; the Echo chat is a single chat with Echo in it.
   let echo;
@@ -50,6 +53,8 @@ try {
   }
 } catch (error) {
   // The SDK's errors carry the HTTP status and inboxd's error body ({code, message}).
-  console.error(`failed: ${error instanceof BeeperDesktop.APIError ? `HTTP ${error.status} ${JSON.stringify(error.error)}` : error.message}`);
+  console.error(
+    `failed: ${error instanceof BeeperDesktop.APIError ? `HTTP ${error.status} ${JSON.stringify(error.error)}` : error.message}`,
+  );
   process.exit(1);
 }

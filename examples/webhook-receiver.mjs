@@ -14,7 +14,9 @@ import { createServer } from "node:http";
 
 const secret = process.env.INBOXD_WEBHOOK_SECRET;
 if (!secret) {
-  console.error("Set INBOXD_WEBHOOK_SECRET to the webhook's secret (POST /v1/webhooks or `inboxd webhook add` shows it once).");
+  console.error(
+    "Set INBOXD_WEBHOOK_SECRET to the webhook's secret (POST /v1/webhooks or `inboxd webhook add` shows it once).",
+  );
   process.exit(2);
 }
 const port = Number(process.env.PORT ?? 8788);
@@ -27,8 +29,11 @@ const seen = new Set();
 function verify(headers, body) {
   const timestamp = headers["x-inboxd-timestamp"];
   const signature = headers["x-inboxd-signature"];
-  if (typeof timestamp !== "string" || !/^\d+$/.test(timestamp) || typeof signature !== "string") return "missing x-inboxd-timestamp or x-inboxd-signature";
-  const expected = Buffer.from(`sha256=${createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex")}`);
+  if (typeof timestamp !== "string" || !/^\d+$/.test(timestamp) || typeof signature !== "string")
+    return "missing x-inboxd-timestamp or x-inboxd-signature";
+  const expected = Buffer.from(
+    `sha256=${createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex")}`,
+  );
   const given = Buffer.from(signature);
   // timingSafeEqual takes equal lengths only; the length of a signature is no secret.
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "bad signature";
@@ -68,8 +73,13 @@ const server = createServer((request, response) => {
     }
     seen.add(delivery);
     const entry = event.entries?.[0];
-    const what = event.type === "message.upserted" && entry ? ` ${entry.senderName ?? entry.senderID}: ${JSON.stringify(entry.text ?? `[${entry.type}]`)}` : "";
-    console.log(`verified ${event.type} eventID=${event.eventID} delivery=${delivery} chat=${event.chatID || "-"}${what}`);
+    const what =
+      event.type === "message.upserted" && entry
+        ? ` ${entry.senderName ?? entry.senderID}: ${JSON.stringify(entry.text ?? `[${entry.type}]`)}`
+        : "";
+    console.log(
+      `verified ${event.type} eventID=${event.eventID} delivery=${delivery} chat=${event.chatID || "-"}${what}`,
+    );
     response.writeHead(204).end();
   });
 });

@@ -1,6 +1,6 @@
 // Live events over /v1/ws from Node 20, which has no global WebSocket: the `ws` package (a dependency of inboxd).
-// Subscribes to every chat and prints each event. The server keeps a durable event log (README: "Events that are
-// never lost"), so after a dropped connection this client reconnects with `since` = the last eventID it printed
+// Subscribes to every chat and prints each event. The server keeps a durable event log (docs/events-and-webhooks.md,
+// "Events that are never lost"), so after a dropped connection this client reconnects with `since` = the last eventID it printed
 // and the server replays what it missed: nothing lost, nothing printed twice.
 //
 //   INBOXD_TOKEN=inbx_… node examples/websocket.mjs
@@ -20,10 +20,12 @@ if (!token) {
 let lastEventID = process.env.INBOXD_SINCE === undefined ? undefined : Number(process.env.INBOXD_SINCE);
 if (lastEventID === undefined) {
   // Start at the newest logged event, so that even a drop before the first event loses nothing.
-  const response = await fetch(`${base}/v1/events`, { headers: { authorization: `Bearer ${token}` } }).catch((error) => {
-    console.error(`failed: cannot reach ${base}: ${error.cause?.message ?? error.message}`);
-    process.exit(1);
-  });
+  const response = await fetch(`${base}/v1/events`, { headers: { authorization: `Bearer ${token}` } }).catch(
+    (error) => {
+      console.error(`failed: cannot reach ${base}: ${error.cause?.message ?? error.message}`);
+      process.exit(1);
+    },
+  );
   if (!response.ok) {
     console.error(`failed: GET /v1/events answered HTTP ${response.status} ${await response.text()}`);
     process.exit(1);
@@ -66,7 +68,9 @@ function connect() {
         return;
       case "resync.required":
         // The log no longer holds what came after our cursor: re-read what you show (GET /v1/chats…), then go on.
-        console.log(`resync required: events ${lastEventID + 1}–${event.latestEventID} are gone; re-read, continuing after ${event.latestEventID}`);
+        console.log(
+          `resync required: events ${lastEventID + 1}–${event.latestEventID} are gone; re-read, continuing after ${event.latestEventID}`,
+        );
         lastEventID = event.latestEventID;
         return;
     }
@@ -88,7 +92,8 @@ function connect() {
 /** A few words about an event: a message's sender and text, a chat's title, who is typing. */
 function describe(event) {
   const entry = event.entries?.[0];
-  if (event.type === "message.upserted" && entry) return ` ${entry.senderName ?? entry.senderID}: ${JSON.stringify(entry.text ?? `[${entry.type}]`)}`;
+  if (event.type === "message.upserted" && entry)
+    return ` ${entry.senderName ?? entry.senderID}: ${JSON.stringify(entry.text ?? `[${entry.type}]`)}`;
   if (event.type === "chat.upserted" && entry) return ` "${entry.title}"`;
   if (event.type === "typing") return ` ${event.typing.participantID} ${event.typing.state}`;
   return ` ids=${event.ids.join(",")}`;

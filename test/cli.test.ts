@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VERSION } from "../src/app.ts";
+import { VERSION } from "../src/version.ts";
 import { databasePath } from "../adapters/node/data-dir.ts";
 import { lockHolder } from "../adapters/node/daemon-lock.ts";
 import { openSqliteStorage } from "../adapters/node/sqlite-storage.ts";
@@ -20,7 +20,10 @@ beforeAll(() => {
   const bundle = join(ROOT, "dist/node/inboxd.mjs");
   const built = existsSync(bundle) ? statSync(bundle).mtimeMs : 0;
   const stale = ["src", "adapters/node"].flatMap((dir) => newerSources(join(ROOT, dir), built));
-  if (stale.length) throw new Error(`dist/node/inboxd.mjs is older than ${stale.slice(0, 3).join(", ")}: run npx tsx adapters/node/build.ts (npm test does) before this file`);
+  if (stale.length)
+    throw new Error(
+      `dist/node/inboxd.mjs is older than ${stale.slice(0, 3).join(", ")}: run npx tsx adapters/node/build.ts (npm test does) before this file`,
+    );
 });
 
 function newerSources(dir: string, than: number): string[] {
@@ -43,9 +46,17 @@ function tempDir() {
   return dir;
 }
 
-function run(command: string[], args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(command[0], [...command.slice(1), ...args], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "", ...env } });
-  let stdout = "", stderr = "";
+function run(
+  command: string[],
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(command[0], [...command.slice(1), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, INBOXD_DATA_DIR: "", ...env },
+  });
+  let stdout = "",
+    stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
   child.stderr.on("data", (d) => (stderr += d));
   return once(child, "exit").then(([code]) => ({ code: code as number | null, stdout, stderr }));
@@ -57,7 +68,8 @@ const inboxd = (...args: string[]) => run(CLI, args);
 function start(args: string[]) {
   const child = spawn(CLI[0], [...CLI.slice(1), ...args], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "" } });
   children.add(child);
-  let stdout = "", stderr = "";
+  let stdout = "",
+    stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
   child.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -74,7 +86,9 @@ function start(args: string[]) {
       if (check()) return;
       child.stdout.on("data", check);
       child.stderr.on("data", check);
-      void exited.then((code) => check() || reject(new Error(`exited with ${code} before printing ${pattern}:\n${stdout}${stderr}`)));
+      void exited.then(
+        (code) => check() || reject(new Error(`exited with ${code} before printing ${pattern}:\n${stdout}${stderr}`)),
+      );
     });
   return { child, exited, printed, output: () => ({ stdout, stderr }) };
 }
@@ -82,7 +96,8 @@ function start(args: string[]) {
 async function serve(dataDir: string, ...args: string[]) {
   const started = start(["serve", "--data-dir", dataDir, "--port", "0", ...args]);
   const url = (await started.printed(/inboxd listening on (\S+)/))[1];
-  const get = async (path: string, token: string) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const get = async (path: string, token: string) =>
+    fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
   const stop = async () => {
     started.child.kill("SIGTERM");
     return started.exited;
@@ -120,7 +135,11 @@ describe("inboxd CLI", () => {
   it("the package bin runs the built JavaScript: serves with every TypeScript import refused, which tsx's own start is not", async () => {
     const guard = ["--import", "./test/fixtures/no-typescript.mjs"];
     const dir = tempDir();
-    const child = spawn(process.execPath, [...guard, "adapters/node/bin.js", "serve", "--port", "0", "--data-dir", dir], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "" } });
+    const child = spawn(
+      process.execPath,
+      [...guard, "adapters/node/bin.js", "serve", "--port", "0", "--data-dir", dir],
+      { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "" } },
+    );
     children.add(child);
     let output = "";
     child.stdout.on("data", (d) => (output += d));
@@ -186,7 +205,11 @@ describe("inboxd CLI", () => {
 
   it("honours INBOXD_DATA_DIR", async () => {
     const dir = tempDir();
-    const created = await run([process.execPath, "--import", "tsx", "adapters/node/cli.ts"], ["token", "create", "--name", "from-env"], { INBOXD_DATA_DIR: dir });
+    const created = await run(
+      [process.execPath, "--import", "tsx", "adapters/node/cli.ts"],
+      ["token", "create", "--name", "from-env"],
+      { INBOXD_DATA_DIR: dir },
+    );
     expect(created.code, created.stderr).toBe(0);
     expect(existsSync(join(dir, "inboxd.sqlite3"))).toBe(true);
     expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toContain("from-env");
@@ -218,7 +241,23 @@ describe("inboxd CLI", () => {
     const chatIDs = async (tokenFirst: boolean) => {
       const dir = tempDir();
       const early = tokenFirst ? await createToken(dir) : undefined;
-      expect((await inboxd("seed", "--data-dir", dir, "--chats", "30", "--messages", "600", "--accounts", "2", "--seed", "77")).code).toBe(0);
+      expect(
+        (
+          await inboxd(
+            "seed",
+            "--data-dir",
+            dir,
+            "--chats",
+            "30",
+            "--messages",
+            "600",
+            "--accounts",
+            "2",
+            "--seed",
+            "77",
+          )
+        ).code,
+      ).toBe(0);
       const token = early ?? (await createToken(dir));
       const daemon = await serve(dir);
       const body = (await (await daemon.get("/v1/chats", token)).json()) as { items: { id: string; title: string }[] };
@@ -253,13 +292,17 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
   it("explains every option of every command on a line of its own, and names INBOXD_DATA_DIR and the default data dir", async () => {
     const xdg = tempDir();
     for (const command of COMMANDS) {
-      for (const asked of [[command, "--help"], ["help", command]]) {
+      for (const asked of [
+        [command, "--help"],
+        ["help", command],
+      ]) {
         const result = await run(CLI, asked, { XDG_DATA_HOME: xdg });
         expect(result.code, asked.join(" ")).toBe(0);
         const usage = result.stdout.slice(0, result.stdout.indexOf("\n\n"));
         const flags = new Set([...usage.matchAll(/--[a-z-]+/g)].map((m) => m[0]));
         expect(flags.size, command).toBeGreaterThan(0);
-        for (const flag of [...flags, "--data-dir", "--help"]) expect(result.stdout, `${command}: ${flag}`).toMatch(new RegExp(`^ {2}(-\\w, )?${flag} .*\\S`, "m"));
+        for (const flag of [...flags, "--data-dir", "--help"])
+          expect(result.stdout, `${command}: ${flag}`).toMatch(new RegExp(`^ {2}(-\\w, )?${flag} .*\\S`, "m"));
         expect(result.stdout).toContain("INBOXD_DATA_DIR");
         expect(result.stdout).toContain(join(xdg, "inboxd"));
       }
@@ -273,17 +316,59 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     const dir = tempDir();
     const needs = await inboxd("serve", "--data-dir", dir, "--port", "0", "--public-url", "https://inbox.example.com");
     expect([needs.code, needs.stderr]).toEqual([2, expect.stringContaining("--public-url needs --remote-access")]);
-    const cidr = await inboxd("serve", "--data-dir", dir, "--port", "0", "--remote-access", "--trusted-proxy", "10.0.0.0/40");
-    expect([cidr.code, cidr.stderr]).toEqual([2, expect.stringContaining("--trusted-proxy: 10.0.0.0/40 is not an IP address or CIDR range")]);
-    const path = await inboxd("serve", "--data-dir", dir, "--port", "0", "--remote-access", "--public-url", "https://inbox.example.com/inbox");
+    const cidr = await inboxd(
+      "serve",
+      "--data-dir",
+      dir,
+      "--port",
+      "0",
+      "--remote-access",
+      "--trusted-proxy",
+      "10.0.0.0/40",
+    );
+    expect([cidr.code, cidr.stderr]).toEqual([
+      2,
+      expect.stringContaining("--trusted-proxy: 10.0.0.0/40 is not an IP address or CIDR range"),
+    ]);
+    const path = await inboxd(
+      "serve",
+      "--data-dir",
+      dir,
+      "--port",
+      "0",
+      "--remote-access",
+      "--public-url",
+      "https://inbox.example.com/inbox",
+    );
     expect([path.code, path.stderr]).toEqual([2, expect.stringContaining("--public-url must be an origin only")]);
-    const plain = await run(CLI, ["serve", "--data-dir", dir, "--port", "0", "--relay", "http://relay.example.com"], { INBOXD_RELAY_SECRET: "a-secret-of-enough-length" });
-    expect([plain.code, plain.stderr]).toEqual([2, expect.stringContaining("--relay must be https:// (plain http only for a relay on this machine")]);
-    const noSecret = await run(CLI, ["serve", "--data-dir", dir, "--port", "0", "--relay", "https://relay.example.com"], { INBOXD_RELAY_SECRET: "" });
-    expect([noSecret.code, noSecret.stderr]).toEqual([2, expect.stringContaining("--relay needs INBOXD_RELAY_SECRET in the environment")]);
-    const daemon = await serve(dir, "--remote-access", "--public-url", "https://inbox.example.com", "--trusted-proxy", "10.0.0.0/8");
+    const plain = await run(CLI, ["serve", "--data-dir", dir, "--port", "0", "--relay", "http://relay.example.com"], {
+      INBOXD_RELAY_SECRET: "a-secret-of-enough-length",
+    });
+    expect([plain.code, plain.stderr]).toEqual([
+      2,
+      expect.stringContaining("--relay must be https:// (plain http only for a relay on this machine"),
+    ]);
+    const noSecret = await run(
+      CLI,
+      ["serve", "--data-dir", dir, "--port", "0", "--relay", "https://relay.example.com"],
+      { INBOXD_RELAY_SECRET: "" },
+    );
+    expect([noSecret.code, noSecret.stderr]).toEqual([
+      2,
+      expect.stringContaining("--relay needs INBOXD_RELAY_SECRET in the environment"),
+    ]);
+    const daemon = await serve(
+      dir,
+      "--remote-access",
+      "--public-url",
+      "https://inbox.example.com",
+      "--trusted-proxy",
+      "10.0.0.0/8",
+    );
     try {
-      await daemon.printed(/Remote access: forwarded headers from 127\.0\.0\.0\/8, ::1\/128, 10\.0\.0\.0\/8 are believed; answering proxied requests as https:\/\/inbox\.example\.com/);
+      await daemon.printed(
+        /Remote access: forwarded headers from 127\.0\.0\.0\/8, ::1\/128, 10\.0\.0\.0\/8 are believed; answering proxied requests as https:\/\/inbox\.example\.com/,
+      );
     } finally {
       expect(await daemon.stop()).toBe(0);
     }
@@ -303,8 +388,17 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     writeFileSync(file, "not a directory");
     const notData = tempDir();
     writeFileSync(databasePath(notData), "hello, not SQLite");
-    for (const args of [["token", "create"], ["token", "list"], ["seed", "--chats", "1", "--messages", "1"], ["serve", "--port", "0"]]) {
-      for (const [dir, named] of [[file, file], [join(file, "below"), join(file, "below")], [notData, databasePath(notData)]]) {
+    for (const args of [
+      ["token", "create"],
+      ["token", "list"],
+      ["seed", "--chats", "1", "--messages", "1"],
+      ["serve", "--port", "0"],
+    ]) {
+      for (const [dir, named] of [
+        [file, file],
+        [join(file, "below"), join(file, "below")],
+        [notData, databasePath(notData)],
+      ]) {
         const result = await inboxd(...args, "--data-dir", dir);
         expect(result.code, `${args.join(" ")} on ${named}`).toBe(2);
         const lines = result.stderr.trimEnd().split("\n");
@@ -319,7 +413,13 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
   it("never creates a data directory or database for a command that only reads or removes", async () => {
     const parent = tempDir();
     const empty = tempDir();
-    const commands = [["token", "list"], ["token", "revoke", "abcdef"], ["webhook", "list"], ["webhook", "remove", "wh_abcdef"], ["open", "--print"]];
+    const commands = [
+      ["token", "list"],
+      ["token", "revoke", "abcdef"],
+      ["webhook", "list"],
+      ["webhook", "remove", "wh_abcdef"],
+      ["open", "--print"],
+    ];
     for (const args of commands) {
       for (const dir of [join(parent, "new"), empty]) {
         const result = await inboxd(...args, "--data-dir", dir);
@@ -340,21 +440,32 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     expect(nosuch.code).toBe(1);
     expect(nosuch.stderr).toMatch(/^inboxd: no token is named nosuch, and no token has an ID starting with nosuch/);
     const tooShort = await inboxd("token", "revoke", "abc", "--data-dir", dir);
-    expect([tooShort.code, tooShort.stderr]).toEqual([1, expect.stringMatching(/abc is too short to pick a token: give at least 6 characters/)]);
+    expect([tooShort.code, tooShort.stderr]).toEqual([
+      1,
+      expect.stringMatching(/abc is too short to pick a token: give at least 6 characters/),
+    ]);
 
-    const added = await Promise.all([1, 2].map(async (n) => (await inboxd("webhook", "add", `http://127.0.0.1:9/${n}`, "--data-dir", dir)).stderr));
+    const added = await Promise.all(
+      [1, 2].map(async (n) => (await inboxd("webhook", "add", `http://127.0.0.1:9/${n}`, "--data-dir", dir)).stderr),
+    );
     const [first, second] = added.map((stderr) => /Added webhook (wh_\w+)/.exec(stderr)![1]);
     const hooks = await inboxd("webhook", "list", "--data-dir", dir);
     const [header, ...rows] = hooks.stdout.trimEnd().split("\n");
     expect(header).toMatch(/^ID\s+URL\s+CHATS\s+CREATED\s+DELIVERED\s+FAILED\s+PENDING\s+CURSOR\s+LAST ERROR$/);
     expect(rows).toHaveLength(2);
-    for (const row of rows) expect(row).toMatch(/^wh_\w+\s+http:\/\/127\.0\.0\.1:9\/\d\s+\*\s+\S+\s+0\s+0\s+≤0\s+\d+\s+-$/);
+    for (const row of rows)
+      expect(row).toMatch(/^wh_\w+\s+http:\/\/127\.0\.0\.1:9\/\d\s+\*\s+\S+\s+0\s+0\s+≤0\s+\d+\s+-$/);
 
     const short = await inboxd("webhook", "remove", first.slice(0, 5), "--data-dir", dir);
     expect(short.code).toBe(1);
-    expect(short.stderr).toMatch(/^inboxd: wh_\w+ is too short to pick a webhook: give at least 6 characters of its ID/);
+    expect(short.stderr).toMatch(
+      /^inboxd: wh_\w+ is too short to pick a webhook: give at least 6 characters of its ID/,
+    );
     const nowhere = await inboxd("webhook", "remove", "wh_zzzzzzzz", "--data-dir", dir);
-    expect([nowhere.code, nowhere.stderr]).toEqual([1, expect.stringMatching(/^inboxd: no webhook has an ID starting with wh_zzzzzzzz/)]);
+    expect([nowhere.code, nowhere.stderr]).toEqual([
+      1,
+      expect.stringMatching(/^inboxd: no webhook has an ID starting with wh_zzzzzzzz/),
+    ]);
     const removed = await inboxd("webhook", "remove", first.slice(0, 8), "--data-dir", dir);
     expect(removed.code, removed.stderr).toBe(0);
     expect(removed.stdout).toBe(`removed ${first}\n`);
@@ -365,14 +476,29 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
     // Two IDs that share a prefix (made up: real ones are random) make it ambiguous.
     const { storage, close } = await openSqliteStorage(databasePath(dir));
     for (const id of ["wh_abcdef01", "wh_abcdef02"])
-      await storage.setItem(`webhook:${id}`, { id, url: "http://127.0.0.1:9/", chatIDs: ["*"], secret: "whsec_x", createdAt: new Date().toISOString() });
+      await storage.setItem(`webhook:${id}`, {
+        id,
+        url: "http://127.0.0.1:9/",
+        chatIDs: ["*"],
+        secret: "whsec_x",
+        createdAt: new Date().toISOString(),
+      });
     await close();
     // The same for tokens: an ID prefix two share revokes neither.
     const twins = await openSqliteStorage(databasePath(dir));
-    for (const id of ["abcdef0123", "abcdef4567"]) await twins.storage.setItem(`tok:${id}`, { name: `twin-${id}`, scopes: ["read"], createdAt: new Date().toISOString(), hint: "inbx_xxxx" });
+    for (const id of ["abcdef0123", "abcdef4567"])
+      await twins.storage.setItem(`tok:${id}`, {
+        name: `twin-${id}`,
+        scopes: ["read"],
+        createdAt: new Date().toISOString(),
+        hint: "inbx_xxxx",
+      });
     await twins.close();
     const both = await inboxd("token", "revoke", "abcdef", "--data-dir", dir);
-    expect([both.code, both.stderr]).toEqual([1, expect.stringMatching(/abcdef matches 2 tokens \(abcdef0123, abcdef4567\); give more of the ID/)]);
+    expect([both.code, both.stderr]).toEqual([
+      1,
+      expect.stringMatching(/abcdef matches 2 tokens \(abcdef0123, abcdef4567\); give more of the ID/),
+    ]);
     expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toMatch(/abcdef0123[\s\S]*abcdef4567/);
     const ambiguous = await inboxd("webhook", "remove", "wh_abcdef", "--data-dir", dir);
     expect(ambiguous.code).toBe(1);
@@ -382,12 +508,17 @@ describe("inboxd CLI: finding one's way (issue 17)", () => {
 
   it("says at start-up that only loopback names are answered when --host is not loopback and no --allow-host is given", async () => {
     const note = /only requests whose Host is a loopback name .*--allow-host NAME/;
-    for (const [args, noted] of [[["--host", "0.0.0.0"], true], [["--host", "0.0.0.0", "--allow-host", "inbox.example"], false], [[], false]] as const) {
+    for (const [args, noted] of [
+      [["--host", "0.0.0.0"], true],
+      [["--host", "0.0.0.0", "--allow-host", "inbox.example"], false],
+      [[], false],
+    ] as const) {
       const daemon = await serve(tempDir(), ...args);
       expect(await daemon.stop()).toBe(0);
       expect(note.test(daemon.output().stderr), args.join(" ")).toBe(noted);
       // A wildcard bind is reached here through loopback: the links it prints must be ones the daemon answers.
-      if (args[1] === "0.0.0.0") expect(daemon.output().stdout).toMatch(/http:\/\/127\.0\.0\.1:\d+\/oauth\/login\?code=/);
+      if (args[1] === "0.0.0.0")
+        expect(daemon.output().stdout).toMatch(/http:\/\/127\.0\.0\.1:\d+\/oauth\/login\?code=/);
       expect(daemon.output().stdout).not.toContain("http://0.0.0.0");
     }
   }, 30_000);
@@ -417,25 +548,32 @@ describe("inboxd seed, interrupted (issue 17)", () => {
 
   // A real terminal, through util-linux `script` (a pty): the progress bar turns line wrapping off, and Ctrl-C
   // (the ^C byte, which the terminal turns into SIGINT) must turn it back on.
-  it.skipIf(!existsSync("/usr/bin/script"))("on Ctrl-C in a terminal stops the progress bar, restoring line wrapping", async () => {
-    const dir = tempDir();
-    const command = [...CLI, "seed", "--data-dir", dir, ...big].map((arg) => `'${arg}'`).join(" ");
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "" } });
-    children.add(child);
-    let output = "";
-    child.stdout.on("data", (d) => (output += d));
-    const exited = once(child, "exit");
-    while (!/[1-9]\d*\/1000000 messages/.test(output)) await once(child.stdout, "data");
-    child.stdin.write("\x03");
-    const [code] = await exited;
-    child.stdin.end();
-    expect(code, output).toBe(130);
-    const off = output.lastIndexOf("\x1b[?7l");
-    expect(off).toBeGreaterThanOrEqual(0);
-    expect(output.indexOf("\x1b[?7h", off), "line wrapping restored").toBeGreaterThan(off);
-    expect(output).toContain("inboxd: seed interrupted (SIGINT)");
-    expect((await inboxd("seed", "--data-dir", dir, "--chats", "20", "--messages", "200")).code).toBe(0);
-  }, 60_000);
+  it.skipIf(!existsSync("/usr/bin/script"))(
+    "on Ctrl-C in a terminal stops the progress bar, restoring line wrapping",
+    async () => {
+      const dir = tempDir();
+      const command = [...CLI, "seed", "--data-dir", dir, ...big].map((arg) => `'${arg}'`).join(" ");
+      const child = spawn("script", ["-qfec", command, "/dev/null"], {
+        cwd: ROOT,
+        env: { ...process.env, INBOXD_DATA_DIR: "" },
+      });
+      children.add(child);
+      let output = "";
+      child.stdout.on("data", (d) => (output += d));
+      const exited = once(child, "exit");
+      while (!/[1-9]\d*\/1000000 messages/.test(output)) await once(child.stdout, "data");
+      child.stdin.write("\x03");
+      const [code] = await exited;
+      child.stdin.end();
+      expect(code, output).toBe(130);
+      const off = output.lastIndexOf("\x1b[?7l");
+      expect(off).toBeGreaterThanOrEqual(0);
+      expect(output.indexOf("\x1b[?7h", off), "line wrapping restored").toBeGreaterThan(off);
+      expect(output).toContain("inboxd: seed interrupted (SIGINT)");
+      expect((await inboxd("seed", "--data-dir", dir, "--chats", "20", "--messages", "200")).code).toBe(0);
+    },
+    60_000,
+  );
 });
 
 describe("the data-dir lock (issue 17, item 20)", () => {
@@ -461,8 +599,18 @@ describe("the data-dir lock (issue 17, item 20)", () => {
   it("of two daemons started at once on one data dir, exactly one serves", async () => {
     for (let round = 0; round < 3; round++) {
       const dir = tempDir();
-      const both = [start(["serve", "--data-dir", dir, "--port", "0"]), start(["serve", "--data-dir", dir, "--port", "0"])];
-      const outcomes = await Promise.all(both.map((one) => Promise.race([one.printed(/inboxd listening/).then(() => "serving"), one.exited.then((code) => `exit ${code}`)])));
+      const both = [
+        start(["serve", "--data-dir", dir, "--port", "0"]),
+        start(["serve", "--data-dir", dir, "--port", "0"]),
+      ];
+      const outcomes = await Promise.all(
+        both.map((one) =>
+          Promise.race([
+            one.printed(/inboxd listening/).then(() => "serving"),
+            one.exited.then((code) => `exit ${code}`),
+          ]),
+        ),
+      );
       expect([...outcomes].sort(), JSON.stringify(both.map((one) => one.output()))).toEqual(["exit 1", "serving"]);
       const [winner, loser] = outcomes[0] === "serving" ? both : [both[1], both[0]];
       // Who holds the lock is told when the winner has recorded it; at the very same instant the message is generic.
@@ -479,7 +627,11 @@ describe("the data-dir lock (issue 17, item 20)", () => {
     const daemon = await serve(dir);
     const seeding = await inboxd("seed", "--data-dir", dir, "--chats", "5", "--messages", "50");
     expect(seeding.code).toBe(1);
-    expect(seeding.stderr).toMatch(new RegExp(`^inboxd: another inboxd serve \\(pid ${daemon.child.pid}, since .*\\) is using .*; stop it before seeding`));
+    expect(seeding.stderr).toMatch(
+      new RegExp(
+        `^inboxd: another inboxd serve \\(pid ${daemon.child.pid}, since .*\\) is using .*; stop it before seeding`,
+      ),
+    );
     const token = await createToken(dir, "--name", "beside");
     expect((await daemon.get("/v1/accounts", token)).status).toBe(200);
     expect((await inboxd("token", "list", "--data-dir", dir)).stdout).toContain("beside");
@@ -496,6 +648,8 @@ describe("the data-dir lock (issue 17, item 20)", () => {
     // With no daemon serving the directory, open says so (the link is for the default port, or the one given).
     const idle = await inboxd("open", "--print", "--data-dir", dir, "--port", "23999");
     expect(idle.stdout).toMatch(/^http:\/\/127\.0\.0\.1:23999\/oauth\/login\?code=/);
-    expect(idle.stderr).toContain(`no inboxd serve is running on ${dir} yet: this link works once one serves it at http://127.0.0.1:23999`);
+    expect(idle.stderr).toContain(
+      `no inboxd serve is running on ${dir} yet: this link works once one serves it at http://127.0.0.1:23999`,
+    );
   }, 30_000);
 });

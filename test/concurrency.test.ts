@@ -5,7 +5,7 @@ import { createStorage, type Storage } from "unstorage";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSqliteStorage } from "../adapters/node/sqlite-storage.ts";
 import { createApp, type App } from "../src/app.ts";
-import { ECHO_ID } from "../src/connectors/sandbox/sandbox.ts";
+import { ECHO_ID } from "../src/connectors/sandbox/contacts.ts";
 import { seedDataset } from "../src/seed/dataset.ts";
 import { ensureToken } from "../src/services/tokens.ts";
 import { Db } from "../src/store/db.ts";
@@ -18,7 +18,14 @@ const TOKEN = "concurrency-test-token";
 const SENT_WORD = "quokkasend";
 const EDIT_WORD = "wombatedit";
 
-interface Message { id: string; sortKey: string; timestamp: string; text?: string; sendStatus?: { status: string }; reactions?: { reactionKey: string }[] }
+interface Message {
+  id: string;
+  sortKey: string;
+  timestamp: string;
+  text?: string;
+  sendStatus?: { status: string };
+  reactions?: { reactionKey: string }[];
+}
 
 function client(app: App) {
   return async (method: string, path: string, body?: unknown) => {
@@ -42,7 +49,10 @@ async function allMessages(call: ReturnType<typeof client>, chatID: string): Pro
   const out: Message[] = [];
   let cursor: string | undefined;
   for (;;) {
-    const page = await call("GET", `/v1/chats/${encodeURIComponent(chatID)}/messages${cursor ? `?cursor=${cursor}&direction=before` : ""}`);
+    const page = await call(
+      "GET",
+      `/v1/chats/${encodeURIComponent(chatID)}/messages${cursor ? `?cursor=${cursor}&direction=before` : ""}`,
+    );
     expect(page.status).toBe(200);
     out.push(...page.body.items);
     if (!page.body.hasMore) return out;
@@ -74,11 +84,15 @@ async function verify(call: ReturnType<typeof client>, chatID: string, sentIDs: 
   const texts = sentIDs.map((id) => byID.get(id)?.text);
   expect(texts).toEqual(sentIDs.map((_, i) => (edited ? `${EDIT_WORD} ${i}` : `${SENT_WORD} ${i}`)));
   const reacted = byID.get(sentIDs[0])!;
-  expect(new Set(reacted.reactions?.map((r) => r.reactionKey))).toEqual(new Set(Array.from({ length: N }, (_, i) => `k${i}`)));
+  expect(new Set(reacted.reactions?.map((r) => r.reactionKey))).toEqual(
+    new Set(Array.from({ length: N }, (_, i) => `k${i}`)),
+  );
   // Soft, so that a search failure still lets the restart half of the scenario run.
   const found = await searchAll(call, edited ? EDIT_WORD : SENT_WORD);
   expect.soft(found.length, "each match once").toBe(new Set(found).size);
-  expect.soft(new Set(found), `search for ${edited ? EDIT_WORD : SENT_WORD} finds every message`).toEqual(new Set(sentIDs));
+  expect
+    .soft(new Set(found), `search for ${edited ? EDIT_WORD : SENT_WORD} finds every message`)
+    .toEqual(new Set(sentIDs));
 }
 
 async function waitUntilSent(call: ReturnType<typeof client>, chatID: string, ids: string[]) {
@@ -94,24 +108,33 @@ async function scenario(storage: Storage, reopen: () => Promise<Storage>) {
   await seed(storage);
   const app = await createApp({ storage, rateLimit: false });
   const call = client(app);
-  const chats = (await call("GET", "/v1/chats")).body.items as { id: string; participants: { items: { id: string }[] } }[];
+  const chats = (await call("GET", "/v1/chats")).body.items as {
+    id: string;
+    participants: { items: { id: string }[] };
+  }[];
   // Not the Echo chat: Echo would answer each of the 1,000 messages.
   const chatID = chats.find((c) => !c.participants.items.some((p) => p.id === ECHO_ID))!.id;
   const chatPath = `/v1/chats/${encodeURIComponent(chatID)}/messages`;
 
-  const sends = await Promise.all(Array.from({ length: N }, (_, i) => call("POST", chatPath, { text: `${SENT_WORD} ${i}` })));
+  const sends = await Promise.all(
+    Array.from({ length: N }, (_, i) => call("POST", chatPath, { text: `${SENT_WORD} ${i}` })),
+  );
   expect(sends.filter((r) => r.status !== 200)).toEqual([]);
   const sentIDs = sends.map((r) => r.body.pendingMessageID as string);
   expect(new Set(sentIDs).size).toBe(N);
 
-  const reactions = await Promise.all(Array.from({ length: N }, (_, i) => call("POST", `${chatPath}/${sentIDs[0]}/reactions`, { reactionKey: `k${i}` })));
+  const reactions = await Promise.all(
+    Array.from({ length: N }, (_, i) => call("POST", `${chatPath}/${sentIDs[0]}/reactions`, { reactionKey: `k${i}` })),
+  );
   expect(reactions.filter((r) => r.status !== 200)).toEqual([]);
   await verify(call, chatID, sentIDs, false);
 
   await waitUntilSent(call, chatID, sentIDs);
   // Edits arrive in no particular order (many clients), so their postings reach the index out of order.
   const editOrder = sentIDs.map((_, i) => (i * 7919) % N);
-  const edits = await Promise.all(editOrder.map((i) => call("PUT", `${chatPath}/${sentIDs[i]}`, { text: `${EDIT_WORD} ${i}` })));
+  const edits = await Promise.all(
+    editOrder.map((i) => call("PUT", `${chatPath}/${sentIDs[i]}`, { text: `${EDIT_WORD} ${i}` })),
+  );
   expect(edits.filter((r) => r.status !== 200 || r.body.success !== true)).toEqual([]);
   await verify(call, chatID, sentIDs, true);
 

@@ -24,7 +24,15 @@ beforeAll(async () => {
   const { storage, close } = await openSqliteStorage(databasePath(dir));
   await ensureToken(storage, TOKEN, { name: "rw", scopes: ["read", "write"] });
   await close();
-  server = await startServer({ port: 0, host: "127.0.0.1", dbPath: databasePath(dir), allowHosts: [], verbose: false, print: () => undefined, bodyTimeouts: TIMEOUTS });
+  server = await startServer({
+    port: 0,
+    host: "127.0.0.1",
+    dbPath: databasePath(dir),
+    allowHosts: [],
+    verbose: false,
+    print: () => undefined,
+    bodyTimeouts: TIMEOUTS,
+  });
   port = Number(new URL(server.url).port);
 });
 afterAll(async () => {
@@ -45,20 +53,48 @@ interface Answer {
 /** Numbers the client sockets requests go out on, so that two answers can be told to have come on the same one. */
 const connections = new WeakMap<net.Socket, number>();
 let connectionCount = 0;
-const connectionOf = (socket: net.Socket) => connections.get(socket) ?? connections.set(socket, ++connectionCount).get(socket)!;
+const connectionOf = (socket: net.Socket) =>
+  connections.get(socket) ?? connections.set(socket, ++connectionCount).get(socket)!;
 
 /** One request on `agent`; `write` sends the body (and may keep sending after the answer has come). */
-function request(path: string, options: { method?: string; headers?: Record<string, string | number>; agent?: http.Agent; write?: (req: http.ClientRequest) => void }): Promise<Answer> {
+function request(
+  path: string,
+  options: {
+    method?: string;
+    headers?: Record<string, string | number>;
+    agent?: http.Agent;
+    write?: (req: http.ClientRequest) => void;
+  },
+): Promise<Answer> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     let connection = 0;
-    const req = http.request({ host: "127.0.0.1", port, path, method: options.method ?? "GET", agent: options.agent ?? false, headers: { authorization: `Bearer ${TOKEN}`, ...options.headers } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (body += c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body, ms: performance.now() - started, connection, reusedSocket: req.reusedSocket }));
-      res.on("error", reject);
-    });
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: options.method ?? "GET",
+        agent: options.agent ?? false,
+        headers: { authorization: `Bearer ${TOKEN}`, ...options.headers },
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => (body += c));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers,
+            body,
+            ms: performance.now() - started,
+            connection,
+            reusedSocket: req.reusedSocket,
+          }),
+        );
+        res.on("error", reject);
+      },
+    );
     req.once("socket", (socket) => (connection = connectionOf(socket)));
     req.on("error", reject);
     if (options.write) options.write(req);
@@ -66,8 +102,9 @@ function request(path: string, options: { method?: string; headers?: Record<stri
   });
 }
 
-const multipart = (boundary: string, parts: string[]) => `${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join("")}--${boundary}--\r\n`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const multipart = (boundary: string, parts: string[]) =>
+  `${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join("")}--${boundary}--\r\n`;
+const _sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Writes `text` on a new connection and answers what the server sent: up to the end of its first whole answer (a
@@ -110,9 +147,15 @@ function whole(answer: string): boolean {
 function parseAnswer(answer: string) {
   const end = answer.indexOf("\r\n\r\n");
   const [statusLine, ...lines] = answer.slice(0, end).split("\r\n");
-  const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(":")).toLowerCase(), line.slice(line.indexOf(":") + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.map((line) => [line.slice(0, line.indexOf(":")).toLowerCase(), line.slice(line.indexOf(":") + 1).trim()]),
+  );
   let body = answer.slice(end + 4);
-  if (headers["transfer-encoding"] === "chunked") body = body.split("\r\n").filter((_, i) => i % 2 === 1).join("");
+  if (headers["transfer-encoding"] === "chunked")
+    body = body
+      .split("\r\n")
+      .filter((_, i) => i % 2 === 1)
+      .join("");
   return { statusLine, headers, body };
 }
 
@@ -136,7 +179,10 @@ describe("connections", () => {
     const refused = await request("/v1/assets/upload", {
       method: "POST",
       agent,
-      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": Buffer.byteLength(body) },
+      headers: {
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+        "content-length": Buffer.byteLength(body),
+      },
       write: (req) => req.end(body),
     });
     expect(refused.status).toBe(413);
@@ -147,7 +193,10 @@ describe("connections", () => {
       expect(next.status).toBe(200);
       // Had the daemon closed the connection (or left the rest of the body unread on it), the agent would have
       // opened another socket, or the answer would be a parse error.
-      expect({ connection: next.connection, reused: next.reusedSocket }, `request ${i + 1} after the 413`).toEqual({ connection: refused.connection, reused: true });
+      expect({ connection: next.connection, reused: next.reusedSocket }, `request ${i + 1} after the 413`).toEqual({
+        connection: refused.connection,
+        reused: true,
+      });
     }
     agent.destroy();
   });
@@ -157,7 +206,10 @@ describe("connections", () => {
     const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${"x".repeat(100_000)}"\r\n\r\n`;
     const answer = await request("/v1/assets/upload", {
       method: "POST",
-      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + 4 * 1024 * 1024 },
+      headers: {
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+        "content-length": head.length + 4 * 1024 * 1024,
+      },
       write: (req) => {
         req.write(head);
         // Keep sending the declared body in pieces, as a client that does not watch for an early answer would.
@@ -217,22 +269,48 @@ describe("connections", () => {
   });
 
   it("answers malformed HTTP with a JSON 400 instead of dropping the connection", async () => {
-    expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n"), 400, "INVALID_REQUEST");
+    expectJsonError(
+      await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n"),
+      400,
+      "INVALID_REQUEST",
+    );
   });
 
   it("every error Node's HTTP layer makes carries the JSON error body: 431, 400 (no Host), 408 (slow headers), 417, 405 (CONNECT), 400 (a WebSocket handshake without its key)", async () => {
-    expectJsonError(await exchange(`GET /v1/accounts?x=${"a".repeat(18 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`), 431, "HEADERS_TOO_LARGE");
+    expectJsonError(
+      await exchange(`GET /v1/accounts?x=${"a".repeat(18 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`),
+      431,
+      "HEADERS_TOO_LARGE",
+    );
     const noHost = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\n\r\n"), 400, "INVALID_REQUEST");
     expect(noHost.message).toMatch(/Host/);
     const started = performance.now();
-    const slow = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\n"), 408, "REQUEST_TIMEOUT"); // the headers never end
+    const slow = expectJsonError(
+      await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\n"),
+      408,
+      "REQUEST_TIMEOUT",
+    ); // the headers never end
     expect(slow.message).toMatch(/headers did not arrive within 1 s/);
     expect(performance.now() - started).toBeGreaterThanOrEqual(TIMEOUTS.headersMs - 50);
-    const expectation = expectJsonError(await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: teapot\r\n\r\n"), 417, "EXPECTATION_FAILED");
+    const expectation = expectJsonError(
+      await exchange("GET /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: teapot\r\n\r\n"),
+      417,
+      "EXPECTATION_FAILED",
+    );
     expect(expectation.message).toMatch(/teapot/);
-    expectJsonError(await exchange("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"), 405, "METHOD_NOT_ALLOWED");
+    expectJsonError(
+      await exchange("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"),
+      405,
+      "METHOD_NOT_ALLOWED",
+    );
     // A WebSocket handshake the app admits but that is malformed (no Sec-WebSocket-Key): ws's check, our body.
-    const noKey = expectJsonError(await exchange(`GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n`), 400, "INVALID_REQUEST");
+    const noKey = expectJsonError(
+      await exchange(
+        `GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      ),
+      400,
+      "INVALID_REQUEST",
+    );
     expect(noKey.message).toMatch(/Sec-WebSocket-Key/);
     // The daemon still answers.
     expect((await request("/v1/accounts", {})).status).toBe(200);
@@ -248,12 +326,30 @@ describe("connections", () => {
       [`GET /v1/accounts HTTP/1.1\r\nHost: evil.example\r\n${bearer}\r\n`, "403 Forbidden"],
       [`DELETE /v1/webhooks/wh_0 HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`, "404 Not Found"],
       // Refused before its body is read (finishBody's response).
-      [`POST /v1/chats HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}Content-Type: application/json\r\nContent-Length: 3000000\r\n\r\n`, "413 Payload Too Large"],
-      ["GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", "401 Unauthorized"],
+      [
+        `POST /v1/chats HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}Content-Type: application/json\r\nContent-Length: 3000000\r\n\r\n`,
+        "413 Payload Too Large",
+      ],
+      [
+        "GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        "401 Unauthorized",
+      ],
     ];
-    for (const [text, status] of lines) expect(parseAnswer(await exchange(text)).statusLine, text.split("\r\n")[0]).toBe(`HTTP/1.1 ${status}`);
+    for (const [text, status] of lines)
+      expect(parseAnswer(await exchange(text)).statusLine, text.split("\r\n")[0]).toBe(`HTTP/1.1 ${status}`);
     // A created webhook's DELETE: 204 No Content.
-    const created = JSON.parse((await request("/v1/webhooks", { method: "POST", headers: { "content-type": "application/json" }, write: (req) => req.end('{"url":"http://127.0.0.1:9/x"}') })).body);
-    expect(parseAnswer(await exchange(`DELETE /v1/webhooks/${created.id} HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`)).statusLine).toBe("HTTP/1.1 204 No Content");
+    const created = JSON.parse(
+      (
+        await request("/v1/webhooks", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          write: (req) => req.end('{"url":"http://127.0.0.1:9/x"}'),
+        })
+      ).body,
+    );
+    expect(
+      parseAnswer(await exchange(`DELETE /v1/webhooks/${created.id} HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer}\r\n`))
+        .statusLine,
+    ).toBe("HTTP/1.1 204 No Content");
   });
 });

@@ -14,14 +14,19 @@ const children = new Set<ChildProcess>();
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", ...args], { cwd: ROOT });
-  let stdout = "", stderr = "";
+  let stdout = "",
+    stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
   child.stderr.on("data", (d) => (stderr += d));
   return once(child, "exit").then(([code]) => ({ code: code as number | null, stdout, stderr }));
 }
 
 async function startDaemon(dataDir: string) {
-  const child = spawn(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", "0"], { cwd: ROOT });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", "0"],
+    { cwd: ROOT },
+  );
   children.add(child);
   child.once("exit", () => children.delete(child));
   let stdout = "";
@@ -48,7 +53,9 @@ describe("the daemon under kill -9 and SIGTERM", () => {
   let token: string;
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "inboxd-durability-"));
-    expect((await run(["seed", "--data-dir", dataDir, "--chats", "10", "--messages", "300", "--seed", "9"])).code).toBe(0);
+    expect((await run(["seed", "--data-dir", dataDir, "--chats", "10", "--messages", "300", "--seed", "9"])).code).toBe(
+      0,
+    );
     const created = await run(["token", "create", "--data-dir", dataDir, "--name", "durability"]);
     expect(created.code).toBe(0);
     token = created.stdout.trim().split("\n").pop()!;

@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../bench/daemon.ts";
 import { startNode, type NodeHarness } from "./harness/node.ts";
 import { ROOT } from "./harness/process.ts";
-import { chatPath, echoChat, echoReply, ok, type Chat, type Env } from "./scenario/kit.ts";
+import type { Chat } from "../src/schema/wire.ts";
+import { chatPath } from "./kit/common.ts";
+import { echoChat, echoReply, ok, type Env } from "./scenario/kit.ts";
 
 const token = `inbx_examples_${randomBytes(12).toString("hex")}`;
 let daemon: NodeHarness;
@@ -20,7 +22,10 @@ let echo: Chat;
 const unique = (word: string) => `${word}${randomBytes(4).toString("hex")}`;
 
 beforeAll(async () => {
-  daemon = await startNode({ seed: { chats: 12, messages: 150, accounts: 1, seed: 5 }, tokens: [{ token, scopes: ["read", "write"] }] });
+  daemon = await startNode({
+    seed: { chats: 12, messages: 150, accounts: 1, seed: 5 },
+    tokens: [{ token, scopes: ["read", "write"] }],
+  });
   env = { url: daemon.url, rw: token } as Env;
   echo = await echoChat(env, (await ok<{ accountID: string }[]>(env, "/v1/accounts"))[0].accountID);
 });
@@ -32,7 +37,10 @@ afterAll(async () => {
 
 /** Sends a text to the Echo chat and resolves once Echo's reply is stored (so both are in the event log). */
 async function echoRoundTrip(text: string) {
-  const sent = await ok<{ pendingMessageID: string }>(env, `${chatPath(echo.id)}/messages`, { method: "POST", json: { text } });
+  const sent = await ok<{ pendingMessageID: string }>(env, `${chatPath(echo.id)}/messages`, {
+    method: "POST",
+    json: { text },
+  });
   return echoReply(env, echo.id, sent.pendingMessageID);
 }
 
@@ -50,7 +58,11 @@ const running = new Set<ChildProcess>();
 
 /** Starts an example from the repository root with the daemon's URL and token in its environment (plus `extra`). */
 function start(command: string, args: string[], extra: Record<string, string | undefined> = {}): Program {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, INBOXD_URL: daemon.url, INBOXD_TOKEN: token, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, INBOXD_URL: daemon.url, INBOXD_TOKEN: token, ...extra },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   running.add(child);
   let stdout = "";
   let stderr = "";
@@ -71,7 +83,8 @@ function start(command: string, args: string[], extra: Record<string, string | u
       for (;;) {
         const match = stdout.match(pattern);
         if (match) return match;
-        if (Date.now() > until || child.exitCode !== null || child.signalCode !== null) throw new Error(`${args.join(" ")}: no line matching ${pattern} within ${timeoutMs} ms\n${shown()}`);
+        if (Date.now() > until || child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`${args.join(" ")}: no line matching ${pattern} within ${timeoutMs} ms\n${shown()}`);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     },
@@ -134,11 +147,18 @@ describe("examples/websocket.mjs (ws on Node 20, resuming by eventID)", () => {
       const ids = lines.flatMap((line) => /^event (\d+) /.exec(line)?.[1] ?? []).map(Number);
       expect(ids.length).toBeGreaterThanOrEqual(4);
       expect(ids).toEqual([...new Set(ids)].sort((a, b) => a - b)); // no event twice, none out of order
-      const resumed = lines.filter((line) => line.startsWith("subscribed")).map((line) => Number(/eventID (\d+)/.exec(line)![1]));
+      const resumed = lines
+        .filter((line) => line.startsWith("subscribed"))
+        .map((line) => Number(/eventID (\d+)/.exec(line)![1]));
       expect(resumed.length).toBeGreaterThanOrEqual(2);
-      const beforeCut = lines.slice(0, lines.findIndex((line) => line.startsWith("disconnected")));
+      const beforeCut = lines.slice(
+        0,
+        lines.findIndex((line) => line.startsWith("disconnected")),
+      );
       // The reconnect resumed exactly after the last event printed before the cut…
-      expect(resumed.at(-1)).toBe(Math.max(...beforeCut.flatMap((line) => /^event (\d+) /.exec(line)?.[1] ?? []).map(Number)));
+      expect(resumed.at(-1)).toBe(
+        Math.max(...beforeCut.flatMap((line) => /^event (\d+) /.exec(line)?.[1] ?? []).map(Number)),
+      );
       // …and what was logged while cut came after it, from the log.
       const secondLine = lines.find((line) => line.includes(`"${second}"`))!;
       expect(Number(/^event (\d+) /.exec(secondLine)![1])).toBeGreaterThan(resumed.at(-1)!);
@@ -150,7 +170,10 @@ describe("examples/websocket.mjs (ws on Node 20, resuming by eventID)", () => {
   });
 
   it("exits 1 when /v1/ws refuses the token", async () => {
-    const { code, stderr } = await run("node", ["examples/websocket.mjs"], { INBOXD_TOKEN: "inbx_not-a-token", INBOXD_SINCE: "0" });
+    const { code, stderr } = await run("node", ["examples/websocket.mjs"], {
+      INBOXD_TOKEN: "inbx_not-a-token",
+      INBOXD_SINCE: "0",
+    });
     expect(code).toBe(1);
     expect(stderr).toContain("failed: /v1/ws refused the token: HTTP 401");
   });
@@ -159,18 +182,36 @@ describe("examples/websocket.mjs (ws on Node 20, resuming by eventID)", () => {
 describe("examples/webhook-receiver.mjs", () => {
   it("verifies inboxd's signed deliveries, refuses forged and stale ones, and handles a repeated delivery once", async () => {
     const port = await freePort();
-    const hook = await ok<{ id: string; secret: string }>(env, "/v1/webhooks", { method: "POST", json: { url: `http://127.0.0.1:${port}/`, chatIDs: [echo.id] } });
-    const receiver = start("node", ["examples/webhook-receiver.mjs"], { PORT: String(port), INBOXD_WEBHOOK_SECRET: hook.secret });
+    const hook = await ok<{ id: string; secret: string }>(env, "/v1/webhooks", {
+      method: "POST",
+      json: { url: `http://127.0.0.1:${port}/`, chatIDs: [echo.id] },
+    });
+    const receiver = start("node", ["examples/webhook-receiver.mjs"], {
+      PORT: String(port),
+      INBOXD_WEBHOOK_SECRET: hook.secret,
+    });
     try {
       await receiver.waitFor(/^listening on /m);
 
       // Someone without the secret, and someone replaying a delivery signed 10 minutes ago.
       const post = (secret: string, timestamp: number, deliveryID: string) => {
-        const body = JSON.stringify({ type: "message.upserted", eventID: 1, chatID: echo.id, ids: [], deliveryID, webhookID: hook.id });
+        const body = JSON.stringify({
+          type: "message.upserted",
+          eventID: 1,
+          chatID: echo.id,
+          ids: [],
+          deliveryID,
+          webhookID: hook.id,
+        });
         const signature = createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex");
         return fetch(`http://127.0.0.1:${port}/`, {
           method: "POST",
-          headers: { "content-type": "application/json", "x-inboxd-timestamp": String(timestamp), "x-inboxd-signature": `sha256=${signature}`, "x-inboxd-delivery": deliveryID },
+          headers: {
+            "content-type": "application/json",
+            "x-inboxd-timestamp": String(timestamp),
+            "x-inboxd-signature": `sha256=${signature}`,
+            "x-inboxd-delivery": deliveryID,
+          },
           body,
         });
       };
@@ -182,8 +223,15 @@ describe("examples/webhook-receiver.mjs", () => {
 
       const text = unique("hook-");
       await echoRoundTrip(text);
-      const [, firstEventID, firstDelivery] = await receiver.waitFor(new RegExp(`^verified message.upserted eventID=(\\d+) delivery=(\\S+) chat=\\S+ Sandbox User 1: "${text}"$`, "m"));
-      await receiver.waitFor(new RegExp(`^verified message.upserted eventID=\\d+ delivery=\\S+ chat=\\S+ Echo: "Echo: ${text}"$`, "m"));
+      const [, firstEventID, firstDelivery] = await receiver.waitFor(
+        new RegExp(
+          `^verified message.upserted eventID=(\\d+) delivery=(\\S+) chat=\\S+ Sandbox User 1: "${text}"$`,
+          "m",
+        ),
+      );
+      await receiver.waitFor(
+        new RegExp(`^verified message.upserted eventID=\\d+ delivery=\\S+ chat=\\S+ Echo: "Echo: ${text}"$`, "m"),
+      );
       expect(firstDelivery).toBe(`dlv_${hook.id.replace(/^wh_/, "")}_${firstEventID}`);
 
       // inboxd delivers at least once: a replay sends the same delivery IDs again, which the receiver skips.
@@ -206,7 +254,9 @@ describe("examples/python_stdlib.py (Python 3, standard library only)", () => {
   const python3 = () => {
     const probe = spawnSync("python3", ["--version"]);
     if (probe.error || probe.status !== 0)
-      throw new Error("python3 is not installed: examples/python_stdlib.py is tested with it. Install it (Debian: apt-get install python3; .ci/run does).");
+      throw new Error(
+        "python3 is not installed: examples/python_stdlib.py is tested with it. Install it (Debian: apt-get install python3; .ci/run does).",
+      );
   };
 
   it("lists chats, finds a message by its words and sends one", async () => {
@@ -224,14 +274,21 @@ describe("examples/python_stdlib.py (Python 3, standard library only)", () => {
 
   it("takes the main README's TOKEN and API when INBOXD_TOKEN and INBOXD_URL are not set", async () => {
     python3();
-    const { code, stdout, stderr } = await run("python3", ["examples/python_stdlib.py", "nothing-matches-this"], { INBOXD_URL: undefined, INBOXD_TOKEN: undefined, API: daemon.url, TOKEN: token });
+    const { code, stdout, stderr } = await run("python3", ["examples/python_stdlib.py", "nothing-matches-this"], {
+      INBOXD_URL: undefined,
+      INBOXD_TOKEN: undefined,
+      API: daemon.url,
+      TOKEN: token,
+    });
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^chats \(first page, \d+\):$/m);
   });
 
   it("exits 1 with inboxd's error body when the token is refused", async () => {
     python3();
-    const { code, stdout, stderr } = await run("python3", ["examples/python_stdlib.py"], { INBOXD_TOKEN: "inbx_not-a-token" });
+    const { code, stdout, stderr } = await run("python3", ["examples/python_stdlib.py"], {
+      INBOXD_TOKEN: "inbx_not-a-token",
+    });
     expect({ code, stdout }).toEqual({ code: 1, stdout: "" });
     expect(stderr).toContain('failed: HTTP 401 {"code":"UNAUTHORIZED"');
   });

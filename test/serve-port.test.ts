@@ -20,7 +20,10 @@ afterAll(() => {
 const BIN = join(ROOT, "adapters/node/bin.js");
 
 function serve(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, "serve", ...args], { cwd: ROOT, env: { ...process.env, INBOXD_DATA_DIR: "", INBOXD_PORT: "" } });
+  const child = spawn(process.execPath, [BIN, "serve", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, INBOXD_DATA_DIR: "", INBOXD_PORT: "" },
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
@@ -52,7 +55,9 @@ describe("serve on a port in use", () => {
       blocker.close();
     }
     // With a free port, the same directory's first start creates (and prints) its first token.
-    const server = await startServing(process.execPath, [BIN, "serve", "--port", "0", "--data-dir", dir], { env: { ...process.env, INBOXD_DATA_DIR: "", INBOXD_PORT: "" } });
+    const server = await startServing(process.execPath, [BIN, "serve", "--port", "0", "--data-dir", dir], {
+      env: { ...process.env, INBOXD_DATA_DIR: "", INBOXD_PORT: "" },
+    });
     expect(server.output()).toMatch(/Created an access token \(read, write\)[^\n]*\ninbx_\S+/);
     expect(await server.stop()).toBe(0);
   });

@@ -29,7 +29,11 @@ function userEnv(dataDir: string): NodeJS.ProcessEnv {
   return { ...process.env, INBOXD_DATA_DIR: dataDir, INBOXD_PORT: "0" };
 }
 
-async function expectCleanStop(started: Awaited<ReturnType<typeof startServing>>, dataDir: string, signal: NodeJS.Signals) {
+async function expectCleanStop(
+  started: Awaited<ReturnType<typeof startServing>>,
+  dataDir: string,
+  signal: NodeJS.Signals,
+) {
   const tree = [started.child.pid!, ...descendants(started.child.pid!)];
   leftovers.push(...tree);
   expect(lockHolder(dataDir)).toMatchObject({ command: "serve" });
@@ -62,7 +66,10 @@ describe("stopping the daemon under a supervisor", () => {
   }, 60_000);
 
   it("a second signal during the shutdown (Ctrl-C reaches npm and the daemon) does not cut it short", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "test/children/slow-shutdown.ts"], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "test/children/slow-shutdown.ts"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     leftovers.push(child.pid!);
     let output = "";
     child.stdout.on("data", (data: Buffer) => (output += data));

@@ -1,15 +1,15 @@
 /**
- * Builds the web inbox into one ES module of static assets that the core serves on both runtimes
- * (src/web/index.ts): `web/dist/assets.js` holds the page, the script and the stylesheet as strings, under
+ * Builds the web inbox and the API reference into one ES module of static assets that the core serves on both
+ * runtimes (src/web/): `web/dist/assets.js` holds each page, its script and its stylesheet as strings, under
  * content-hashed paths, so a browser may cache them forever and a new build is never mixed with an old one.
  * `web/dist/report.json` lists the sizes (raw and gzip), which `npm run bench` reports.
  *
- * Runs in `npm ci` (the `prepare` script) and at the start of `npm test`; it takes well under a second.
+ * Runs in `npm ci` (the `prepare` script) and at the start of `npm test`; it takes a second or two.
  * `--watch` rebuilds on every change (the daemon picks a new build up on its next start).
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { build, context, type BuildOptions, type Metafile } from "esbuild";
@@ -17,8 +17,15 @@ import { build, context, type BuildOptions, type Metafile } from "esbuild";
 const here = fileURLToPath(new URL(".", import.meta.url));
 const dist = join(here, "dist");
 
+/** Each page of web/src, its script's entry and the name it is exported under in web/dist/assets.js. */
+const pages = [
+  { name: "app", entry: "src/main.tsx", html: "src/index.html", exportAs: "page" },
+  // The API reference at /docs (src/web/reference.ts): Swagger UI over /v1/spec, a bundle of its own.
+  { name: "reference", entry: "src/reference/main.ts", html: "src/reference/index.html", exportAs: "referencePage" },
+] as const;
+
 const options: BuildOptions = {
-  entryPoints: [join(here, "src/main.tsx")],
+  entryPoints: Object.fromEntries(pages.map((p) => [p.name, join(here, p.entry)])),
   bundle: true,
   format: "esm",
   target: ["chrome110", "firefox115", "safari16"],
@@ -37,45 +44,63 @@ interface Asset {
   body: string;
 }
 
+const size = (text: string) => ({ bytes: Buffer.byteLength(text), gzipBytes: gzipSync(text, { level: 9 }).length });
+const hashed = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 12);
+
 function emit(files: { path: string; text: string }[], metafile: Metafile | undefined) {
-  const js = files.find((f) => f.path.endsWith(".js"));
-  const css = files.find((f) => f.path.endsWith(".css"));
-  if (!js || !css) throw new Error("the web build produced no script or no stylesheet");
-  const hashed = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 12);
-  const scriptPath = `/web/app.${hashed(js.text)}.js`;
-  const stylePath = `/web/app.${hashed(css.text)}.css`;
   const icon = readFileSync(join(here, "src/icon.svg"), "utf8");
   const iconPath = `/web/icon.${hashed(icon)}.svg`;
-  const page = readFileSync(join(here, "src/index.html"), "utf8")
-    .replace("%SCRIPT%", scriptPath)
-    .replace("%STYLE%", stylePath)
-    .replace("%ICON%", iconPath);
-  const assets: Record<string, Asset> = {
-    [scriptPath]: { type: "text/javascript; charset=utf-8", body: js.text },
-    [stylePath]: { type: "text/css; charset=utf-8", body: css.text },
-    [iconPath]: { type: "image/svg+xml", body: icon },
-  };
+  const assets: Record<string, Asset> = { [iconPath]: { type: "image/svg+xml", body: icon } };
+  const built = pages.map(({ name, html, exportAs }) => {
+    const output = (ext: string) => files.find((f) => f.path === join(dist, `${name}.${ext}`));
+    const js = output("js");
+    const css = output("css");
+    if (!js || !css) throw new Error(`the web build produced no script or no stylesheet for ${name}`);
+    const scriptPath = `/web/${name}.${hashed(js.text)}.js`;
+    const stylePath = `/web/${name}.${hashed(css.text)}.css`;
+    const page = readFileSync(join(here, html), "utf8")
+      .replace("%SCRIPT%", scriptPath)
+      .replace("%STYLE%", stylePath)
+      .replace("%ICON%", iconPath);
+    assets[scriptPath] = { type: "text/javascript; charset=utf-8", body: js.text };
+    assets[stylePath] = { type: "text/css; charset=utf-8", body: css.text };
+    // What went into the script and its stylesheet, by package, in bytes before minifying.
+    const outputInputs = metafile?.outputs[relative(process.cwd(), join(dist, `${name}.js`))]?.inputs ?? {};
+    const inputs = Object.keys(outputInputs).reduce<Record<string, number>>((sum, path) => {
+      const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1] ?? "web/src";
+      sum[pkg] = (sum[pkg] ?? 0) + (metafile?.inputs[path]?.bytes ?? 0);
+      return sum;
+    }, {});
+    return {
+      exportAs,
+      page,
+      report: {
+        script: { path: scriptPath, ...size(js.text) },
+        style: { path: stylePath, ...size(css.text) },
+        page: size(page),
+        inputs,
+      },
+    };
+  });
   mkdirSync(dist, { recursive: true });
+  const exports = built.map((b) => `export const ${b.exportAs} = ${JSON.stringify(b.page)};\n`).join("");
   writeFileSync(
     join(dist, "assets.js"),
-    `// Generated by web/build.ts: do not edit.\nexport const page = ${JSON.stringify(page)};\nexport const assets = ${JSON.stringify(assets)};\n`,
+    `// Generated by web/build.ts: do not edit.\n${exports}export const assets = ${JSON.stringify(assets)};\n`,
   );
   writeFileSync(
     join(dist, "assets.d.ts"),
-    "// Generated by web/build.ts: do not edit.\nexport declare const page: string;\nexport declare const assets: Record<string, { type: string; body: string }>;\n",
+    `// Generated by web/build.ts: do not edit.\n${built.map((b) => `export declare const ${b.exportAs}: string;\n`).join("")}export declare const assets: Record<string, { type: string; body: string }>;\n`,
   );
-  const size = (text: string) => ({ bytes: Buffer.byteLength(text), gzipBytes: gzipSync(text, { level: 9 }).length });
-  const inputs = Object.entries(metafile?.inputs ?? {}).reduce<Record<string, number>>((sum, [path, input]) => {
-    const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1] ?? "web/src";
-    sum[pkg] = (sum[pkg] ?? 0) + input.bytes;
-    return sum;
-  }, {});
-  const report = { script: { path: scriptPath, ...size(js.text) }, style: { path: stylePath, ...size(css.text) }, page: size(page), inputs };
-  writeFileSync(join(dist, "report.json"), JSON.stringify(report, null, 2) + "\n");
+  // The web inbox's sizes at the top level, where npm run bench reads them; the reference's beside them.
+  const [inbox, reference] = built.map((b) => b.report);
+  const report = { ...inbox!, reference };
+  writeFileSync(join(dist, "report.json"), `${JSON.stringify(report, null, 2)}\n`);
   return report;
 }
 
-const texts = (out: { outputFiles?: { path: string; text: string }[] }) => (out.outputFiles ?? []).map((f) => ({ path: f.path, text: f.text }));
+const texts = (out: { outputFiles?: { path: string; text: string }[] }) =>
+  (out.outputFiles ?? []).map((f) => ({ path: f.path, text: f.text }));
 
 if (process.argv.includes("--watch")) {
   const ctx = await context({

@@ -23,17 +23,20 @@ export function assetStorage(dir: string): Storage {
       const stat = await lstat(join(base, ...parts.slice(0, i))).catch(() => undefined);
       if (!stat) return false;
       const last = i === parts.length;
-      if (stat.isSymbolicLink() || !(last ? stat.isFile() : stat.isDirectory())) throw new NotAStoredFileError(pathOf(key));
+      if (stat.isSymbolicLink() || !(last ? stat.isFile() : stat.isDirectory()))
+        throw new NotAStoredFileError(pathOf(key));
     }
     return true;
   }
   async function readRaw(key: string): Promise<Buffer | null> {
     if (!(await present(key))) return null;
-    const handle = await open(pathOf(key), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === "ENOENT") return null;
-      if (error.code === "ELOOP") throw new NotAStoredFileError(pathOf(key));
-      throw error;
-    });
+    const handle = await open(pathOf(key), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === "ENOENT") return null;
+        if (error.code === "ELOOP") throw new NotAStoredFileError(pathOf(key));
+        throw error;
+      },
+    );
     if (!handle) return null;
     try {
       if (!(await handle.stat()).isFile()) throw new NotAStoredFileError(pathOf(key));

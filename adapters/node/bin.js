@@ -17,5 +17,7 @@ process.setSourceMapsEnabled(true);
 // Node 22+ keeps the compiled bundle in an on-disk code cache, which shortens every later start (Node 20 has none
 // and compiles each time). The cache is the user's own, not the shared temp dir Node picks by default, where another
 // local user could plant compiled code. Where it cannot be written, Node just runs without it.
-nodeModule.enableCompileCache?.(join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "inboxd", "compile-cache"));
+nodeModule.enableCompileCache?.(
+  join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "inboxd", "compile-cache"),
+);
 await import(built.href);

@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createDataDir, databasePath, defaultDataDir, explainDatabaseError, resolveDataDir } from "./data-dir.ts";
-import { VERSION } from "../../src/app.ts";
-import { isLoopbackHost } from "../../src/http/guard.ts";
+import { VERSION } from "../../src/version.ts";
+import { isLoopbackHost } from "../../src/util/hosts.ts";
 import { startServer } from "./serve.ts";
 import { parseToolSelection, type ToolSelection } from "../../src/mcp/index.ts";
 import { BURST_SECONDS, DEFAULT_RATE_LIMIT, parseRateLimit, type RateLimitOptions } from "../../src/http/rate-limit.ts";
@@ -173,7 +173,8 @@ export async function main(argv: string[]): Promise<number> {
         });
         if (values.help) return help("serve");
         const port = Number(values.port);
-        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0–65535, got ${values.port}`);
+        if (!Number.isInteger(port) || port < 0 || port > 65535)
+          throw new UsageError(`--port must be 0–65535, got ${values.port}`);
         let tools: ToolSelection;
         try {
           tools = parseToolSelection(values["mcp-tools"] as string | undefined);
@@ -187,7 +188,8 @@ export async function main(argv: string[]): Promise<number> {
           throw new UsageError(`--rate-limit: ${(error as Error).message}`);
         }
         const ttl = values["token-ttl"] === undefined ? undefined : Number(values["token-ttl"]);
-        if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 60 || ttl > 30 * 86_400)) throw new UsageError(`--token-ttl must be seconds from 60 to 2592000 (30 days), got ${values["token-ttl"]}`);
+        if (ttl !== undefined && (!Number.isInteger(ttl) || ttl < 60 || ttl > 30 * 86_400))
+          throw new UsageError(`--token-ttl must be seconds from 60 to 2592000 (30 days), got ${values["token-ttl"]}`);
         const remoteAccess = remoteAccessOptions(values as RemoteAccessFlags);
         const relay = relayOptions(values as RemoteAccessFlags);
         let eventLog: ReturnType<typeof eventLogSettings>;
@@ -227,11 +229,17 @@ export async function main(argv: string[]): Promise<number> {
           throw explainDatabaseError(error, databasePath(dataDir));
         });
         const unannounce = announceURL(dataDir, server.url);
-        console.log(`inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`);
-        console.log(`Web inbox: ${server.url}/ — sign your browser in once with this link (it works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`);
+        console.log(
+          `inboxd listening on ${server.url} (data: ${dataDir}; SQLite through ${server.sqlite} on Node ${process.versions.node})`,
+        );
+        console.log(
+          `Web inbox: ${server.url}/ — sign your browser in once with this link (it works once, for 10 minutes; inboxd open makes another): ${server.signInLink}`,
+        );
         if (remoteAccess) console.log(remoteAccessNotice(remoteAccess, allowHosts));
         else if (!isLoopbackHost(host.includes(":") ? `[${host}]` : host) && allowHosts.length === 0)
-          console.error(`inboxd: listening on ${host}, but answering only requests whose Host is a loopback name (localhost, 127.0.0.1, [::1]); add --allow-host NAME for each name clients use to reach it`);
+          console.error(
+            `inboxd: listening on ${host}, but answering only requests whose Host is a loopback name (localhost, 127.0.0.1, [::1]); add --allow-host NAME for each name clients use to reach it`,
+          );
         await stopping;
         console.log("inboxd stopping");
         setTimeout(() => {
@@ -244,21 +252,37 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case "token": {
-        const { values, positionals } = parse({ scope: { type: "string", multiple: true }, name: { type: "string" } }, true);
+        const { values, positionals } = parse(
+          { scope: { type: "string", multiple: true }, name: { type: "string" } },
+          true,
+        );
         if (values.help) return help("token");
-        return await runToken(resolveDataDir(values["data-dir"] as string | undefined), positionals, values as { scope?: string[]; name?: string });
+        return await runToken(
+          resolveDataDir(values["data-dir"] as string | undefined),
+          positionals,
+          values as { scope?: string[]; name?: string },
+        );
       }
       case "open": {
         const { values } = parse({ port: { type: "string" }, host: { type: "string" }, print: { type: "boolean" } });
         if (values.help) return help("open");
         const port = values.port === undefined ? undefined : Number(values.port);
-        if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535)) throw new UsageError(`--port must be 1–65535, got ${values.port}`);
-        return await runOpen(resolveDataDir(values["data-dir"] as string | undefined), { port, host: values.host as string | undefined, print: Boolean(values.print) });
+        if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535))
+          throw new UsageError(`--port must be 1–65535, got ${values.port}`);
+        return await runOpen(resolveDataDir(values["data-dir"] as string | undefined), {
+          port,
+          host: values.host as string | undefined,
+          print: Boolean(values.print),
+        });
       }
       case "webhook": {
         const { values, positionals } = parse({ chat: { type: "string", multiple: true } }, true);
         if (values.help) return help("webhook");
-        return await runWebhook(resolveDataDir(values["data-dir"] as string | undefined), positionals, values as { chat?: string[] });
+        return await runWebhook(
+          resolveDataDir(values["data-dir"] as string | undefined),
+          positionals,
+          values as { chat?: string[] },
+        );
       }
       case "seed": {
         const { values } = parse({
@@ -271,7 +295,8 @@ export async function main(argv: string[]): Promise<number> {
         const num = (name: string, min: number) => {
           const raw = values[name as keyof typeof values] as string | undefined;
           const n = Number(raw);
-          if (raw === undefined || !Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer ≥ ${min}`);
+          if (raw === undefined || !Number.isInteger(n) || n < min)
+            throw new UsageError(`--${name} must be an integer ≥ ${min}`);
           return n;
         };
         return await runSeed(resolveDataDir(values["data-dir"] as string | undefined), {
@@ -288,7 +313,10 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      const hint = error instanceof UsageError && !error.pointToHelp ? "" : `\nRun 'inboxd ${isCommand(command) ? `${command} ` : ""}--help' for usage.`;
+      const hint =
+        error instanceof UsageError && !error.pointToHelp
+          ? ""
+          : `\nRun 'inboxd ${isCommand(command) ? `${command} ` : ""}--help' for usage.`;
       console.error(`inboxd: ${(error as Error).message}${hint}`);
       return 2;
     }
@@ -306,11 +334,15 @@ function swallowedByNpm(names: string[], args: string[]) {
   for (const name of names) {
     const value = process.env[`npm_config_${name.replace(/-/g, "_")}`];
     if (value === undefined || args.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`))) continue;
-    throw new UsageError(`npm took --${name} for itself: put -- before inboxd's options (npm run -s inboxd -- <command> --${name} …, or npm start -- --${name} …)`, false);
+    throw new UsageError(
+      `npm took --${name} for itself: put -- before inboxd's options (npm run -s inboxd -- <command> --${name} …, or npm start -- --${name} …)`,
+      false,
+    );
   }
 }
 
-const isCommand = (name: string | undefined): name is string => name !== undefined && name !== "main" && Object.hasOwn(HELP, name);
+const isCommand = (name: string | undefined): name is string =>
+  name !== undefined && name !== "main" && Object.hasOwn(HELP, name);
 
 function help(command: string): number {
   console.log(HELP[command]);
@@ -329,7 +361,8 @@ function editDistance(a: string, b: string): number {
   let row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     row = next;
   }
   return row[b.length];

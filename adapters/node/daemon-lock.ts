@@ -39,7 +39,9 @@ export function lockDataDir(dataDir: string, command: "serve" | "seed"): () => v
     db = defaultBinding().open(path);
     db.exec("PRAGMA busy_timeout=0");
     db.exec("BEGIN IMMEDIATE");
-    db.exec("CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), command TEXT, pid INTEGER, since TEXT)");
+    db.exec(
+      "CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), command TEXT, pid INTEGER, since TEXT)",
+    );
     db.prepare("INSERT OR REPLACE INTO holder VALUES (1, ?, ?, ?)").run(command, process.pid, new Date().toISOString());
     db.exec("PRAGMA busy_timeout=2000"); // the commit waits for a refused process that is reading the row
     db.exec("COMMIT");
@@ -51,8 +53,13 @@ export function lockDataDir(dataDir: string, command: "serve" | "seed"): () => v
     db?.close();
     if (!busy(error)) throw explainDatabaseError(error, path);
     // The row may still be this process's own, when another took the lock right after this one wrote it.
-    const who = holder && holder.pid !== process.pid ? `inboxd ${holder.command} (pid ${holder.pid}, since ${holder.since})` : "inboxd";
-    throw new Error(`another ${who} is using ${dataDir}; stop it ${command === "seed" ? "before seeding" : "first, or pass another --data-dir"}`);
+    const who =
+      holder && holder.pid !== process.pid
+        ? `inboxd ${holder.command} (pid ${holder.pid}, since ${holder.since})`
+        : "inboxd";
+    throw new Error(
+      `another ${who} is using ${dataDir}; stop it ${command === "seed" ? "before seeding" : "first, or pass another --data-dir"}`,
+    );
   }
   let held = true;
   return () => {

@@ -6,7 +6,8 @@ import { UsageError } from "./usage-error.ts";
 
 /** The platform's per-user data directory, used when neither `--data-dir` nor `INBOXD_DATA_DIR` is given. */
 export function defaultDataDir(): string {
-  if (process.platform === "win32") return join(process.env.LOCALAPPDATA ?? join(homedir(), "AppData", "Local"), "inboxd");
+  if (process.platform === "win32")
+    return join(process.env.LOCALAPPDATA ?? join(homedir(), "AppData", "Local"), "inboxd");
   if (process.platform === "darwin") return join(homedir(), "Library", "Application Support", "inboxd");
   return join(process.env.XDG_DATA_HOME ?? join(homedir(), ".local", "share"), "inboxd");
 }
@@ -26,7 +27,10 @@ export function createDataDir(dataDir: string): void {
     const code = (error as NodeJS.ErrnoException).code;
     // EEXIST: the path is a file; ENOTDIR: one of its parents is.
     if (code === "EEXIST" || code === "ENOTDIR") throw notADirectory(dataDir);
-    throw new UsageError(`cannot create the data directory ${dataDir} (${code ?? (error as Error).message}): pass another with --data-dir DIR`, false);
+    throw new UsageError(
+      `cannot create the data directory ${dataDir} (${code ?? (error as Error).message}): pass another with --data-dir DIR`,
+      false,
+    );
   }
 }
 
@@ -37,11 +41,17 @@ export function createDataDir(dataDir: string): void {
 export function requireData(dataDir: string): void {
   if (fileOnPath(dataDir)) throw notADirectory(dataDir);
   if (!existsSync(databasePath(dataDir)))
-    throw new UsageError(`${dataDir} holds no inboxd data yet: check --data-dir (or INBOXD_DATA_DIR), or start inboxd there once with inboxd serve`, false);
+    throw new UsageError(
+      `${dataDir} holds no inboxd data yet: check --data-dir (or INBOXD_DATA_DIR), or start inboxd there once with inboxd serve`,
+      false,
+    );
 }
 
 const notADirectory = (dataDir: string) =>
-  new UsageError(`the data directory ${dataDir} is not a directory (a file is in its place or on its path): pass a directory with --data-dir DIR`, false);
+  new UsageError(
+    `the data directory ${dataDir} is not a directory (a file is in its place or on its path): pass a directory with --data-dir DIR`,
+    false,
+  );
 
 /**
  * The data directory's store for a CLI command: created if `create`, else it must hold data already (see
@@ -64,7 +74,10 @@ export function explainDatabaseError(error: unknown, path: string): unknown {
   const notADatabase = code === "SQLITE_NOTADB" || errcode === 26 || /file is not a database/.test(message ?? "");
   const corrupt = code === "SQLITE_CORRUPT" || errcode === 11 || /disk image is malformed/.test(message ?? "");
   if (!notADatabase && !corrupt) return error;
-  return new UsageError(`${path} is ${notADatabase ? "not an SQLite database" : "a damaged SQLite database"}: move it away, or pass another directory with --data-dir DIR`, false);
+  return new UsageError(
+    `${path} is ${notADatabase ? "not an SQLite database" : "a damaged SQLite database"}: move it away, or pass another directory with --data-dir DIR`,
+    false,
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 import ipaddr from "ipaddr.js";
 import parseForwarded from "forwarded-parse";
-import { ApiError, clip } from "../../src/http/errors.ts";
+import { ApiError, clip } from "../../src/errors.ts";
 
 /**
  * Remote access behind a reverse proxy or tunnel agent: which peers may say, in `Forwarded` (RFC 7239) or
@@ -29,7 +29,6 @@ export const LOOPBACK_PROXIES = ["127.0.0.0/8", "::1/128"];
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
-
 /** A trust test for addresses in the given CIDR ranges (or single addresses); an invalid one throws, naming it. */
 export function trustedProxies(ranges: string[]): (address: string) => boolean {
   const parsed: Range[] = ranges.map((range) => {
@@ -43,13 +42,19 @@ export function trustedProxies(ranges: string[]): (address: string) => boolean {
   });
   return (address) => {
     const ip = parseAddress(address);
-    return ip !== undefined && parsed.some(([network, bits]) => ip.kind() === network.kind() && ip.match(network, bits));
+    return (
+      ip !== undefined && parsed.some(([network, bits]) => ip.kind() === network.kind() && ip.match(network, bits))
+    );
   };
 }
 
 /** An address as peers and `for=` give it: IPv4-mapped IPv6 as IPv4, brackets and ports dropped. */
 function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  const bare = address.startsWith("[") ? address.slice(1, address.indexOf("]")) : /^[\d.]+:\d+$/.test(address) ? address.slice(0, address.lastIndexOf(":")) : address;
+  const bare = address.startsWith("[")
+    ? address.slice(1, address.indexOf("]"))
+    : /^[\d.]+:\d+$/.test(address)
+      ? address.slice(0, address.lastIndexOf(":"))
+      : address;
   try {
     return ipaddr.process(bare);
   } catch {
@@ -66,7 +71,11 @@ function clientAddress(value: string | undefined): string | undefined {
   return parseAddress(value)?.toString() ?? value;
 }
 
-const list = (value: string | null) => (value ?? "").split(",").map((part) => part.trim()).filter(Boolean);
+const list = (value: string | null) =>
+  (value ?? "")
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean);
 
 /**
  * The public view of a request that came from a trusted proxy, or undefined (not from one, or it forwarded nothing).
@@ -94,7 +103,8 @@ export function proxyView(headers: Headers, peer: string | undefined, trust: Pro
     if (!allowed.includes(url.hostname)) throw forwardedHostNotAllowed(url.hostname);
     return { origin: trust.publicURL.origin, host: trust.publicURL.host, client: hop.client };
   }
-  if (trust.hosts.length && !trust.hosts.some((name) => name.toLowerCase() === url.hostname)) throw forwardedHostNotAllowed(url.hostname);
+  if (trust.hosts.length && !trust.hosts.some((name) => name.toLowerCase() === url.hostname))
+    throw forwardedHostNotAllowed(url.hostname);
   return { origin: url.origin, host: url.host, client: hop.client };
 }
 
@@ -114,7 +124,9 @@ interface Hop {
  */
 function outermostTrustedHop(headers: Headers, trust: ProxyTrust): Hop {
   const header = headers.get("forwarded");
-  const xForwarded = ["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port"].some((name) => headers.has(name));
+  const xForwarded = ["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port"].some((name) =>
+    headers.has(name),
+  );
   if (header && !xForwarded) {
     let elements: Record<string, string>[];
     try {
@@ -122,7 +134,10 @@ function outermostTrustedHop(headers: Headers, trust: ProxyTrust): Hop {
     } catch {
       throw badForwarded("Forwarded header", header);
     }
-    const i = outermost(elements.map((element) => element.for), trust);
+    const i = outermost(
+      elements.map((element) => element.for),
+      trust,
+    );
     const element = elements[i] ?? {};
     return { forwarded: true, host: element.host, proto: element.proto, client: clientAddress(element.for) };
   }
@@ -150,7 +165,15 @@ function outermost(addresses: (string | undefined)[], trust: ProxyTrust): number
 }
 
 const badForwarded = (what: string, value: string) =>
-  new ApiError(400, "INVALID_REQUEST", `the proxy in front of this server forwarded an invalid ${what} (${clip(value, 100)}): check its configuration`);
+  new ApiError(
+    400,
+    "INVALID_REQUEST",
+    `the proxy in front of this server forwarded an invalid ${what} (${clip(value, 100)}): check its configuration`,
+  );
 
 const forwardedHostNotAllowed = (name: string) =>
-  new ApiError(403, "HOST_NOT_ALLOWED", `Host ${clip(name, 100)} is not allowed: the proxy forwarded it, but it is neither --public-url's host nor an --allow-host name`);
+  new ApiError(
+    403,
+    "HOST_NOT_ALLOWED",
+    `Host ${clip(name, 100)} is not allowed: the proxy forwarded it, but it is neither --public-url's host nor an --allow-host name`,
+  );

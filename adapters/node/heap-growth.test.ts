@@ -8,7 +8,7 @@ const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 const words = (line: string) => line.trim().split(/\s+/);
 
 // V8 sizes the young generation as the process starts, so the daemon's node options must be on every command line
-// that starts it; these are the ones the README documents.
+// that starts it; these are the ones the docs document.
 describe("the daemon's node options", () => {
   it("are on npm start's command line", () => {
     const start = JSON.parse(read("package.json")).scripts.start as string;
@@ -21,7 +21,12 @@ describe("the daemon's node options", () => {
   });
 
   it("are on the inboxd command's first line", () => {
-    expect(words(read("adapters/node/bin.js").split("\n")[0])).toEqual(["#!/usr/bin/env", "-S", "node", ...DAEMON_NODE_OPTIONS]);
+    expect(words(read("adapters/node/bin.js").split("\n")[0])).toEqual([
+      "#!/usr/bin/env",
+      "-S",
+      "node",
+      ...DAEMON_NODE_OPTIONS,
+    ]);
   });
 
   it("are in the systemd unit's ExecStart", () => {

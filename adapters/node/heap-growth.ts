@@ -20,7 +20,7 @@ export const DAEMON_NODE_OPTIONS = ["--max-semi-space-size=16"];
  *
  * Why: at 10 million messages the live heap is about 150 MB. Under the scale benchmark's load, the serving process
  * ended at 365 MB in some runs and 520 MB in others, depending only on when V8 last ran a full GC; with 50 % it
- * ended at 359–372 MB in every run, at the same throughput (`npm run bench -- --scale`, README "Scale").
+ * ended at 359–372 MB in every run, at the same throughput (`npm run bench -- --scale`, docs/scale-and-benchmarks.md, "Scale").
  *
  * Set after start-up, not on the command line: loading the chat snapshot builds the whole live heap at once, and a
  * tight factor there only adds full GCs (ready after restart went from about 0.8 s to 0.9 s). V8 reads the flag at

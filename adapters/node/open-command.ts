@@ -14,14 +14,24 @@ export async function signInLink(storage: Storage, base: string): Promise<string
  * `inboxd open`: prints a fresh sign-in link for the daemon serving this data directory (it runs beside it: the
  * link is a record in the same store), and opens it in the desktop's browser where there is one.
  */
-export async function runOpen(dataDir: string, options: { port?: number; host?: string; print?: boolean }): Promise<number> {
+export async function runOpen(
+  dataDir: string,
+  options: { port?: number; host?: string; print?: boolean },
+): Promise<number> {
   const { storage, close } = await openDataDir(dataDir, { create: false });
   // The daemon serving this directory says where it listens; --port/--host, when given, win (a proxy in between).
   const serving = servingURL(dataDir);
   const asked = options.port !== undefined || options.host !== undefined;
-  const base = asked || !serving ? baseURL(options.host ?? "127.0.0.1", options.port ?? Number(process.env.INBOXD_PORT || 23373)) : serving;
-  if (!serving) console.error(`inboxd: no inboxd serve is running on ${dataDir} yet: this link works once one serves it at ${base}`);
-  else if (base !== serving) console.error(`inboxd: the daemon serving ${dataDir} listens at ${serving}; this link is for ${base}, as asked`);
+  const base =
+    asked || !serving
+      ? baseURL(options.host ?? "127.0.0.1", options.port ?? Number(process.env.INBOXD_PORT || 23373))
+      : serving;
+  if (!serving)
+    console.error(
+      `inboxd: no inboxd serve is running on ${dataDir} yet: this link works once one serves it at ${base}`,
+    );
+  else if (base !== serving)
+    console.error(`inboxd: the daemon serving ${dataDir} listens at ${serving}; this link is for ${base}, as asked`);
   let link: string;
   try {
     link = await signInLink(storage, base);
@@ -34,7 +44,9 @@ export async function runOpen(dataDir: string, options: { port?: number; host?: 
   if (desktop && !options.print) {
     const opener = process.platform === "darwin" ? "open" : "xdg-open";
     // The link goes as an argument, never through a shell.
-    spawn(opener, [link], { stdio: "ignore", detached: true }).on("error", () => undefined).unref();
+    spawn(opener, [link], { stdio: "ignore", detached: true })
+      .on("error", () => undefined)
+      .unref();
   }
   return 0;
 }
@@ -44,6 +56,13 @@ export async function runOpen(dataDir: string, options: { port?: number; host?: 
  * loopback — a browser given http://0.0.0.0/ would send that as its Host, which the daemon refuses.
  */
 export function baseURL(host: string, port: number): string {
-  const shown = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  const shown =
+    host === "0.0.0.0"
+      ? "127.0.0.1"
+      : host === "::" || host === "[::]"
+        ? "[::1]"
+        : host.includes(":")
+          ? `[${host}]`
+          : host;
   return `http://${shown}:${port}`;
 }

@@ -24,7 +24,6 @@ export function tagPeer<R extends Request>(request: R, address: string | undefin
   return request;
 }
 
-
 /** The address failed authentications count under when a trusted proxy did not say who its client is. */
 const UNNAMED_CLIENT = "client-behind-proxy";
 
@@ -41,13 +40,23 @@ export interface Arrival {
  * origin and Host, the client's address (forwarded.ts). Otherwise, and without forwarded headers, as it came.
  * Throws the ApiError of a misconfigured proxy's headers.
  */
-export function arrival(url: string, headers: Headers, peer: string | undefined, proxy: ProxyTrust | undefined): Arrival {
+export function arrival(
+  url: string,
+  headers: Headers,
+  peer: string | undefined,
+  proxy: ProxyTrust | undefined,
+): Arrival {
   const view = proxy ? proxyView(headers, peer, proxy) : undefined;
   if (!view) return { url, headers, client: peer, proxied: false };
   const { pathname, search } = new URL(url);
   const seen = new Headers(headers);
   seen.set("host", view.host);
-  return { url: `${view.origin}${pathname}${search}`, headers: seen, client: view.client ?? UNNAMED_CLIENT, proxied: true };
+  return {
+    url: `${view.origin}${pathname}${search}`,
+    headers: seen,
+    client: view.client ?? UNNAMED_CLIENT,
+    proxied: true,
+  };
 }
 
 /** The Request for an arrival, tagged with its client (and as proxied) for the app. */

@@ -23,7 +23,17 @@ export interface RelayOptions {
 const UNNAMED_CLIENT = "client-behind-relay";
 
 /** Headers that belong to one connection and are not passed on (RFC 9110 §7.6.1), and the proxy's own credentials. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "transfer-encoding", "upgrade", "te", "trailer"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "trailer",
+]);
 
 /** The largest frame the Worker takes (workerd refuses WebSocket messages over 1 MiB). */
 const MAX_FRAME = 1024 * 1024;
@@ -110,7 +120,11 @@ export function dialRelay(app: App, options: RelayOptions) {
     if (stopped) return;
     // No per-message compression: it cost the daemon several times the CPU of the request itself (npm run bench --
     // --only relay), for bytes that TLS and the link carry well enough.
-    const ws = new WebSocket(target, relay.RELAY_PROTOCOL, { headers: { authorization: `Bearer ${options.secret}` }, maxPayload: MAX_FRAME, perMessageDeflate: false });
+    const ws = new WebSocket(target, relay.RELAY_PROTOCOL, {
+      headers: { authorization: `Bearer ${options.secret}` },
+      maxPayload: MAX_FRAME,
+      perMessageDeflate: false,
+    });
     const here = new Link(ws);
     let connected = false;
     let lastHeard = Date.now();
@@ -159,7 +173,9 @@ export function dialRelay(app: App, options: RelayOptions) {
       if (stopped) return;
       if (code === relay.CLOSE_REPLACED) {
         // Two daemons with one secret would take the relay from each other forever: the older one gives way.
-        options.log(`relay: another daemon with this pairing secret took over ${base.origin}; this one stops dialing (restart it to take the relay back)`);
+        options.log(
+          `relay: another daemon with this pairing secret took over ${base.origin}; this one stops dialing (restart it to take the relay back)`,
+        );
         stopped = true;
         return;
       }
@@ -217,18 +233,30 @@ export function dialRelay(app: App, options: RelayOptions) {
         .flatMap(([, value]) => value.split(","))
         .map((name) => name.trim().toLowerCase()),
     );
-    for (const [name, value] of head.headers) if (!HOP_BY_HOP.has(name.toLowerCase()) && !named.has(name.toLowerCase())) headers.append(name, value);
-    return markProxied(tagPeer(new Request(head.url, { ...init, method: head.method, headers }), head.client ?? UNNAMED_CLIENT));
+    for (const [name, value] of head.headers)
+      if (!HOP_BY_HOP.has(name.toLowerCase()) && !named.has(name.toLowerCase())) headers.append(name, value);
+    return markProxied(
+      tagPeer(new Request(head.url, { ...init, method: head.method, headers }), head.client ?? UNNAMED_CLIENT),
+    );
   }
 
   async function serveRequest(here: Link, id: number, head: RequestHead) {
-    const stream: HttpStream = { kind: "http", requestDone: !head.body, responseDone: false, credit: new relay.Credit(), stop: new AbortController() };
+    const stream: HttpStream = {
+      kind: "http",
+      requestDone: !head.body,
+      responseDone: false,
+      credit: new relay.Credit(),
+      stop: new AbortController(),
+    };
     // A refusal answered without reading the body still goes out: the rest of the body is dropped as it comes.
-    if (head.body) stream.body = relay.incomingBody((bytes) => void here.sendFor(id, stream, relay.creditFrame(id, bytes)));
+    if (head.body)
+      stream.body = relay.incomingBody((bytes) => void here.sendFor(id, stream, relay.creditFrame(id, bytes)));
     here.streams.set(id, stream);
     let answer: Response;
     try {
-      answer = await app.fetch(requestOf(head, stream.body ? ({ body: stream.body.stream, duplex: "half" } as RequestInit) : {}));
+      answer = await app.fetch(
+        requestOf(head, stream.body ? ({ body: stream.body.stream, duplex: "half" } as RequestInit) : {}),
+      );
     } catch (error) {
       answer = toErrorResponse(error);
     }
@@ -240,7 +268,17 @@ export function dialRelay(app: App, options: RelayOptions) {
     here.streams.set(id, stream);
     const verdict = await app.checkUpgrade(requestOf(head));
     if (!verdict.ok) return respond(here, id, stream, verdict.response);
-    if (!here.sendFor(id, stream, relay.jsonFrame(FrameType.RESPONSE, id, { status: 101, headers: verdict.protocol ? [["sec-websocket-protocol", verdict.protocol]] : [] } satisfies ResponseHead))) return;
+    if (
+      !here.sendFor(
+        id,
+        stream,
+        relay.jsonFrame(FrameType.RESPONSE, id, {
+          status: 101,
+          headers: verdict.protocol ? [["sec-websocket-protocol", verdict.protocol]] : [],
+        } satisfies ResponseHead),
+      )
+    )
+      return;
     const encoder = new TextEncoder();
     const socket: EventSocket = {
       send(text) {
@@ -273,7 +311,14 @@ export function dialRelay(app: App, options: RelayOptions) {
     try {
       send(relay.jsonFrame(FrameType.RESPONSE, id, { status: answer.status, headers } satisfies ResponseHead));
       if (!answer.body) send(relay.encodeFrame(FrameType.END, id));
-      else await relay.pumpBody(answer.body, id, stream.kind === "http" ? stream.credit : new relay.Credit(), send, stream.stop.signal);
+      else
+        await relay.pumpBody(
+          answer.body,
+          id,
+          stream.kind === "http" ? stream.credit : new relay.Credit(),
+          send,
+          stream.stop.signal,
+        );
     } catch {
       // Reset by the Worker, or the connection dropped: the body was cancelled.
       await answer.body?.cancel().catch(() => undefined);

@@ -1,7 +1,7 @@
 import { LOOPBACK_PROXIES, trustedProxies } from "./forwarded.ts";
 import type { ServeOptions } from "./serve.ts";
 import { UsageError } from "./usage-error.ts";
-import { isLoopbackHost } from "../../src/http/guard.ts";
+import { isLoopbackHost } from "../../src/util/hosts.ts";
 
 export interface RemoteAccessFlags {
   "remote-access"?: boolean;
@@ -17,12 +17,23 @@ const truthy = (value: string | undefined) => value !== undefined && /^(1|true|y
  * INBOXD_TRUSTED_PROXIES=a,b): undefined when off. The other two need the first: they only mean something when
  * forwarded headers are read, and a switch that opens the daemon to a proxy's word is better said out loud.
  */
-export function remoteAccessOptions(flags: RemoteAccessFlags, env: NodeJS.ProcessEnv = process.env): ServeOptions["remoteAccess"] {
+export function remoteAccessOptions(
+  flags: RemoteAccessFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): ServeOptions["remoteAccess"] {
   const on = flags["remote-access"] || truthy(env.INBOXD_REMOTE_ACCESS);
   const publicURL = flags["public-url"] ?? (env.INBOXD_PUBLIC_URL || undefined);
-  const ranges = flags["trusted-proxy"] ?? (env.INBOXD_TRUSTED_PROXIES ?? "").split(",").map((r) => r.trim()).filter(Boolean);
+  const ranges =
+    flags["trusted-proxy"] ??
+    (env.INBOXD_TRUSTED_PROXIES ?? "")
+      .split(",")
+      .map((r) => r.trim())
+      .filter(Boolean);
   if (!on) {
-    if (flags["public-url"] || flags["trusted-proxy"]?.length) throw new UsageError(`--${flags["public-url"] ? "public-url" : "trusted-proxy"} needs --remote-access (or INBOXD_REMOTE_ACCESS=1)`);
+    if (flags["public-url"] || flags["trusted-proxy"]?.length)
+      throw new UsageError(
+        `--${flags["public-url"] ? "public-url" : "trusted-proxy"} needs --remote-access (or INBOXD_REMOTE_ACCESS=1)`,
+      );
     return undefined;
   }
   try {
@@ -40,9 +51,12 @@ function parsePublicURL(value: string): URL {
   } catch {
     throw new UsageError(`--public-url must be an absolute URL such as https://inbox.example.com, got ${value}`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new UsageError(`--public-url must be http or https, got ${url.protocol}`);
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw new UsageError(`--public-url must be http or https, got ${url.protocol}`);
   if (url.pathname !== "/" || url.search || url.hash || url.username || url.password)
-    throw new UsageError(`--public-url must be an origin only (scheme, host, port), got ${value}: serve inboxd at the root of its host name`);
+    throw new UsageError(
+      `--public-url must be an origin only (scheme, host, port), got ${value}: serve inboxd at the root of its host name`,
+    );
   return url;
 }
 
@@ -68,14 +82,28 @@ export function relayOptions(flags: RemoteAccessFlags, env: NodeJS.ProcessEnv = 
   try {
     parsed = new URL(url);
   } catch {
-    throw new UsageError(`--relay must be the relay Worker's URL, such as https://inboxd-relay.example.workers.dev, got ${url}`);
+    throw new UsageError(
+      `--relay must be the relay Worker's URL, such as https://inboxd-relay.example.workers.dev, got ${url}`,
+    );
   }
-  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new UsageError(`--relay must be an http or https URL, got ${parsed.protocol}`);
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:")
+    throw new UsageError(`--relay must be an http or https URL, got ${parsed.protocol}`);
   // Over plain http the pairing secret, and every token clients send through the relay, would cross the network in
   // the clear: only a relay on this machine (wrangler dev) may be reached that way.
-  if (parsed.protocol === "http:" && !isLoopbackHost(parsed.hostname)) throw new UsageError(`--relay must be https:// (plain http only for a relay on this machine, such as wrangler dev), got ${parsed.origin}`);
+  if (parsed.protocol === "http:" && !isLoopbackHost(parsed.hostname))
+    throw new UsageError(
+      `--relay must be https:// (plain http only for a relay on this machine, such as wrangler dev), got ${parsed.origin}`,
+    );
   const secret = env.INBOXD_RELAY_SECRET;
-  if (!secret) throw new UsageError("--relay needs INBOXD_RELAY_SECRET in the environment: the pairing secret the relay Worker holds (wrangler secret put INBOXD_RELAY_SECRET)", false);
-  if (secret.length < 16) throw new UsageError("INBOXD_RELAY_SECRET is too short: use at least 16 random characters (openssl rand -base64 32)", false);
+  if (!secret)
+    throw new UsageError(
+      "--relay needs INBOXD_RELAY_SECRET in the environment: the pairing secret the relay Worker holds (wrangler secret put INBOXD_RELAY_SECRET)",
+      false,
+    );
+  if (secret.length < 16)
+    throw new UsageError(
+      "INBOXD_RELAY_SECRET is too short: use at least 16 random characters (openssl rand -base64 32)",
+      false,
+    );
   return { url: parsed.origin, secret };
 }

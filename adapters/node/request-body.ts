@@ -1,7 +1,15 @@
-import { ServerResponse, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders, type Server } from "node:http";
+import {
+  ServerResponse,
+  STATUS_CODES,
+  type IncomingMessage,
+  type OutgoingHttpHeader,
+  type OutgoingHttpHeaders,
+  type Server,
+} from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { ApiError, clip, toErrorResponse } from "../../src/http/errors.ts";
+import { ApiError, clip } from "../../src/errors.ts";
+import { toErrorResponse } from "../../src/http/errors.ts";
 
 /**
  * How the daemon reads request bodies and ends connections, so that a client always sees the answer and a
@@ -94,7 +102,10 @@ export function bodyOf(req: IncomingMessage, timeouts: BodyTimeouts = BODY_TIMEO
             return false;
           }
           if (attempt()) return;
-          idle = setTimeout(() => fail(requestTimeout(`no part of the request body arrived for ${timeouts.idleMs / 1000} s`)), timeouts.idleMs);
+          idle = setTimeout(
+            () => fail(requestTimeout(`no part of the request body arrived for ${timeouts.idleMs / 1000} s`)),
+            timeouts.idleMs,
+          );
           req.on("readable", attempt).on("end", attempt).once("error", fail).once("close", closed);
           stopPending = stop;
         }),
@@ -153,6 +164,8 @@ function drain(req: IncomingMessage, socket: Socket, keepAlive: boolean) {
   req.resume();
 }
 
+const uncork = (response: ServerResponse) => response.uncork();
+
 /** The standard reason phrase of a status code (node:http's STATUS_CODES). */
 const reasonPhrase = (status: number) => STATUS_CODES[status] ?? "Unknown";
 
@@ -161,9 +174,24 @@ const reasonPhrase = (status: number) => STATUS_CODES[status] ?? "Unknown";
  * without one has "", which Node would send as is (`HTTP/1.1 200 `); this puts the standard phrase there instead.
  */
 export class ReasonPhraseResponse<Req extends IncomingMessage = IncomingMessage> extends ServerResponse<Req> {
-  override writeHead(statusCode: number, reason?: string | OutgoingHttpHeaders | OutgoingHttpHeader[], headers?: OutgoingHttpHeaders | OutgoingHttpHeader[]): this {
-    if (typeof reason !== "string") return super.writeHead(statusCode, reason);
-    return super.writeHead(statusCode, reason || reasonPhrase(statusCode), headers);
+  override writeHead(
+    statusCode: number,
+    reason?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
+    headers?: OutgoingHttpHeaders | OutgoingHttpHeader[],
+  ): this {
+    if (typeof reason !== "string") super.writeHead(statusCode, reason);
+    else super.writeHead(statusCode, reason || reasonPhrase(statusCode), headers);
+    // srvx sends a whole body as writeHead, write(body), end() in one go: corked until the next tick, the head, the
+    // body and the end leave in one writev, as node:http's own res.end(body) sends them, instead of two or three
+    // syscalls (on loopback each one also runs the receiver's side). Only a body of known length (writeHead has
+    // just decided on chunked encoding or not): Node 22 and 24 hold a corked chunked response's writes in a buffer
+    // of their own and answer false once it is full, and the 'drain' that should follow the uncork never comes
+    // (Node issue 60432), so a streamed body (GET /v1/events) stalled for good after its first 16 KB.
+    if (!this.chunkedEncoding) {
+      this.cork();
+      process.nextTick(uncork, this);
+    }
+    return this;
   }
 }
 
@@ -182,8 +210,17 @@ export async function writeRawResponse(socket: Duplex, response: Response): Prom
 /** What Node's parser refused, as the API's error (`{code, message}`, src/http/errors.ts). */
 function clientErrorOf(error: NodeJS.ErrnoException, headersTimeoutMs: number): ApiError {
   if (error.code === "HPE_HEADER_OVERFLOW")
-    return new ApiError(431, "HEADERS_TOO_LARGE", `the request line and headers are limited to ${MAX_HEADER_BYTES} bytes (URLs included)`);
-  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") return new ApiError(408, "REQUEST_TIMEOUT", `the request headers did not arrive within ${headersTimeoutMs / 1000} s`);
+    return new ApiError(
+      431,
+      "HEADERS_TOO_LARGE",
+      `the request line and headers are limited to ${MAX_HEADER_BYTES} bytes (URLs included)`,
+    );
+  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT")
+    return new ApiError(
+      408,
+      "REQUEST_TIMEOUT",
+      `the request headers did not arrive within ${headersTimeoutMs / 1000} s`,
+    );
   return new ApiError(400, "INVALID_REQUEST", "malformed HTTP request");
 }
 
@@ -209,13 +246,21 @@ export function answerClientErrors(server: Server, headersTimeoutMs = HEADERS_TI
     setTimeout(() => socket.destroy(), DRAIN_MS).unref();
   });
   server.on("checkExpectation", async (req: IncomingMessage, res: ServerResponse) => {
-    const response = toErrorResponse(new ApiError(417, "EXPECTATION_FAILED", `Expect: ${clip(String(req.headers.expect))} is not supported (only 100-continue is)`));
+    const response = toErrorResponse(
+      new ApiError(
+        417,
+        "EXPECTATION_FAILED",
+        `Expect: ${clip(String(req.headers.expect))} is not supported (only 100-continue is)`,
+      ),
+    );
     res.shouldKeepAlive = false; // the request's body, if any, is not read
     res.writeHead(response.status, Object.fromEntries(response.headers)).end(await response.text());
   });
   server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
     socket.on("error", () => socket.destroy());
-    void writeRawResponse(socket, toErrorResponse(new ApiError(405, "METHOD_NOT_ALLOWED", "CONNECT is not supported: this server is not a proxy")));
+    void writeRawResponse(
+      socket,
+      toErrorResponse(new ApiError(405, "METHOD_NOT_ALLOWED", "CONNECT is not supported: this server is not a proxy")),
+    );
   });
 }
-

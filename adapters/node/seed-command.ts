@@ -18,7 +18,10 @@ const INTERRUPTED = 130;
  * transaction. So the data dir never holds a partial dataset: after Ctrl-C (or a crash, or kill -9) it is as before,
  * and the next seed starts over. It holds the data-dir lock throughout (no daemon may serve the dir meanwhile).
  */
-export async function runSeed(dataDir: string, options: { chats: number; messages: number; accounts: number; seed: number }): Promise<number> {
+export async function runSeed(
+  dataDir: string,
+  options: { chats: number; messages: number; accounts: number; seed: number },
+): Promise<number> {
   createDataDir(dataDir);
   const unlock = lockDataDir(dataDir, "seed");
   const path = databasePath(dataDir);
@@ -31,7 +34,9 @@ export async function runSeed(dataDir: string, options: { chats: number; message
       try {
         const db = await Db.open(storage);
         if (db.accounts.length || db.chats.size) {
-          console.error(`inboxd: ${dataDir} already holds data; seed needs an empty data directory (pass another with --data-dir DIR)`);
+          console.error(
+            `inboxd: ${dataDir} already holds data; seed needs an empty data directory (pass another with --data-dir DIR)`,
+          );
           return 1;
         }
         // Chat numbers go on from the store's (a removed account's chats may have used some).
@@ -47,7 +52,9 @@ export async function runSeed(dataDir: string, options: { chats: number; message
       return INTERRUPTED;
     }
     await publish(staging, path);
-    console.log(`seeded ${options.chats} chats, ${options.messages} messages, ${options.accounts} account(s) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `seeded ${options.chats} chats, ${options.messages} messages, ${options.accounts} account(s) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     return 0;
   } finally {
     removeDatabase(staging);
@@ -56,7 +63,11 @@ export async function runSeed(dataDir: string, options: { chats: number; message
 }
 
 /** Seeds the staging database; returns the signal that stopped it, if one did. */
-async function seedStaging(staging: string, meta: unknown, options: { chats: number; messages: number; accounts: number; seed: number }): Promise<NodeJS.Signals | undefined> {
+async function seedStaging(
+  staging: string,
+  meta: unknown,
+  options: { chats: number; messages: number; accounts: number; seed: number },
+): Promise<NodeJS.Signals | undefined> {
   const stop = new AbortController();
   let signal: NodeJS.Signals | undefined;
   void stopSignal().then((received) => {
@@ -65,7 +76,10 @@ async function seedStaging(staging: string, meta: unknown, options: { chats: num
   });
   const { storage, close } = await openSqliteStorage(staging);
   const bar = process.stderr.isTTY
-    ? new cliProgress.SingleBar({ format: "seeding [{bar}] {percentage}% | {value}/{total} messages | {duration}s", stream: process.stderr }, cliProgress.Presets.shades_classic)
+    ? new cliProgress.SingleBar(
+        { format: "seeding [{bar}] {percentage}% | {value}/{total} messages | {duration}s", stream: process.stderr },
+        cliProgress.Presets.shades_classic,
+      )
     : undefined;
   try {
     if (meta) await storage.setItem(keys.meta, meta as never);
@@ -118,7 +132,9 @@ async function copyInto(staging: string, path: string): Promise<void> {
     // The table is sqlite-storage.ts's (unstorage's db0 driver).
     db.prepare("ATTACH DATABASE ? AS seeded").run(staging);
     db.exec("BEGIN IMMEDIATE");
-    db.exec("INSERT OR REPLACE INTO inboxd (key, value, blob, created_at, updated_at) SELECT key, value, blob, created_at, updated_at FROM seeded.inboxd");
+    db.exec(
+      "INSERT OR REPLACE INTO inboxd (key, value, blob, created_at, updated_at) SELECT key, value, blob, created_at, updated_at FROM seeded.inboxd",
+    );
     db.exec("COMMIT");
   } catch (error) {
     throw explainDatabaseError(error, path);

@@ -78,7 +78,9 @@ function betterSqlite3ForNode20(): SqliteBinding {
       major === 20
         ? "On Node 20 inboxd uses better-sqlite3, built by `npm ci` (it needs python3, make and g++); run `npm ci` again on this Node and look for build errors."
         : `Node ${process.versions.node} lacks node:sqlite; use Node 20.19+, 22.13+ or 24.`;
-    throw new Error(`no SQLite binding for Node ${process.versions.node}. ${hint} (${(error as Error).message.split("\n")[0]})`);
+    throw new Error(
+      `no SQLite binding for Node ${process.versions.node}. ${hint} (${(error as Error).message.split("\n")[0]})`,
+    );
   }
   return betterSqlite3Binding(loaded.Database, loaded.version);
 }

@@ -11,7 +11,10 @@ const dir = mkdtempSync(join(tmpdir(), "inboxd-sqlite-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function openCloseLoop(path: string, rounds: number): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/children/open-close-storage.ts", path, `${rounds}`], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "test/children/open-close-storage.ts", path, `${rounds}`], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, output })));

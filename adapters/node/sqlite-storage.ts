@@ -4,7 +4,7 @@ import db0Driver from "unstorage/drivers/db0";
 import { defaultBinding, type SqliteBinding, type SqliteDatabase } from "./sqlite-binding.ts";
 
 // The db0 driver prints an "experimental" notice on first use; it is expected here, so silence it once.
-(globalThis as Record<string, unknown>)["__unstorage_db0_experimental_warning__"] = true;
+(globalThis as Record<string, unknown>).__unstorage_db0_experimental_warning__ = true;
 
 const TABLE = "inboxd";
 
@@ -28,7 +28,9 @@ export async function openSqliteStorage(
   const base = await untilNotLocked(async () => {
     // busy_timeout comes first: node:sqlite waits 0 ms by default, and switching to WAL needs a lock that another
     // process opening or closing the same file (a CLI command beside the daemon) can hold for a moment.
-    await database.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}; PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA cache_size=-16384;`);
+    await database.exec(
+      `PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}; PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync}; PRAGMA cache_size=-16384;`,
+    );
     // A new driver per attempt: db0's keeps a failed table set-up as failed.
     const driver = db0Driver({ database, tableName: TABLE });
     await driver.hasItem("", {}); // lets the db0 driver create its table before statements are prepared
@@ -49,7 +51,8 @@ export async function openSqliteStorage(
     ...base,
     name: "sqlite-wal",
     getItem: (key) => (select.get(key) as { value: string } | undefined)?.value ?? null,
-    getKeys: (prefix = "") => ((prefix ? keysFrom.all(prefix, after(prefix)) : allKeys.all()) as { key: string }[]).map((row) => row.key),
+    getKeys: (prefix = "") =>
+      ((prefix ? keysFrom.all(prefix, after(prefix)) : allKeys.all()) as { key: string }[]).map((row) => row.key),
     setItem: (key, value) => {
       upsert.run(key, value);
     },
@@ -84,7 +87,8 @@ async function untilNotLocked<T>(setUp: () => Promise<T>): Promise<T> {
     try {
       return await setUp();
     } catch (error) {
-      if (!/database is locked|SQLITE_BUSY/i.test(String((error as Error)?.message ?? error)) || Date.now() > deadline) throw error;
+      if (!/database is locked|SQLITE_BUSY/i.test(String((error as Error)?.message ?? error)) || Date.now() > deadline)
+        throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(100, 5 * attempt) * (0.5 + Math.random())));
     }
   }

@@ -4,17 +4,27 @@ import { printTable } from "./cli-table.ts";
 import { UsageError } from "./usage-error.ts";
 import { pickByIdPrefix } from "./id-prefix.ts";
 
-export async function runToken(dataDir: string, positionals: string[], values: { scope?: string[]; name?: string }): Promise<number> {
+export async function runToken(
+  dataDir: string,
+  positionals: string[],
+  values: { scope?: string[]; name?: string },
+): Promise<number> {
   const [action, target] = positionals;
   if (action !== "create" && action !== "list" && action !== "revoke")
     throw new UsageError(action ? `unknown token action ${action}` : "token needs an action: create, list or revoke");
-  if (action === "create") for (const s of values.scope ?? []) if (s !== "read" && s !== "write") throw new UsageError(`--scope must be read or write, got ${s}`);
-  if (action === "revoke" && !target) throw new UsageError("token revoke needs an ID prefix (from token list) or a name");
+  if (action === "create")
+    for (const s of values.scope ?? [])
+      if (s !== "read" && s !== "write") throw new UsageError(`--scope must be read or write, got ${s}`);
+  if (action === "revoke" && !target)
+    throw new UsageError("token revoke needs an ID prefix (from token list) or a name");
   // Only create makes a data directory; list and revoke on one without data say so.
   const { storage, close } = await openDataDir(dataDir, { create: action === "create" });
   try {
     if (action === "create") {
-      const { token, record } = await createToken(storage, { name: values.name, scopes: (values.scope ?? ["read", "write"]) as Scope[] });
+      const { token, record } = await createToken(storage, {
+        name: values.name,
+        scopes: (values.scope ?? ["read", "write"]) as Scope[],
+      });
       console.error(`Created token "${record.name}" with scopes ${record.scopes.join(", ")}. It is shown only once:`);
       console.log(token);
       return 0;
@@ -24,8 +34,14 @@ export async function runToken(dataDir: string, positionals: string[], values: {
       if (tokens.length === 0) console.log("no tokens");
       const now = Date.now();
       const kind = (t: (typeof tokens)[number]) =>
-        t.clientID ? `app, ${t.expiresAt !== undefined && t.expiresAt <= now ? "expired" : `until ${new Date(t.expiresAt ?? 0).toISOString()}`}` : "cli";
-      if (tokens.length) printTable(["ID", "NAME", "SCOPES", "CREATED", "STARTS", "KIND"], tokens.map((t) => [t.id.slice(0, 12), t.name, t.scopes.join(","), t.createdAt, `${t.hint}…`, kind(t)]));
+        t.clientID
+          ? `app, ${t.expiresAt !== undefined && t.expiresAt <= now ? "expired" : `until ${new Date(t.expiresAt ?? 0).toISOString()}`}`
+          : "cli";
+      if (tokens.length)
+        printTable(
+          ["ID", "NAME", "SCOPES", "CREATED", "STARTS", "KIND"],
+          tokens.map((t) => [t.id.slice(0, 12), t.name, t.scopes.join(","), t.createdAt, `${t.hint}…`, kind(t)]),
+        );
       return 0;
     }
     // A name ends every token of that name (an app's name, every token it was given); an ID prefix, exactly one.

@@ -4,10 +4,19 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { arrival, requestFor } from "./peer.ts";
 import type { ProxyTrust } from "./forwarded.ts";
 import { writeRawResponse } from "./request-body.ts";
-import { LIMITS } from "../../src/http/limits.ts";
-import { ApiError, toErrorResponse } from "../../src/http/errors.ts";
-import { WS_PROTOCOL, type App } from "../../src/app.ts";
-import { frameFor, handleClientFrame, initialState, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
+import { LIMITS } from "../../src/schema/limits.ts";
+import { ApiError } from "../../src/errors.ts";
+import { toErrorResponse } from "../../src/http/errors.ts";
+import type { App } from "../../src/app.ts";
+import { WS_PROTOCOL } from "../../src/version.ts";
+import {
+  frameFor,
+  handleClientFrame,
+  initialState,
+  readyMessage,
+  type ConnectionState,
+} from "../../src/events/protocol.ts";
+import type { DomainEvent } from "../../src/schema/events.ts";
 import { replayLog } from "../../src/events/replay.ts";
 
 export interface WebSocketOptions {
@@ -19,7 +28,7 @@ export interface WebSocketOptions {
   proxy?: ProxyTrust;
 }
 
-/** Close code for a consumer that cannot keep up (in the private-use range; documented in the README). */
+/** Close code for a consumer that cannot keep up (in the private-use range; documented in docs/events-and-webhooks.md). */
 export const CLOSE_SLOW_CONSUMER = 4008;
 
 /** What a /v1/ws session needs of its WebSocket: the `ws` library's, or a session carried by the relay (relay-client.ts). */
@@ -79,7 +88,9 @@ export function eventSessions(app: App, options: Pick<WebSocketOptions, "maxBuff
             socket.send(frame);
             return socket.bufferedAmount > maxBuffered / 4 ? drained(socket, maxBuffered / 16) : undefined;
           };
-          void replayLog(app.events.log, state, () => (connections.has(socket) ? conn.state : undefined), send).catch(() => socket.close(1011, "event replay failed"));
+          void replayLog(app.events.log, state, () => (connections.has(socket) ? conn.state : undefined), send).catch(
+            () => socket.close(1011, "event replay failed"),
+          );
         },
         closed: () => void connections.delete(socket),
       };
@@ -101,7 +112,11 @@ export function eventSessions(app: App, options: Pick<WebSocketOptions, "maxBuff
  * eventSessions; this part only moves frames and pings.
  */
 export function attachWebSockets(server: Server, app: App, options: WebSocketOptions = {}) {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.webSocketMessageBytes, handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false) });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: LIMITS.webSocketMessageBytes,
+    handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
+  });
   const sessions = eventSessions(app, options);
   const alive = new Map<WebSocket, boolean>();
 
@@ -109,7 +124,16 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
   // text/html page. ws emits this only after the app admitted the upgrade (handleUpgrade validates the handshake).
   wss.on("wsClientError", (error: Error, socket: Duplex) => {
     const status = /method/i.test(error.message) ? 405 : 400;
-    void refuse(socket, toErrorResponse(new ApiError(status, status === 405 ? "METHOD_NOT_ALLOWED" : "INVALID_REQUEST", `WebSocket handshake refused: ${error.message}`)));
+    void refuse(
+      socket,
+      toErrorResponse(
+        new ApiError(
+          status,
+          status === 405 ? "METHOD_NOT_ALLOWED" : "INVALID_REQUEST",
+          `WebSocket handshake refused: ${error.message}`,
+        ),
+      ),
+    );
   });
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -117,7 +141,14 @@ export function attachWebSockets(server: Server, app: App, options: WebSocketOpt
       // Tagged with the client, so failed authentication on upgrades counts per address like any request.
       let request: Request;
       try {
-        request = requestFor(arrival(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, toHeaders(req), req.socket.remoteAddress, options.proxy));
+        request = requestFor(
+          arrival(
+            `http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`,
+            toHeaders(req),
+            req.socket.remoteAddress,
+            options.proxy,
+          ),
+        );
       } catch (error) {
         return refuse(socket, toErrorResponse(error));
       }

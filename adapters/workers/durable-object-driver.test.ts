@@ -75,7 +75,11 @@ describe("durableObjectDriver", () => {
   });
 
   it("lists keys under a base only, across list pages", async () => {
-    await call("setItems", [{ key: "chatty", value: 1 }, { key: "chat", value: 2 }, { key: "msg:1:0", value: [] }]);
+    await call("setItems", [
+      { key: "chatty", value: 1 },
+      { key: "chat", value: 2 },
+      { key: "msg:1:0", value: [] },
+    ]);
     const chatKeys = (await call("getKeys", "chat")) as string[];
     expect(chatKeys).toHaveLength(1100);
     expect(chatKeys).not.toContain("chatty");

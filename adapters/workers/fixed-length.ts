@@ -1,4 +1,6 @@
-declare const FixedLengthStream: { new (length: number): { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> } };
+declare const FixedLengthStream: {
+  new (length: number): { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
+};
 
 /**
  * workerd sends a streamed body chunked and drops the Content-Length the app set (asset serving); a

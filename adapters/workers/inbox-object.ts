@@ -1,17 +1,17 @@
 import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
 import { createStorage, type Storage } from "unstorage";
-import { LIMITS, utf8Length } from "../../src/http/limits.ts";
+import { LIMITS, utf8Length } from "../../src/schema/limits.ts";
 import r2Driver from "unstorage/drivers/cloudflare-r2-binding";
 import { createApp, type App } from "../../src/app.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
-import { ensureToken, hashToken, listTokens, type Scope } from "../../src/services/tokens.ts";
-import { keys } from "../../src/store/records.ts";
+import { ensureToken, hashToken, listTokens, removeTokenByID, type Scope } from "../../src/services/tokens.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
 import { withFixedLength } from "./fixed-length.ts";
 import { parseToolSelection } from "../../src/mcp/index.ts";
 import { parseRateLimit } from "../../src/http/rate-limit.ts";
-import { frameFor, handleClientFrame, readyMessage, type ConnectionState, type DomainEvent } from "../../src/events/protocol.ts";
+import { frameFor, handleClientFrame, readyMessage, type ConnectionState } from "../../src/events/protocol.ts";
+import type { DomainEvent } from "../../src/schema/events.ts";
 import { replayLog } from "../../src/events/replay.ts";
 import { eventLogSettings } from "../../src/events/log.ts";
 import { openUpstreamSocket } from "./upstream-socket.ts";
@@ -32,7 +32,6 @@ interface HibernatingSocket {
   deserializeAttachment(): unknown;
 }
 declare const WebSocketPair: { new (): { 0: HibernatingSocket; 1: HibernatingSocket } };
-
 
 /** The vars and secrets the object reads (see wrangler.toml). */
 export interface InboxEnv {
@@ -176,7 +175,12 @@ export class InboxObject {
     for (const reply of replies) ws.send(reply);
     if (replayFrom !== undefined) {
       // Resume: what the log holds after `since`, then live (the object stays awake while it replays).
-      await replayLog(app.events.log, state, () => this.states.get(attachment.id), (frame) => ws.send(frame));
+      await replayLog(
+        app.events.log,
+        state,
+        () => this.states.get(attachment.id),
+        (frame) => ws.send(frame),
+      );
     }
     // A newer subscriptions.set (during the replay) has its own state to keep.
     if (this.states.get(attachment.id) === state) this.remember(ws, attachment.id, state);
@@ -191,14 +195,22 @@ export class InboxObject {
   private connectionState(attachment: SocketAttachment): ConnectionState {
     let state = this.states.get(attachment.id);
     if (!state) {
-      state = { chatIDs: this.subscriptions.get(attachment.id) ?? [], seq: attachment.seq, ...(attachment.cursor !== undefined ? { cursor: attachment.cursor } : {}) };
+      state = {
+        chatIDs: this.subscriptions.get(attachment.id) ?? [],
+        seq: attachment.seq,
+        ...(attachment.cursor !== undefined ? { cursor: attachment.cursor } : {}),
+      };
       this.states.set(attachment.id, state);
     }
     return state;
   }
 
   private remember(ws: HibernatingSocket, id: string, state: ConnectionState) {
-    ws.serializeAttachment({ id, seq: state.seq, ...(state.cursor !== undefined ? { cursor: state.cursor } : {}) } satisfies SocketAttachment);
+    ws.serializeAttachment({
+      id,
+      seq: state.seq,
+      ...(state.cursor !== undefined ? { cursor: state.cursor } : {}),
+    } satisfies SocketAttachment);
   }
 
   async webSocketClose(ws: HibernatingSocket, code: number): Promise<void> {
@@ -260,7 +272,9 @@ export class InboxObject {
     const app = await createApp({
       storage,
       allowedHosts: "*",
-      assets: this.env.ASSETS ? { storage: createStorage({ driver: r2Driver({ binding: this.env.ASSETS as never }) }) } : undefined,
+      assets: this.env.ASSETS
+        ? { storage: createStorage({ driver: r2Driver({ binding: this.env.ASSETS as never }) }) }
+        : undefined,
       // Reminders wake the object with an alarm, which also survives eviction and restarts.
       schedule: (at) => {
         this.wakeAt = at;
@@ -275,7 +289,10 @@ export class InboxObject {
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
       matrix: { firstBackfill: optionalNumber(this.env.INBOXD_MATRIX_FIRST_BACKFILL) },
-      desktopApi: { openSocket: openUpstreamSocket, firstBackfill: optionalNumber(this.env.INBOXD_DESKTOP_API_FIRST_BACKFILL) },
+      desktopApi: {
+        openSocket: openUpstreamSocket,
+        firstBackfill: optionalNumber(this.env.INBOXD_DESKTOP_API_FIRST_BACKFILL),
+      },
       eventLog: eventLogSettings(this.env as unknown as Record<string, string | undefined>),
       accessTokenTtlMs: (optionalNumber(this.env.INBOXD_TOKEN_TTL) ?? 0) * 1000 || undefined,
       info: { platform: { os: "workerd", arch: "unknown" } },
@@ -322,6 +339,8 @@ function optionalNumber(text: string | undefined): number | undefined {
 async function syncSecretTokens(storage: Storage, secrets: { name: string; secret?: string; scopes: Scope[] }[]) {
   const wanted = new Map<string, string | undefined>();
   for (const s of secrets) wanted.set(s.name, s.secret ? await hashToken(s.secret) : undefined);
-  for (const t of await listTokens(storage)) if (wanted.has(t.name) && t.clientID === undefined && t.id !== wanted.get(t.name)) await storage.removeItem(keys.token(t.id));
+  for (const t of await listTokens(storage))
+    if (wanted.has(t.name) && t.clientID === undefined && t.id !== wanted.get(t.name))
+      await removeTokenByID(storage, t.id);
   for (const s of secrets) if (s.secret) await ensureToken(storage, s.secret, { name: s.name, scopes: s.scopes });
 }

@@ -1,6 +1,7 @@
 import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
-import { ApiError, toErrorResponse } from "../../src/http/errors.ts";
-import { LIMITS } from "../../src/http/limits.ts";
+import { ApiError } from "../../src/errors.ts";
+import { toErrorResponse } from "../../src/http/errors.ts";
+import { LIMITS } from "../../src/schema/limits.ts";
 import { parseRateLimit, RateLimiter } from "../../src/http/rate-limit.ts";
 import * as relay from "../../src/relay/protocol.ts";
 import { FrameType, type Frame, type RequestHead, type ResponseHead, type WsClose } from "../../src/relay/protocol.ts";
@@ -63,7 +64,13 @@ interface WsStream extends Pending {
 type Stream = HttpStream | WsStream;
 
 const offline = () =>
-  new ApiError(503, "RELAY_OFFLINE", "the inboxd daemon behind this relay is not connected: start it with inboxd serve --relay <this URL> (it reconnects by itself after a restart)", undefined, { "retry-after": "5" });
+  new ApiError(
+    503,
+    "RELAY_OFFLINE",
+    "the inboxd daemon behind this relay is not connected: start it with inboxd serve --relay <this URL> (it reconnects by itself after a restart)",
+    undefined,
+    { "retry-after": "5" },
+  );
 
 /**
  * Relay mode (issue: remote access, part 2): the Worker is a front door for a daemon that dials out to it, so the
@@ -101,7 +108,14 @@ export class RelayObject {
       if (url.pathname === relay.RELAY_PATH) return await this.dialIn(request);
       this.limiter?.spend(request.headers.get("cf-connecting-ip") ?? "unknown", "this address");
       if (!this.tunnel) throw offline();
-      if (this.streams.size >= MAX_STREAMS) throw new ApiError(503, "RELAY_BUSY", `the relay already carries ${MAX_STREAMS} requests to the daemon; retry shortly`, undefined, { "retry-after": "1" });
+      if (this.streams.size >= MAX_STREAMS)
+        throw new ApiError(
+          503,
+          "RELAY_BUSY",
+          `the relay already carries ${MAX_STREAMS} requests to the daemon; retry shortly`,
+          undefined,
+          { "retry-after": "1" },
+        );
       if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return await this.forwardWebSocket(request);
       return await this.forwardHttp(request);
     } catch (error) {
@@ -113,25 +127,48 @@ export class RelayObject {
   private async dialIn(request: Request): Promise<Response> {
     const secret = this.env.INBOXD_RELAY_SECRET;
     if (!secret) {
-      console.error("inboxd relay: INBOXD_RELAY_SECRET is not set, so no daemon can dial in: set it with wrangler secret put INBOXD_RELAY_SECRET");
+      console.error(
+        "inboxd relay: INBOXD_RELAY_SECRET is not set, so no daemon can dial in: set it with wrangler secret put INBOXD_RELAY_SECRET",
+      );
       throw new ApiError(503, "RELAY_NOT_CONFIGURED", "this relay has no INBOXD_RELAY_SECRET");
     }
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") throw new ApiError(426, "UPGRADE_REQUIRED", `${relay.RELAY_PATH} is where an inboxd daemon dials in over a WebSocket`);
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket")
+      throw new ApiError(
+        426,
+        "UPGRADE_REQUIRED",
+        `${relay.RELAY_PATH} is where an inboxd daemon dials in over a WebSocket`,
+      );
     const address = request.headers.get("cf-connecting-ip") ?? undefined;
     this.dialIns.checkAddress(address);
     const offered = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
     if (!(await sameSecret(offered, secret))) {
       this.dialIns.failed(address);
-      console.warn(`inboxd relay: refused a daemon with a wrong pairing secret (from ${address ?? "an unknown address"})`);
-      throw new ApiError(401, "UNAUTHORIZED", "wrong relay pairing secret: INBOXD_RELAY_SECRET must be the same on the daemon and the Worker");
+      console.warn(
+        `inboxd relay: refused a daemon with a wrong pairing secret (from ${address ?? "an unknown address"})`,
+      );
+      throw new ApiError(
+        401,
+        "UNAUTHORIZED",
+        "wrong relay pairing secret: INBOXD_RELAY_SECRET must be the same on the daemon and the Worker",
+      );
     }
     const protocols = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
-    if (!protocols.includes(relay.RELAY_PROTOCOL)) throw new ApiError(400, "INVALID_REQUEST", `the daemon must speak ${relay.RELAY_PROTOCOL}: update it or the Worker so both are the same version`);
+    if (!protocols.includes(relay.RELAY_PROTOCOL))
+      throw new ApiError(
+        400,
+        "INVALID_REQUEST",
+        `the daemon must speak ${relay.RELAY_PROTOCOL}: update it or the Worker so both are the same version`,
+      );
     const pair = new WebSocketPair();
     const socket = pair[1];
     socket.binaryType = "arraybuffer";
     socket.accept();
-    if (this.tunnel) this.drop(this.tunnel, "replaced by a newer connection from a daemon with the pairing secret", relay.CLOSE_REPLACED);
+    if (this.tunnel)
+      this.drop(
+        this.tunnel,
+        "replaced by a newer connection from a daemon with the pairing secret",
+        relay.CLOSE_REPLACED,
+      );
     this.tunnel = socket;
     this.lastHeard = Date.now();
     socket.addEventListener("message", (event) => {
@@ -147,9 +184,14 @@ export class RelayObject {
     // A daemon that vanished without closing (a network cut) is noticed by its missing heartbeats.
     clearInterval(this.watchdog);
     this.watchdog = setInterval(() => {
-      if (this.tunnel && Date.now() - this.lastHeard > relay.HEARTBEAT_TIMEOUT_MS) this.drop(this.tunnel, "the daemon stopped answering");
+      if (this.tunnel && Date.now() - this.lastHeard > relay.HEARTBEAT_TIMEOUT_MS)
+        this.drop(this.tunnel, "the daemon stopped answering");
     }, 5_000);
-    return new Response(null, { status: 101, webSocket: pair[0], headers: { "sec-websocket-protocol": relay.RELAY_PROTOCOL } } as ResponseInit);
+    return new Response(null, {
+      status: 101,
+      webSocket: pair[0],
+      headers: { "sec-websocket-protocol": relay.RELAY_PROTOCOL },
+    } as ResponseInit);
   }
 
   /** Ends the daemon connection and everything it carried: waiting heads 502, bodies cut, WebSocket sessions closed. */
@@ -232,18 +274,33 @@ export class RelayObject {
   }
 
   /** Opens a stream: sends its head, and answers the daemon's response head once `ready` (the body sent) and it came. */
-  private open(type: typeof FrameType.HTTP | typeof FrameType.WS, request: Request, body: boolean): { id: number; stream: Stream; head: (ready?: Promise<unknown>) => Promise<ResponseHead> } {
+  private open(
+    type: typeof FrameType.HTTP | typeof FrameType.WS,
+    request: Request,
+    body: boolean,
+  ): { id: number; stream: Stream; head: (ready?: Promise<unknown>) => Promise<ResponseHead> } {
     const id = this.nextID;
     this.nextID = this.nextID >= 0x7fffffff ? 1 : this.nextID + 1;
     let head!: Pending["head"];
     const answered = new Promise<ResponseHead>((resolve, reject) => (head = { resolve, reject }));
     answered.catch(() => undefined); // awaited below; a stream dropped before that must not be an unhandled rejection
-    const stream: Stream = type === FrameType.HTTP ? { kind: "http", head, credit: new relay.Credit(), sending: body } : { kind: "ws", head, credit: new relay.Credit() };
+    const stream: Stream =
+      type === FrameType.HTTP
+        ? { kind: "http", head, credit: new relay.Credit(), sending: body }
+        : { kind: "ws", head, credit: new relay.Credit() };
     this.streams.set(id, stream);
     const headers: [string, string][] = [];
     request.headers.forEach((value, name) => headers.push([name, value]));
     try {
-      this.send(relay.jsonFrame(type, id, { method: request.method, url: request.url, headers, client: request.headers.get("cf-connecting-ip") ?? undefined, body } satisfies RequestHead));
+      this.send(
+        relay.jsonFrame(type, id, {
+          method: request.method,
+          url: request.url,
+          headers,
+          client: request.headers.get("cf-connecting-ip") ?? undefined,
+          body,
+        } satisfies RequestHead),
+      );
     } catch (error) {
       this.streams.delete(id);
       throw error;
@@ -259,13 +316,28 @@ export class RelayObject {
         const timeout = Promise.resolve(ready).then(
           () =>
             new Promise<never>((_, reject) => {
-              if (!settled) timer = setTimeout(() => reject(new ApiError(504, "RELAY_TIMEOUT", `the daemon did not answer within ${HEAD_TIMEOUT_MS / 1000} s`)), HEAD_TIMEOUT_MS);
+              if (!settled)
+                timer = setTimeout(
+                  () =>
+                    reject(
+                      new ApiError(
+                        504,
+                        "RELAY_TIMEOUT",
+                        `the daemon did not answer within ${HEAD_TIMEOUT_MS / 1000} s`,
+                      ),
+                    ),
+                  HEAD_TIMEOUT_MS,
+                );
             }),
         );
         try {
           return await Promise.race([answered, timeout]);
         } catch (error) {
-          this.finish(id, error instanceof ApiError ? error : new ApiError(502, "RELAY_RESET", String(error)), "no answer in time");
+          this.finish(
+            id,
+            error instanceof ApiError ? error : new ApiError(502, "RELAY_RESET", String(error)),
+            "no answer in time",
+          );
           throw error;
         } finally {
           settled = true;
@@ -287,18 +359,24 @@ export class RelayObject {
     const { id, stream, head } = this.open(FrameType.HTTP, request, hasBody);
     const body = hasBody ? capped(request.body!, this.maxBody) : undefined;
     const sent = body
-      ? relay.pumpBody(body.stream, id, stream.credit, (frame) => this.send(frame)).then(
-          () => {
-            // Sent whole; if the answer came first (a refusal), the stream was kept for the credit until now.
-            (stream as HttpStream).sending = false;
-            if ((stream as HttpStream).answered && this.streams.get(id) === stream) this.streams.delete(id);
-          },
-          async (error: unknown) => {
-            const over = error instanceof BodyTooLarge;
-            if (over) await body.drained;
-            this.finish(id, over ? tooLarge(this.maxBody) : new ApiError(502, "RELAY_RESET", "the request body could not be sent"), over ? "the request body is over the relay's limit" : "the request body failed");
-          },
-        )
+      ? relay
+          .pumpBody(body.stream, id, stream.credit, (frame) => this.send(frame))
+          .then(
+            () => {
+              // Sent whole; if the answer came first (a refusal), the stream was kept for the credit until now.
+              (stream as HttpStream).sending = false;
+              if ((stream as HttpStream).answered && this.streams.get(id) === stream) this.streams.delete(id);
+            },
+            async (error: unknown) => {
+              const over = error instanceof BodyTooLarge;
+              if (over) await body.drained;
+              this.finish(
+                id,
+                over ? tooLarge(this.maxBody) : new ApiError(502, "RELAY_RESET", "the request body could not be sent"),
+                over ? "the request body is over the relay's limit" : "the request body failed",
+              );
+            },
+          )
       : undefined;
     const answer = await head(sent);
     // workerd resets a connection whose request body is left unread, and the client then sees a write error instead
@@ -306,13 +384,16 @@ export class RelayObject {
     // for up to 5 s, as the daemon itself does for its own refusals.
     if (sent) await Promise.race([sent, new Promise((resolve) => setTimeout(resolve, BODY_DRAIN_MS))]);
     const noBody = answer.status === 204 || answer.status === 304 || request.method === "HEAD";
-    return withFixedLength(new Response(noBody ? null : stream.body!.stream, { status: answer.status, headers: answer.headers }));
+    return withFixedLength(
+      new Response(noBody ? null : stream.body!.stream, { status: answer.status, headers: answer.headers }),
+    );
   }
 
   private async forwardWebSocket(request: Request): Promise<Response> {
     const { id, stream, head } = this.open(FrameType.WS, request, false);
     const answer = await head();
-    if (answer.status !== 101) return new Response(stream.body!.stream, { status: answer.status, headers: answer.headers });
+    if (answer.status !== 101)
+      return new Response(stream.body!.stream, { status: answer.status, headers: answer.headers });
     const pair = new WebSocketPair();
     const client = pair[1];
     client.binaryType = "arraybuffer";
@@ -332,27 +413,38 @@ export class RelayObject {
         return toDaemon({ code: 1009, reason: "message too big" });
       }
       try {
-        this.send(relay.encodeFrame(typeof event.data === "string" ? FrameType.WS_TEXT : FrameType.WS_BINARY, id, bytes));
+        this.send(
+          relay.encodeFrame(typeof event.data === "string" ? FrameType.WS_TEXT : FrameType.WS_BINARY, id, bytes),
+        );
       } catch {
         client.close(1012, "the inboxd daemon went away; reconnect");
       }
     });
-    const closed = (event: { code?: number; reason?: string }) => toDaemon({ code: event.code ?? 1005, reason: event.reason ?? "" });
+    const closed = (event: { code?: number; reason?: string }) =>
+      toDaemon({ code: event.code ?? 1005, reason: event.reason ?? "" });
     client.addEventListener("close", closed);
     client.addEventListener("error", closed);
-    return new Response(null, { status: 101, webSocket: pair[0], headers: new Headers(answer.headers) } as ResponseInit);
+    return new Response(null, {
+      status: 101,
+      webSocket: pair[0],
+      headers: new Headers(answer.headers),
+    } as ResponseInit);
   }
 }
 
 class BodyTooLarge extends Error {}
 
-const tooLarge = (max: number) => new ApiError(413, "PAYLOAD_TOO_LARGE", `the relay forwards request bodies of at most ${max} bytes`);
+const tooLarge = (max: number) =>
+  new ApiError(413, "PAYLOAD_TOO_LARGE", `the relay forwards request bodies of at most ${max} bytes`);
 
 /**
  * The body, failing once it has given more than `max` bytes (a missing or false Content-Length). The rest is then
  * read and dropped for up to BODY_DRAIN_MS (`drained` says when), so the client reads the 413 instead of a reset.
  */
-function capped(body: ReadableStream<Uint8Array>, max: number): { stream: ReadableStream<Uint8Array>; drained: Promise<void> } {
+function capped(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+): { stream: ReadableStream<Uint8Array>; drained: Promise<void> } {
   const reader = body.getReader();
   let seen = 0;
   let drained: Promise<void> = Promise.resolve();
@@ -388,7 +480,8 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<v
 
 /** Compares secrets by their SHA-256, so the time taken says nothing of where they differ. */
 async function sameSecret(offered: string, secret: string): Promise<boolean> {
-  const digest = async (text: string) => new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  const digest = async (text: string) =>
+    new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
   const [a, b] = await Promise.all([digest(offered), digest(secret)]);
   let difference = 0;
   for (let i = 0; i < a.length; i++) difference |= a[i] ^ b[i];

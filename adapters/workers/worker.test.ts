@@ -8,7 +8,10 @@ let server: WorkerdServer;
 const api = (path: string, init: RequestInit = {}, auth = true) =>
   fetch(`${server.url}${path}`, {
     ...init,
-    headers: { ...(auth ? { authorization: `Bearer ${token}` } : {}), ...(init.body ? { "content-type": "application/json" } : {}) },
+    headers: {
+      ...(auth ? { authorization: `Bearer ${token}` } : {}),
+      ...(init.body ? { "content-type": "application/json" } : {}),
+    },
   });
 
 beforeAll(async () => {
@@ -66,7 +69,10 @@ describe("Worker without INBOXD_ADMIN_TOKEN", () => {
     const bare = await startWorkerd({ onLog: (log) => logs.push(log) });
     try {
       const warnings = () => logs.filter((log) => log.message.includes("no INBOXD_ADMIN_TOKEN secret"));
-      for (let i = 0; i < 2; i++) expect((await fetch(`${bare.url}/v1/accounts`, { headers: { authorization: "Bearer anything" } })).status).toBe(401);
+      for (let i = 0; i < 2; i++)
+        expect((await fetch(`${bare.url}/v1/accounts`, { headers: { authorization: "Bearer anything" } })).status).toBe(
+          401,
+        );
       await expect.poll(() => warnings().length).toBe(1);
       expect(warnings()[0]).toMatchObject({
         level: "warn",
@@ -77,7 +83,9 @@ describe("Worker without INBOXD_ADMIN_TOKEN", () => {
 
       // Once the secret is set (a redeploy), the object boots without the warning and the token works.
       await bare.restart({ INBOXD_ADMIN_TOKEN: token });
-      expect((await fetch(`${bare.url}/v1/accounts`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      expect((await fetch(`${bare.url}/v1/accounts`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+        200,
+      );
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(warnings()).toHaveLength(1);
     } finally {

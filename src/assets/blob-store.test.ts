@@ -27,9 +27,12 @@ function countingStorage() {
   const wrapped = new Proxy(storage, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
-      if (prop === "getItemRaw") return (...a: Parameters<Storage["getItemRaw"]>) => (counts.get++, storage.getItemRaw(...a));
-      if (prop === "setItemRaw") return (...a: Parameters<Storage["setItemRaw"]>) => (counts.set++, storage.setItemRaw(...a));
-      if (prop === "removeItem") return (...a: Parameters<Storage["removeItem"]>) => (counts.remove++, storage.removeItem(...a));
+      if (prop === "getItemRaw")
+        return (...a: Parameters<Storage["getItemRaw"]>) => (counts.get++, storage.getItemRaw(...a));
+      if (prop === "setItemRaw")
+        return (...a: Parameters<Storage["setItemRaw"]>) => (counts.set++, storage.setItemRaw(...a));
+      if (prop === "removeItem")
+        return (...a: Parameters<Storage["removeItem"]>) => (counts.remove++, storage.removeItem(...a));
       return typeof value === "function" ? value.bind(target) : value;
     },
   }) as Storage;
@@ -82,7 +85,9 @@ describe("BlobStore.write: chunking", () => {
     expect(result.chunks).toBe(3);
     expect(((await storage.getItemRaw<Uint8Array>("big_0")) as Uint8Array).length).toBe(MiB);
     expect(((await storage.getItemRaw<Uint8Array>("big_1")) as Uint8Array).length).toBe(MiB);
-    expect(equalBytes((await storage.getItemRaw<Uint8Array>("big_2")) as Uint8Array, bytesOf(2 * MiB, 2 * MiB + 5))).toBe(true);
+    expect(
+      equalBytes((await storage.getItemRaw<Uint8Array>("big_2")) as Uint8Array, bytesOf(2 * MiB, 2 * MiB + 5)),
+    ).toBe(true);
   });
 
   it("skips empty pieces", async () => {
@@ -164,7 +169,9 @@ describe("BlobStore.write: limit and failures", () => {
         yield new Uint8Array(65_536);
       }
     }
-    await expect(new BlobStore(storage).write("x", endless(), { limit: 2 * MiB })).rejects.toBeInstanceOf(BlobTooLargeError);
+    await expect(new BlobStore(storage).write("x", endless(), { limit: 2 * MiB })).rejects.toBeInstanceOf(
+      BlobTooLargeError,
+    );
     expect(produced).toBeLessThanOrEqual(2 * MiB + 65_536);
     expect(await storage.getKeys()).toEqual([]);
   });

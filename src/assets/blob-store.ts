@@ -34,7 +34,11 @@ export class BlobStore {
    * Consumes `source` into blob `id`. Keeps the first `headBytes` in memory for inspection. On any error (or the
    * limit), removes what was written and rethrows.
    */
-  async write(id: string, source: AsyncIterable<Uint8Array>, options: { limit: number; headBytes?: number }): Promise<{ size: number; chunks: number; head: Uint8Array }> {
+  async write(
+    id: string,
+    source: AsyncIterable<Uint8Array>,
+    options: { limit: number; headBytes?: number },
+  ): Promise<{ size: number; chunks: number; head: Uint8Array }> {
     const headLimit = options.headBytes ?? 256 * 1024;
     let head = new Uint8Array(0);
     let pending: Uint8Array[] = [];
@@ -89,7 +93,8 @@ export class BlobStore {
    */
   async check(id: string, start: number, end: number): Promise<void> {
     for (let n = Math.floor(start / CHUNK_BYTES); n <= Math.floor(end / CHUNK_BYTES); n++)
-      if (!(await this.storage.hasItem(chunkKey(id, n)))) throw new MissingChunkError(`asset ${id} is missing chunk ${n}`);
+      if (!(await this.storage.hasItem(chunkKey(id, n))))
+        throw new MissingChunkError(`asset ${id} is missing chunk ${n}`);
   }
 
   /** Streams bytes [start, end] (inclusive) of a blob, reading one chunk at a time on demand. */
@@ -97,20 +102,23 @@ export class BlobStore {
     let next = Math.floor(start / CHUNK_BYTES);
     const last = Math.floor(end / CHUNK_BYTES);
     const storage = this.storage;
-    return new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        if (next > last) return controller.close();
-        const raw = await storage.getItemRaw<Uint8Array | ArrayBuffer>(chunkKey(id, next));
-        if (!raw) return controller.error(new Error(`asset ${id} is missing chunk ${next}`));
-        const bytes = raw instanceof Uint8Array ? raw : new Uint8Array(raw);
-        const offset = next * CHUNK_BYTES;
-        const from = Math.max(0, start - offset);
-        const to = Math.min(bytes.length, end - offset + 1);
-        next++;
-        controller.enqueue(bytes.subarray(from, to));
-        if (next > last) controller.close();
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          if (next > last) return controller.close();
+          const raw = await storage.getItemRaw<Uint8Array | ArrayBuffer>(chunkKey(id, next));
+          if (!raw) return controller.error(new Error(`asset ${id} is missing chunk ${next}`));
+          const bytes = raw instanceof Uint8Array ? raw : new Uint8Array(raw);
+          const offset = next * CHUNK_BYTES;
+          const from = Math.max(0, start - offset);
+          const to = Math.min(bytes.length, end - offset + 1);
+          next++;
+          controller.enqueue(bytes.subarray(from, to));
+          if (next > last) controller.close();
+        },
       },
-    }, { highWaterMark: 0 });
+      { highWaterMark: 0 },
+    );
   }
 
   async remove(id: string, chunks: number): Promise<void> {

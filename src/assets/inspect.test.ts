@@ -6,7 +6,12 @@ import { inspect } from "./inspect.ts";
 const HEAD = 256 * 1024;
 // As an upload calls it: the first HEAD bytes in memory, and the stored file readable as a stream.
 const asUploaded = (bytes: Uint8Array, declared?: string) =>
-  inspect(bytes.subarray(0, HEAD), bytes.length, declared, () => new ReadableStream({ start: (c) => (c.enqueue(bytes), c.close()) }));
+  inspect(
+    bytes.subarray(0, HEAD),
+    bytes.length,
+    declared,
+    () => new ReadableStream({ start: (c) => (c.enqueue(bytes), c.close()) }),
+  );
 
 describe("inspect: type by magic numbers, dimensions of images", () => {
   it("PNG: image/png with its IHDR size", async () => {
@@ -65,7 +70,9 @@ describe("inspect: text, unknown and declared types", () => {
 
   it("binary without a known signature: application/octet-stream", async () => {
     expect(await asUploaded(binaryBlob())).toEqual({ mimeType: "application/octet-stream" });
-    expect(await asUploaded(new Uint8Array([0xc3, 0x28, 0xa0, 0xa1, 0x80, 0x81, 0xfe, 0xff, 0x41, 0x42, 0x43, 0x44]))).toEqual({ mimeType: "application/octet-stream" });
+    expect(
+      await asUploaded(new Uint8Array([0xc3, 0x28, 0xa0, 0xa1, 0x80, 0x81, 0xfe, 0xff, 0x41, 0x42, 0x43, 0x44])),
+    ).toEqual({ mimeType: "application/octet-stream" });
   });
 
   it("empty: application/octet-stream", async () => {
@@ -73,7 +80,11 @@ describe("inspect: text, unknown and declared types", () => {
   });
 
   it("a declared type wins over sniffing, and decides which facts are read", async () => {
-    expect(await asUploaded(png(10, 10), "image/x-custom")).toEqual({ mimeType: "image/x-custom", width: 10, height: 10 });
+    expect(await asUploaded(png(10, 10), "image/x-custom")).toEqual({
+      mimeType: "image/x-custom",
+      width: 10,
+      height: 10,
+    });
     expect(await asUploaded(png(10, 10), "application/octet-stream")).toEqual({ mimeType: "application/octet-stream" });
     expect(await asUploaded(text("plain words"), "text/markdown")).toEqual({ mimeType: "text/markdown" });
     expect(await asUploaded(wav(2), "audio/x-wav")).toMatchObject({ mimeType: "audio/x-wav", duration: 2 });

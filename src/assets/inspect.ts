@@ -15,7 +15,12 @@ export interface Inspection {
  * (file-type), pixel size of images (image-size), duration of audio and video when their headers say it
  * (music-metadata). A declared type wins over sniffing; anything unreadable is simply left out.
  */
-export async function inspect(head: Uint8Array, size: number, declaredType?: string, open?: () => ReadableStream<Uint8Array>): Promise<Inspection> {
+export async function inspect(
+  head: Uint8Array,
+  size: number,
+  declaredType?: string,
+  open?: () => ReadableStream<Uint8Array>,
+): Promise<Inspection> {
   const sniffed = await fileTypeFromBuffer(head).catch(() => undefined);
   const mimeType = declaredType || sniffed?.mime || (looksLikeText(head) ? "text/plain" : "application/octet-stream");
   const out: Inspection = { mimeType };
@@ -35,8 +40,12 @@ export async function inspect(head: Uint8Array, size: number, declaredType?: str
       // The head alone misleads: music-metadata would take its length for the file's. When the file is larger,
       // let it read the stored bytes as a stream (chunk by chunk; often it stops after the headers).
       const options = { duration: true, skipCovers: true };
-      const meta = open && head.length < size ? await parseWebStream(open(), { mimeType, size }, options) : await parseBuffer(head, { mimeType, size }, options);
-      if (meta.format.duration && Number.isFinite(meta.format.duration)) out.duration = Math.round(meta.format.duration * 1000) / 1000;
+      const meta =
+        open && head.length < size
+          ? await parseWebStream(open(), { mimeType, size }, options)
+          : await parseBuffer(head, { mimeType, size }, options);
+      if (meta.format.duration && Number.isFinite(meta.format.duration))
+        out.duration = Math.round(meta.format.duration * 1000) / 1000;
     } catch {
       // headers beyond the inspected bytes, or an unknown container
     }

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 import { streamMultipart } from "./multipart.ts";
 
 const enc = new TextEncoder();
@@ -33,7 +33,11 @@ function multipart(parts: Part[], { close = true, boundary = BOUNDARY } = {}): U
     let disposition = `form-data; name="${p.name}"`;
     if (p.filename !== undefined) disposition += `; filename="${p.filename}"`;
     if (p.filenameStar !== undefined) disposition += `; filename*=UTF-8''${encodeURIComponent(p.filenameStar)}`;
-    out.push(enc.encode(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${p.type ? `Content-Type: ${p.type}\r\n` : ""}\r\n`));
+    out.push(
+      enc.encode(
+        `--${boundary}\r\nContent-Disposition: ${disposition}\r\n${p.type ? `Content-Type: ${p.type}\r\n` : ""}\r\n`,
+      ),
+    );
     out.push(typeof p.content === "string" ? enc.encode(p.content) : p.content);
     out.push(enc.encode("\r\n"));
   }
@@ -42,7 +46,11 @@ function multipart(parts: Part[], { close = true, boundary = BOUNDARY } = {}): U
 }
 
 /** A request whose body arrives in reads of the given sizes (cycled), one read per pull. */
-function request(body: Uint8Array, sizes: number[] = [65_536], contentType = `multipart/form-data; boundary=${BOUNDARY}`): Request {
+function request(
+  body: Uint8Array,
+  sizes: number[] = [65_536],
+  contentType = `multipart/form-data; boundary=${BOUNDARY}`,
+): Request {
   let at = 0;
   let k = 0;
   const stream = new ReadableStream<Uint8Array>(
@@ -56,7 +64,12 @@ function request(body: Uint8Array, sizes: number[] = [65_536], contentType = `mu
     },
     { highWaterMark: 0 },
   );
-  return new Request("http://127.0.0.1/v1/assets/upload", { method: "POST", body: stream, headers: { "content-type": contentType }, duplex: "half" } as RequestInit);
+  return new Request("http://127.0.0.1/v1/assets/upload", {
+    method: "POST",
+    body: stream,
+    headers: { "content-type": contentType },
+    duplex: "half",
+  } as RequestInit);
 }
 
 /** A consumer that collects everything it is given. */
@@ -102,7 +115,12 @@ describe("streamMultipart: content across part and read boundaries", () => {
     ["reads that split the closing boundary", [body.length - BOUNDARY.length, 5, 5, 1000]],
   ] as const)
     it(`${label}: the file arrives byte-exact; fields before and after it are collected`, async () => {
-      const result = await streamMultipart(request(body, [...sizes]), "file", { maxFileBytes: 10_000_000 }, async (content, info) => ({ bytes: await collect(content), info }));
+      const result = await streamMultipart(
+        request(body, [...sizes]),
+        "file",
+        { maxFileBytes: 10_000_000 },
+        async (content, info) => ({ bytes: await collect(content), info }),
+      );
       expect(same(result.file.bytes, file)).toBe(true);
       expect(result.file.info).toMatchObject({ name: "file", filename: "orig.bin", contentType: "image/png" });
       expect(result.fileName).toBe("orig.bin");
@@ -112,18 +130,33 @@ describe("streamMultipart: content across part and read boundaries", () => {
 
   it("byte-by-byte delivery of a small body", async () => {
     const small = tricky(3000);
-    const result = await streamMultipart(request(multipart([{ name: "file", filename: "s", content: small }]), [1]), "file", { maxFileBytes: 10_000 }, collect);
+    const result = await streamMultipart(
+      request(multipart([{ name: "file", filename: "s", content: small }]), [1]),
+      "file",
+      { maxFileBytes: 10_000 },
+      collect,
+    );
     expect(same(result.file, small)).toBe(true);
   });
 
   it("an empty file part is an empty file (not a missing one)", async () => {
-    const result = await streamMultipart(request(multipart([{ name: "file", filename: "empty.txt", content: "" }])), "file", { maxFileBytes: 10_000 }, collect);
+    const result = await streamMultipart(
+      request(multipart([{ name: "file", filename: "empty.txt", content: "" }])),
+      "file",
+      { maxFileBytes: 10_000 },
+      collect,
+    );
     expect(result.file.length).toBe(0);
     expect(result.fileName).toBe("empty.txt");
   });
 
   it("a filename* (RFC 5987) name is decoded", async () => {
-    const result = await streamMultipart(request(multipart([{ name: "file", filenameStar: "résumé €.pdf", content: "x" }])), "file", { maxFileBytes: 10_000 }, collect);
+    const result = await streamMultipart(
+      request(multipart([{ name: "file", filenameStar: "résumé €.pdf", content: "x" }])),
+      "file",
+      { maxFileBytes: 10_000 },
+      collect,
+    );
     expect(result.fileName).toBe("résumé €.pdf");
   });
 
@@ -135,7 +168,12 @@ describe("streamMultipart: content across part and read boundaries", () => {
       { name: "fileName", content: "after.txt" },
     ]);
     let calls = 0;
-    const result = await streamMultipart(request(body2, [17]), "file", { maxFileBytes: 100_000 }, async (content) => (calls++, collect(content)));
+    const result = await streamMultipart(
+      request(body2, [17]),
+      "file",
+      { maxFileBytes: 100_000 },
+      async (content) => (calls++, collect(content)),
+    );
     expect(calls).toBe(1);
     expect(new TextDecoder().decode(result.file)).toBe("first");
     expect(result.fileName).toBe("first");
@@ -171,7 +209,12 @@ describe("streamMultipart: backpressure", () => {
       },
       { highWaterMark: 0 },
     );
-    const req = new Request("http://127.0.0.1/v1/assets/upload", { method: "POST", body: stream, headers: { "content-type": `multipart/form-data; boundary=${BOUNDARY}` }, duplex: "half" } as RequestInit);
+    const req = new Request("http://127.0.0.1/v1/assets/upload", {
+      method: "POST",
+      body: stream,
+      headers: { "content-type": `multipart/form-data; boundary=${BOUNDARY}` },
+      duplex: "half",
+    } as RequestInit);
     let consumed = 0;
     let maxAhead = 0;
     const got = createHash("sha256");
@@ -200,16 +243,34 @@ describe("streamMultipart: backpressure", () => {
 describe("streamMultipart: refusals", () => {
   it("415 when the content type is not multipart/form-data, or there is no body", async () => {
     const body = multipart([{ name: "file", filename: "a", content: "x" }]);
-    expect(await refusal(streamMultipart(request(body, [100], "application/json"), "file", { maxFileBytes: 10_000 }, collect))).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
-    expect(await refusal(streamMultipart(request(body, [100], "multipart/mixed; boundary=x"), "file", { maxFileBytes: 10_000 }, collect))).toMatchObject({ status: 415 });
-    const empty = new Request("http://127.0.0.1/", { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${BOUNDARY}` } });
-    expect(await refusal(streamMultipart(empty, "file", { maxFileBytes: 10_000 }, collect))).toMatchObject({ status: 415 });
+    expect(
+      await refusal(
+        streamMultipart(request(body, [100], "application/json"), "file", { maxFileBytes: 10_000 }, collect),
+      ),
+    ).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
+    expect(
+      await refusal(
+        streamMultipart(request(body, [100], "multipart/mixed; boundary=x"), "file", { maxFileBytes: 10_000 }, collect),
+      ),
+    ).toMatchObject({ status: 415 });
+    const empty = new Request("http://127.0.0.1/", {
+      method: "POST",
+      headers: { "content-type": `multipart/form-data; boundary=${BOUNDARY}` },
+    });
+    expect(await refusal(streamMultipart(empty, "file", { maxFileBytes: 10_000 }, collect))).toMatchObject({
+      status: 415,
+    });
   });
 
   it("400 without a part named file (fields only, or a file under another name)", async () => {
-    for (const parts of [[{ name: "fileName", content: "a.txt" }], [{ name: "upload", filename: "a.txt", content: "abc" }]] as Part[][]) {
+    for (const parts of [
+      [{ name: "fileName", content: "a.txt" }],
+      [{ name: "upload", filename: "a.txt", content: "abc" }],
+    ] as Part[][]) {
       let consumed = false;
-      const r = await refusal(streamMultipart(request(multipart(parts)), "file", { maxFileBytes: 10_000 }, async () => (consumed = true)));
+      const r = await refusal(
+        streamMultipart(request(multipart(parts)), "file", { maxFileBytes: 10_000 }, async () => (consumed = true)),
+      );
       expect(r).toEqual({ status: 400, code: "INVALID_REQUEST" });
       expect(consumed).toBe(false);
     }
@@ -217,7 +278,11 @@ describe("streamMultipart: refusals", () => {
 
   it("400 when the multipart boundary parameter is missing", async () => {
     const body = multipart([{ name: "file", filename: "a", content: "x" }]);
-    expect(await refusal(streamMultipart(request(body, [100], "multipart/form-data"), "file", { maxFileBytes: 10_000 }, collect))).toMatchObject({ status: 400 });
+    expect(
+      await refusal(
+        streamMultipart(request(body, [100], "multipart/form-data"), "file", { maxFileBytes: 10_000 }, collect),
+      ),
+    ).toMatchObject({ status: 400 });
   });
 
   it("413 when the file exceeds maxFileBytes; the consumer sees the failure (so it can clean up)", async () => {
@@ -239,14 +304,24 @@ describe("streamMultipart: refusals", () => {
 
   it("a file of exactly maxFileBytes is accepted (the part's own headers do not count against the file)", async () => {
     const file = tricky(100_000);
-    const body = multipart([{ name: "file", filename: "a-rather-long-file-name-to-make-the-part-headers-longer.bin", type: "application/octet-stream", content: file }]);
+    const body = multipart([
+      {
+        name: "file",
+        filename: "a-rather-long-file-name-to-make-the-part-headers-longer.bin",
+        type: "application/octet-stream",
+        content: file,
+      },
+    ]);
     const result = await streamMultipart(request(body), "file", { maxFileBytes: 100_000 }, collect);
     expect(result.file.length).toBe(100_000);
   });
 
   it("400 for a truncated body (no closing boundary); the consumer sees the failure instead of a short file", async () => {
     let consumerError: unknown;
-    const body = multipart([{ name: "file", filename: "t", content: tricky(50_000) }], { close: false }).subarray(0, 30_000);
+    const body = multipart([{ name: "file", filename: "t", content: tricky(50_000) }], { close: false }).subarray(
+      0,
+      30_000,
+    );
     const r = await refusal(
       streamMultipart(request(body, [4096]), "file", { maxFileBytes: 100_000 }, async (content) => {
         try {

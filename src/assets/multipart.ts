@@ -1,6 +1,6 @@
 import * as Multipasta from "multipasta";
-import { ApiError, badRequest } from "../http/errors.ts";
-import { LIMITS } from "../http/limits.ts";
+import { ApiError, badRequest } from "../errors.ts";
+import { LIMITS } from "../schema/limits.ts";
 import { bodyReadFailed } from "../http/validate.ts";
 
 export interface MultipartUpload<T> {
@@ -123,7 +123,8 @@ export async function streamMultipart<T>(
       if (parseError) break;
       // Backpressure: let the consumer take what was parsed before reading more of the body. A consumer that has
       // finished or failed takes nothing more; stop reading then.
-      while (queue.length && consuming && !consumerFailed) await new Promise<void>((resolve) => (notifyProducer = resolve));
+      while (queue.length && consuming && !consumerFailed)
+        await new Promise<void>((resolve) => (notifyProducer = resolve));
       if (consumerFailed) break;
     }
   } finally {
@@ -133,7 +134,9 @@ export async function streamMultipart<T>(
   if (!consuming) {
     if (readError) bodyReadFailed(readError);
     if (parseError) throw multipartError(parseError);
-    throw badRequest("the upload has no file part", [{ code: "required", message: `a part named "${fileField}" is required`, path: ["body", fileField] }]);
+    throw badRequest("the upload has no file part", [
+      { code: "required", message: `a part named "${fileField}" is required`, path: ["body", fileField] },
+    ]);
   }
   fileEnded = true;
   notifyConsumer?.();
@@ -145,5 +148,7 @@ export async function streamMultipart<T>(
 function multipartError(error: Multipasta.MultipartError): ApiError {
   if (error._tag === "ReachedLimit")
     return new ApiError(413, "PAYLOAD_TOO_LARGE", `the upload exceeds the limit (${error.limit})`);
-  return badRequest(`malformed multipart body (${error._tag})`, [{ code: "invalid_multipart", message: error._tag, path: ["body"] }]);
+  return badRequest(`malformed multipart body (${error._tag})`, [
+    { code: "invalid_multipart", message: error._tag, path: ["body"] },
+  ]);
 }

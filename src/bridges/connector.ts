@@ -135,18 +135,38 @@ export type InboundEvent =
    * `senderID`, where the network says who made the change: the host applies it only to that sender's message (a
    * network that lets anyone send a correction must not let one person rewrite another's words).
    */
-  | { type: "edit"; networkChatID: string; networkMessageID: string; text: string; timestamp: number; senderID?: string }
+  | {
+      type: "edit";
+      networkChatID: string;
+      networkMessageID: string;
+      text: string;
+      timestamp: number;
+      senderID?: string;
+    }
   /** `networkMessageID` may also name a reaction (its `networkReactionID`): that reaction is removed. */
   | { type: "delete"; networkChatID: string; networkMessageID: string; senderID?: string }
   /**
    * `networkReactionID`: the network's ID of the reaction itself, for networks that remove a reaction by deleting
    * it (Matrix redacts the reaction event): a later `delete` naming it removes the reaction.
    */
-  | { type: "reaction"; networkChatID: string; networkMessageID: string; senderID: string; reactionKey: string; removed?: boolean; networkReactionID?: string }
+  | {
+      type: "reaction";
+      networkChatID: string;
+      networkMessageID: string;
+      senderID: string;
+      reactionKey: string;
+      removed?: boolean;
+      networkReactionID?: string;
+    }
   /** A participant's whole set of reactions to a message, replacing what they had (networks that send sets). */
   | { type: "reactions"; networkChatID: string; networkMessageID: string; senderID: string; reactionKeys: string[] }
   /** Every reaction a message has, replacing all it had (networks that hand over whole messages: another Desktop API server). */
-  | { type: "message-reactions"; networkChatID: string; networkMessageID: string; reactions: { senderID: string; reactionKey: string }[] }
+  | {
+      type: "message-reactions";
+      networkChatID: string;
+      networkMessageID: string;
+      reactions: { senderID: string; reactionKey: string }[];
+    }
   | { type: "chat"; chat: NetworkChat }
   /** `timeoutMs`: how long a `typing` state holds without a new notice (networks repeat it while typing goes on). */
   | { type: "typing"; networkChatID: string; senderID: string; state: TypingState; timeoutMs?: number }
@@ -154,7 +174,14 @@ export type InboundEvent =
    * Another participant got (`delivered`) or read (`read`) this account's message. A read receipt covers the
    * messages before it, as chat markers and read receipts do on most networks.
    */
-  | { type: "receipt"; networkChatID: string; networkMessageID: string; userID: string; kind: "delivered" | "read"; timestamp: number }
+  | {
+      type: "receipt";
+      networkChatID: string;
+      networkMessageID: string;
+      userID: string;
+      kind: "delivered" | "read";
+      timestamp: number;
+    }
   /** This account read the chat up to the message on another device or client: mark it read here, and tell no one. */
   | { type: "read"; networkChatID: string; networkMessageID: string }
   | { type: "status"; status: AccountRecord["status"]; statusText?: string };
@@ -202,7 +229,11 @@ export interface NetworkClient {
    * Up to `limit` messages older than `before` (a stored message: its network ID and timestamp), oldest first.
    * Chats of a network with this method keep room below their first message for what it returns.
    */
-  fetchHistory?(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage>;
+  fetchHistory?(
+    networkChatID: string,
+    before: { networkMessageID: string; timestamp: number },
+    limit: number,
+  ): Promise<HistoryPage>;
   /** Tells the chat's other participants that this account is typing, or stopped (bridgev2's TypingHandlingNetworkAPI). */
   setTyping?(networkChatID: string, state: TypingState): Promise<void>;
   /**
@@ -218,7 +249,10 @@ export interface NetworkClient {
    */
   notifyAnyway?(networkChatID: string): Promise<void>;
   /** Gives the network a chat reminder set (or cleared: null) through the API, for a network that keeps reminders itself. */
-  setReminder?(networkChatID: string, reminder: { at: number; dismissOnIncomingMessage: boolean } | null): Promise<void>;
+  setReminder?(
+    networkChatID: string,
+    reminder: { at: number; dismissOnIncomingMessage: boolean } | null,
+  ): Promise<void>;
   /** Tells the network of pin, mute and low-priority changes made through the API (both ways, with NetworkChat's flags). */
   setChatFlags?(networkChatID: string, flags: ChatFlags): Promise<void>;
   /** Ends this device's session on the network when the login is removed (best effort: removal goes on if it fails). */

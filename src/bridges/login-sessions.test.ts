@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 import { NetworkError } from "./connector.ts";
 import type { LoginProcess, LoginResult, LoginStep, StepSubmission } from "./login.ts";
 import { LoginSessions, type LoginSession } from "./login-sessions.ts";
@@ -45,7 +45,11 @@ class TestLogin implements LoginProcess {
       { id: "password", type: "password" },
     ],
   };
-  readonly display: LoginStep = { type: "display_and_wait", stepID: "test.scan", display: { type: "qr", data: "test://scan" } };
+  readonly display: LoginStep = {
+    type: "display_and_wait",
+    stepID: "test.scan",
+    display: { type: "qr", data: "test://scan" },
+  };
 
   constructor(private readonly first: () => Promise<LoginStep> = async () => this.credentials) {}
 
@@ -80,7 +84,12 @@ class TestLogin implements LoginProcess {
   }
 }
 
-function setup(options: { complete?: (session: LoginSession, result: LoginResult) => Promise<{ loginID: string; accountIDs: string[] }>; waitMs?: number } = {}) {
+function setup(
+  options: {
+    complete?: (session: LoginSession, result: LoginResult) => Promise<{ loginID: string; accountIDs: string[] }>;
+    waitMs?: number;
+  } = {},
+) {
   const clock = { t: 1_700_000_000_000 };
   const complete = vi.fn(options.complete ?? (async () => ({ loginID: "login-1", accountIDs: ["acct-1"] })));
   const sessions = new LoginSessions({ ttlMs: TTL, waitMs: options.waitMs, now: () => clock.t, complete });
@@ -122,13 +131,20 @@ describe("LoginSessions", () => {
     expect(sessions.get(BRIDGE, s.id)).toBe(s);
     expect(caught(() => sessions.get("local-other", s.id)).status).toBe(404);
     expect(caught(() => sessions.get(BRIDGE, "ls_missing")).status).toBe(404);
-    expect((await rejected(sessions.submit(BRIDGE, "ls_missing", "test.credentials", "user_input", creds()))).status).toBe(404);
+    expect(
+      (await rejected(sessions.submit(BRIDGE, "ls_missing", "test.credentials", "user_input", creds()))).status,
+    ).toBe(404);
     expect(caught(() => sessions.cancel(BRIDGE, "ls_missing")).status).toBe(404);
   });
 
   it("maps each step type to its waiting status", async () => {
     const { sessions } = setup();
-    const cookies: LoginStep = { type: "cookies", stepID: "test.cookies", url: "https://test.invalid/login", fields: [{ id: "s", name: "s", type: "cookie" }] };
+    const cookies: LoginStep = {
+      type: "cookies",
+      stepID: "test.cookies",
+      url: "https://test.invalid/login",
+      fields: [{ id: "s", name: "s", type: "cookie" }],
+    };
     expect((await sessions.start(BRIDGE, new TestLogin(async () => cookies))).status).toBe("waiting_for_cookies");
     const login = new TestLogin();
     expect((await sessions.start(BRIDGE, new TestLogin(async () => login.display))).status).toBe("waiting_for_display");
@@ -178,7 +194,10 @@ describe("LoginSessions", () => {
     expect(boom.error?.message).not.toContain("internal detail");
 
     // A process that fails at once gives a failed session, not an exception.
-    const early = await sessions.start(BRIDGE, new TestLogin(async () => Promise.reject(new NetworkError("unavailable", "offline"))));
+    const early = await sessions.start(
+      BRIDGE,
+      new TestLogin(async () => Promise.reject(new NetworkError("unavailable", "offline"))),
+    );
     expect(early.status).toBe("failed");
     expect(early.error).toEqual({ code: "unavailable", message: "offline" });
 
@@ -207,13 +226,18 @@ describe("LoginSessions", () => {
     const cancel = caught(() => sessions.cancel(BRIDGE, s.id));
     expect(cancel.status).toBe(409);
     expect(cancel.code).toBe("SESSION_FINISHED");
-    expect((await rejected(sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: {} }))).status).toBe(409);
+    expect(
+      (await rejected(sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: {} }))).status,
+    ).toBe(409);
     expect(s.status).toBe("complete");
   });
 
   it("completes on the first step when the process needs no input", async () => {
     const { sessions, complete } = setup();
-    const s = await sessions.start(BRIDGE, new TestLogin(async () => ({ type: "complete", stepID: "test.complete", result })));
+    const s = await sessions.start(
+      BRIDGE,
+      new TestLogin(async () => ({ type: "complete", stepID: "test.complete", result })),
+    );
     expect(s.status).toBe("complete");
     expect(complete).toHaveBeenCalledTimes(1);
   });
@@ -237,7 +261,10 @@ describe("LoginSessions", () => {
         throw new Error("disk full at /var/secret/path");
       },
     });
-    const t = await broken.sessions.start(BRIDGE, new TestLogin(async () => ({ type: "complete", stepID: "test.complete", result })));
+    const t = await broken.sessions.start(
+      BRIDGE,
+      new TestLogin(async () => ({ type: "complete", stepID: "test.complete", result })),
+    );
     expect(t.status).toBe("failed");
     expect(t.error?.code).toBe("internal_error");
     expect(t.error?.message).not.toContain("/var/secret");
@@ -292,7 +319,9 @@ describe("LoginSessions", () => {
     const s = await sessions.start(BRIDGE, login);
     const waiting = sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: {} });
     await login.waiting;
-    const confirmed = await sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: { confirm: "true" } });
+    const confirmed = await sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", {
+      fields: { confirm: "true" },
+    });
     expect(confirmed.status).toBe("complete");
     // The plain wait came back (unchanged when it returned; the session object has moved on since).
     expect((await waiting).id).toBe(s.id);
@@ -302,7 +331,9 @@ describe("LoginSessions", () => {
     const first = sessions.submit(BRIDGE, t.id, "test.scan", "display_and_wait", { fields: {} });
     await other.waiting;
     let secondDone = false;
-    const second = sessions.submit(BRIDGE, t.id, "test.scan", "display_and_wait", { fields: {} }).then((x) => ((secondDone = true), x));
+    const second = sessions
+      .submit(BRIDGE, t.id, "test.scan", "display_and_wait", { fields: {} })
+      .then((x) => ((secondDone = true), x));
     await new Promise((r) => setTimeout(r, 20));
     expect(secondDone).toBe(false);
     other.scanned();
@@ -313,10 +344,16 @@ describe("LoginSessions", () => {
   it("returns a display step unchanged when the process cannot wait", async () => {
     const { sessions } = setup();
     const login = new TestLogin();
-    const noWait: LoginProcess = { start: async () => login.display, submit: (step, sub) => login.submit(step, sub), cancel: () => login.cancel() };
+    const noWait: LoginProcess = {
+      start: async () => login.display,
+      submit: (step, sub) => login.submit(step, sub),
+      cancel: () => login.cancel(),
+    };
     const s = await sessions.start(BRIDGE, noWait);
     const before = snapshot(s);
-    expect(snapshot(await sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: {} }))).toEqual(before);
+    expect(snapshot(await sessions.submit(BRIDGE, s.id, "test.scan", "display_and_wait", { fields: {} }))).toEqual(
+      before,
+    );
   });
 
   it("runs one submission at a time: a second one for the same step then finds it gone (409)", async () => {
@@ -368,7 +405,10 @@ describe("LoginSessions", () => {
 
   it("forgets finished sessions one TTL after they ended", async () => {
     const { sessions, clock } = setup();
-    const done = await sessions.start(BRIDGE, new TestLogin(async () => ({ type: "complete", stepID: "test.complete", result })));
+    const done = await sessions.start(
+      BRIDGE,
+      new TestLogin(async () => ({ type: "complete", stepID: "test.complete", result })),
+    );
     const cancelled = await sessions.start(BRIDGE, new TestLogin());
     sessions.cancel(BRIDGE, cancelled.id);
     clock.t += TTL - 1;

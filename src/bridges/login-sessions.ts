@@ -1,8 +1,14 @@
-import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, notFound } from "../errors.ts";
 import { NetworkError } from "./connector.ts";
 import type { LoginProcess, LoginResult, LoginStep, StepSubmission } from "./login.ts";
 
-export type SessionStatus = "waiting_for_input" | "waiting_for_cookies" | "waiting_for_display" | "complete" | "cancelled" | "failed";
+export type SessionStatus =
+  | "waiting_for_input"
+  | "waiting_for_cookies"
+  | "waiting_for_display"
+  | "complete"
+  | "cancelled"
+  | "failed";
 
 export interface LoginSession {
   id: string;
@@ -36,7 +42,10 @@ const statusOf: Record<Exclude<LoginStep["type"], "complete">, SessionStatus> = 
 };
 
 /** The part of a submission each step type cannot go without (its body field, for the error's path). */
-const needs: Partial<Record<LoginStep["type"], "credential" | "response">> = { webauthn: "credential", client_http: "response" };
+const needs: Partial<Record<LoginStep["type"], "credential" | "response">> = {
+  webauthn: "credential",
+  client_http: "response",
+};
 
 export interface LoginSessionOptions {
   /** An idle session expires after this long (default 10 minutes). */
@@ -68,7 +77,13 @@ export class LoginSessions {
 
   async start(bridgeID: string, process: LoginProcess, reauth?: LoginSession["reauth"]): Promise<LoginSession> {
     this.sweep();
-    const session: LoginSession = { id: `ls_${crypto.randomUUID()}`, bridgeID, status: "waiting_for_input", reauth, expiresAt: this.now() + this.ttlMs };
+    const session: LoginSession = {
+      id: `ls_${crypto.randomUUID()}`,
+      bridgeID,
+      status: "waiting_for_input",
+      reauth,
+      expiresAt: this.now() + this.ttlMs,
+    };
     const live: Live = { session, process, busy: Promise.resolve() };
     this.live.set(session.id, live);
     await this.advance(live, () => process.start());
@@ -86,14 +101,22 @@ export class LoginSessions {
     const session = this.get(bridgeID, id);
     const live = this.live.get(id)!;
     if (session.status === "complete" || session.status === "failed")
-      throw new ApiError(409, "SESSION_FINISHED", `login session ${id} is already ${session.status}`, undefined, { "x-should-retry": "false" });
+      throw new ApiError(409, "SESSION_FINISHED", `login session ${id} is already ${session.status}`, undefined, {
+        "x-should-retry": "false",
+      });
     live.process.cancel();
     this.finish(session, "cancelled");
     live.waiting?.abort();
     return session;
   }
 
-  async submit(bridgeID: string, id: string, stepID: string, type: string, submission: StepSubmission): Promise<LoginSession> {
+  async submit(
+    bridgeID: string,
+    id: string,
+    stepID: string,
+    type: string,
+    submission: StepSubmission,
+  ): Promise<LoginSession> {
     const session = this.get(bridgeID, id);
     const live = this.live.get(id)!;
     // An answer to a display step (the sandbox's `confirm`, what a phone sends) goes ahead of a client's plain wait in
@@ -102,14 +125,26 @@ export class LoginSessions {
     const run = live.busy.then(async () => {
       const step = session.step;
       if (!step || session.status === "complete" || session.status === "cancelled" || session.status === "failed")
-        throw new ApiError(409, "SESSION_FINISHED", `login session ${id} is ${session.status}; start a new one`, undefined, { "x-should-retry": "false" });
+        throw new ApiError(
+          409,
+          "SESSION_FINISHED",
+          `login session ${id} is ${session.status}; start a new one`,
+          undefined,
+          { "x-should-retry": "false" },
+        );
       if (step.stepID !== stepID)
-        throw new ApiError(409, "STEP_MISMATCH", `step ${stepID} is not the current step (${step.stepID})`, undefined, { "x-should-retry": "false" });
+        throw new ApiError(409, "STEP_MISMATCH", `step ${stepID} is not the current step (${step.stepID})`, undefined, {
+          "x-should-retry": "false",
+        });
       if (step.type !== type)
-        throw new ApiError(422, "STEP_TYPE_MISMATCH", `the current step is ${step.type}, not ${type}`, { issues: [{ code: "invalid_type", message: `expected ${step.type}`, path: ["body", "type"] }] });
+        throw new ApiError(422, "STEP_TYPE_MISMATCH", `the current step is ${step.type}, not ${type}`, {
+          issues: [{ code: "invalid_type", message: `expected ${step.type}`, path: ["body", "type"] }],
+        });
       const part = needs[step.type];
       if (part && submission[part] === undefined)
-        throw badRequest(`a ${step.type} step is answered with ${part}`, [{ code: "required", message: `${part} is required`, path: ["body", part] }]);
+        throw badRequest(`a ${step.type} step is answered with ${part}`, [
+          { code: "required", message: `${part} is required`, path: ["body", part] },
+        ]);
       session.expiresAt = this.now() + this.ttlMs;
       if (step.type === "display_and_wait") {
         if (!live.process.wait) return;
@@ -157,7 +192,10 @@ export class LoginSessions {
       this.finish(session, "complete");
     } catch (error) {
       const api = error instanceof ApiError ? error : undefined;
-      this.finish(session, "failed", { code: api?.code.toLowerCase() ?? "internal_error", message: api?.message ?? "storing the login failed" });
+      this.finish(session, "failed", {
+        code: api?.code.toLowerCase() ?? "internal_error",
+        message: api?.message ?? "storing the login failed",
+      });
     }
   }
 
@@ -174,7 +212,8 @@ export class LoginSessions {
     for (const [id, live] of this.live) {
       if (live.session.expiresAt > now) continue;
       const { session } = live;
-      if (session.status === "complete" || session.status === "cancelled" || session.status === "failed") this.live.delete(id);
+      if (session.status === "complete" || session.status === "cancelled" || session.status === "failed")
+        this.live.delete(id);
       else {
         live.process.cancel();
         this.finish(session, "failed", { code: "expired", message: "the login session expired after being left idle" });

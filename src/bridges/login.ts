@@ -66,7 +66,13 @@ export interface LoginResult {
   /** The network's stable ID of the identity (reconnects must produce the same one). */
   remoteID: string;
   user: User;
-  accounts: { remoteID: string; user: User; networkName?: string; state: Record<string, unknown>; origin?: AccountOrigin }[];
+  accounts: {
+    remoteID: string;
+    user: User;
+    networkName?: string;
+    state: Record<string, unknown>;
+    origin?: AccountOrigin;
+  }[];
 }
 
 export type LoginStep =

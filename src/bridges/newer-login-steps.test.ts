@@ -7,7 +7,7 @@ import { createStorage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ResponseChecker } from "../../test/scenario/openapi-check.ts";
 import { createApp, type App } from "../app.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 import { createToken } from "../services/tokens.ts";
 import type { AccountRecord } from "../store/records.ts";
 import { NetworkError, type NetworkClient, type NetworkConnector } from "./connector.ts";
@@ -35,13 +35,24 @@ class PasskeyLogin implements LoginProcess {
 
   async start(): Promise<LoginStep> {
     if (this.client.clientHTTP)
-      return { type: "client_http", stepID: "passkey.challenge.1", instructions: "Fetching the sign-in challenge", request: { method: "GET", url: CHALLENGE_URL, headers: { accept: ["application/json"] } } };
+      return {
+        type: "client_http",
+        stepID: "passkey.challenge.1",
+        instructions: "Fetching the sign-in challenge",
+        request: { method: "GET", url: CHALLENGE_URL, headers: { accept: ["application/json"] } },
+      };
     this.challenge = "made-by-the-process";
     return this.passkeyStep();
   }
 
   private passkeyStep(): LoginStep {
-    return { type: "webauthn", stepID: "passkey.sign", instructions: "Use your passkey", url: ORIGIN, publicKey: { challenge: this.challenge, rpId: "passkey.invalid", userVerification: "preferred" } };
+    return {
+      type: "webauthn",
+      stepID: "passkey.sign",
+      instructions: "Use your passkey",
+      url: ORIGIN,
+      publicKey: { challenge: this.challenge, rpId: "passkey.invalid", userVerification: "preferred" },
+    };
   }
 
   async submit(step: LoginStep, submission: StepSubmission): Promise<LoginStep> {
@@ -49,13 +60,15 @@ class PasskeyLogin implements LoginProcess {
     if (step.type === "client_http") {
       const answer = submission.response!;
       if (answer.error) throw new NetworkError("rejected", `the challenge could not be fetched: ${answer.error}`);
-      if (answer.statusCode !== 200) throw new NetworkError("rejected", `the challenge request answered ${answer.statusCode}`);
+      if (answer.statusCode !== 200)
+        throw new NetworkError("rejected", `the challenge request answered ${answer.statusCode}`);
       this.challenge = JSON.parse(atob(answer.body ?? "")).challenge;
       return this.passkeyStep();
     }
     if (step.type === "webauthn") {
       const signed = (submission.credential?.response as { clientDataJSON?: string } | undefined)?.clientDataJSON;
-      if (signed !== b64({ challenge: this.challenge })) throw new NetworkError("rejected", "the passkey did not sign this login's challenge");
+      if (signed !== b64({ challenge: this.challenge }))
+        throw new NetworkError("rejected", "the passkey did not sign this login's challenge");
       return { type: "complete", stepID: "passkey.complete", result };
     }
     throw new NetworkError("rejected", `no step ${step.stepID} here`);
@@ -76,7 +89,8 @@ const credential = (challenge: string | undefined) => ({
 });
 
 /** What a refused submission throws: an ApiError with this status and, for a 400, the one place it names. */
-const refusal = (status: number, path?: string[]) => expect.objectContaining({ status, ...(path ? { details: { issues: [expect.objectContaining({ path })] } } : {}) });
+const refusal = (status: number, path?: string[]) =>
+  expect.objectContaining({ status, ...(path ? { details: { issues: [expect.objectContaining({ path })] } } : {}) });
 
 describe("client_http and webauthn steps through the session host", () => {
   const BRIDGE = "local-passkey";
@@ -90,13 +104,29 @@ describe("client_http and webauthn steps through the session host", () => {
     const login = new PasskeyLogin({ clientHTTP: true });
     const s = await sessions.start(BRIDGE, login);
     expect(s.status).toBe("waiting_for_input");
-    expect(s.step).toEqual({ type: "client_http", stepID: "passkey.challenge.1", instructions: "Fetching the sign-in challenge", request: { method: "GET", url: CHALLENGE_URL, headers: { accept: ["application/json"] } } });
+    expect(s.step).toEqual({
+      type: "client_http",
+      stepID: "passkey.challenge.1",
+      instructions: "Fetching the sign-in challenge",
+      request: { method: "GET", url: CHALLENGE_URL, headers: { accept: ["application/json"] } },
+    });
 
-    await sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "client_http", { fields: {}, response: { statusCode: 200, body: b64({ challenge: "from-the-site" }) } });
+    await sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "client_http", {
+      fields: {},
+      response: { statusCode: 200, body: b64({ challenge: "from-the-site" }) },
+    });
     expect(s.status).toBe("waiting_for_input");
-    expect(s.step).toMatchObject({ type: "webauthn", stepID: "passkey.sign", url: ORIGIN, publicKey: { challenge: "from-the-site" } });
+    expect(s.step).toMatchObject({
+      type: "webauthn",
+      stepID: "passkey.sign",
+      url: ORIGIN,
+      publicKey: { challenge: "from-the-site" },
+    });
 
-    await sessions.submit(BRIDGE, s.id, "passkey.sign", "webauthn", { fields: {}, credential: credential("from-the-site") });
+    await sessions.submit(BRIDGE, s.id, "passkey.sign", "webauthn", {
+      fields: {},
+      credential: credential("from-the-site"),
+    });
     expect(s.status).toBe("complete");
     expect(s.step).toBeUndefined();
     expect(complete).toHaveBeenCalledWith(s, result);
@@ -107,14 +137,24 @@ describe("client_http and webauthn steps through the session host", () => {
     const { sessions } = setup();
     const login = new PasskeyLogin({ clientHTTP: true });
     const s = await sessions.start(BRIDGE, login);
-    await expect(sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "client_http", { fields: {} })).rejects.toEqual(refusal(400, ["body", "response"]));
-    const wrongType = sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "webauthn", { fields: {}, credential: credential("x") });
+    await expect(sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "client_http", { fields: {} })).rejects.toEqual(
+      refusal(400, ["body", "response"]),
+    );
+    const wrongType = sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "webauthn", {
+      fields: {},
+      credential: credential("x"),
+    });
     await expect(wrongType).rejects.toBeInstanceOf(ApiError);
     await expect(wrongType).rejects.toEqual(expect.objectContaining({ status: 422, code: "STEP_TYPE_MISMATCH" }));
     expect(s.step?.type).toBe("client_http");
 
-    await sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "client_http", { fields: {}, response: { statusCode: 200, body: b64({ challenge: "c" }) } });
-    await expect(sessions.submit(BRIDGE, s.id, "passkey.sign", "webauthn", { fields: { credential: "{}" } })).rejects.toEqual(refusal(400, ["body", "credential"]));
+    await sessions.submit(BRIDGE, s.id, "passkey.challenge.1", "client_http", {
+      fields: {},
+      response: { statusCode: 200, body: b64({ challenge: "c" }) },
+    });
+    await expect(
+      sessions.submit(BRIDGE, s.id, "passkey.sign", "webauthn", { fields: { credential: "{}" } }),
+    ).rejects.toEqual(refusal(400, ["body", "credential"]));
     expect(s.step?.type).toBe("webauthn");
     expect(login.submits, "refused submissions never reach the process").toBe(1);
   });
@@ -122,13 +162,22 @@ describe("client_http and webauthn steps through the session host", () => {
   it("fails the session with the process's reason when the client's request failed or the passkey is wrong", async () => {
     const { sessions, complete } = setup();
     const offline = await sessions.start(BRIDGE, new PasskeyLogin({ clientHTTP: true }));
-    await sessions.submit(BRIDGE, offline.id, "passkey.challenge.1", "client_http", { fields: {}, response: { error: "network unreachable" } });
+    await sessions.submit(BRIDGE, offline.id, "passkey.challenge.1", "client_http", {
+      fields: {},
+      response: { error: "network unreachable" },
+    });
     expect(offline.status).toBe("failed");
-    expect(offline.error).toEqual({ code: "rejected", message: "the challenge could not be fetched: network unreachable" });
+    expect(offline.error).toEqual({
+      code: "rejected",
+      message: "the challenge could not be fetched: network unreachable",
+    });
 
     const forged = await sessions.start(BRIDGE, new PasskeyLogin());
     expect(forged.step).toMatchObject({ type: "webauthn", publicKey: { challenge: "made-by-the-process" } });
-    await sessions.submit(BRIDGE, forged.id, "passkey.sign", "webauthn", { fields: {}, credential: credential("another-challenge") });
+    await sessions.submit(BRIDGE, forged.id, "passkey.sign", "webauthn", {
+      fields: {},
+      credential: credential("another-challenge"),
+    });
     expect(forged.status).toBe("failed");
     expect(forged.error?.message).toBe("the passkey did not sign this login's challenge");
     expect(complete).not.toHaveBeenCalled();
@@ -146,7 +195,14 @@ class PasskeyConnector implements NetworkConnector, LoginCapable {
     return {
       connect: async () => undefined,
       disconnect: async () => undefined,
-      capabilities: () => ({ edits: false, deletes: false, reactions: false, replies: false, attachments: false, multipleReactions: false }),
+      capabilities: () => ({
+        edits: false,
+        deletes: false,
+        reactions: false,
+        replies: false,
+        attachments: false,
+        multipleReactions: false,
+      }),
       send: async () => Promise.reject(new NetworkError("unsupported", "nothing to send to")),
     };
   }
@@ -172,13 +228,16 @@ describe("client_http and webauthn steps over HTTP", () => {
   async function call(method: string, path: string, json?: unknown) {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (json !== undefined) headers["content-type"] = "application/json";
-    const res = await app.fetch(new Request(base + path, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) }));
+    const res = await app.fetch(
+      new Request(base + path, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) }),
+    );
     const body = await res.json();
     spec?.check(method, base + path, res.status, res.headers.get("content-type"), body);
     return { status: res.status, body };
   }
   const sessions = "/v1/bridges/local-passkey/login-sessions";
-  const step = (s: { loginSessionID: string; currentStep?: { stepID: string } }) => `${sessions}/${s.loginSessionID}/steps/${s.currentStep!.stepID}`;
+  const step = (s: { loginSessionID: string; currentStep?: { stepID: string } }) =>
+    `${sessions}/${s.loginSessionID}/steps/${s.currentStep!.stepID}`;
 
   beforeAll(async () => {
     const storage = createStorage();
@@ -192,18 +251,34 @@ describe("client_http and webauthn steps over HTTP", () => {
     let res = await call("POST", sessions, { flowID: "passkey", clientHTTP: true });
     expect(res.status).toBe(200);
     expect(connector.logins.at(-1)?.client).toEqual({ clientHTTP: true });
-    expect(res.body).toMatchObject({ status: "waiting_for_input", currentStep: { type: "client_http", request: { method: "GET", url: CHALLENGE_URL } } });
+    expect(res.body).toMatchObject({
+      status: "waiting_for_input",
+      currentStep: { type: "client_http", request: { method: "GET", url: CHALLENGE_URL } },
+    });
 
-    res = await call("POST", step(res.body), { type: "client_http", response: { statusCode: 200, finalURL: CHALLENGE_URL, headers: { "content-type": ["application/json"] }, body: b64({ challenge: "c-http" }) } });
+    res = await call("POST", step(res.body), {
+      type: "client_http",
+      response: {
+        statusCode: 200,
+        finalURL: CHALLENGE_URL,
+        headers: { "content-type": ["application/json"] },
+        body: b64({ challenge: "c-http" }),
+      },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: "waiting_for_input", currentStep: { type: "webauthn", stepID: "passkey.sign", url: ORIGIN, publicKey: { challenge: "c-http" } } });
+    expect(res.body).toMatchObject({
+      status: "waiting_for_input",
+      currentStep: { type: "webauthn", stepID: "passkey.sign", url: ORIGIN, publicKey: { challenge: "c-http" } },
+    });
 
     res = await call("POST", step(res.body), { type: "webauthn", credential: credential("c-http") });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe("complete");
     expect(res.body.login.loginID).toBe(res.body.loginID);
     expect(res.body.connection).toEqual(res.body.login);
-    expect((await call("GET", `/v1/bridges/local-passkey/connections/${res.body.loginID}`)).body).toEqual(res.body.login);
+    expect((await call("GET", `/v1/bridges/local-passkey/connections/${res.body.loginID}`)).body).toEqual(
+      res.body.login,
+    );
   });
 
   it("tells the process whether the client makes requests: without clientHTTP the login goes straight to the passkey", async () => {
@@ -224,7 +299,10 @@ describe("client_http and webauthn steps over HTTP", () => {
     ] as const) {
       const res = await call("POST", step(started), answer);
       expect(res.status, JSON.stringify(answer)).toBe(400);
-      expect(res.body.details.issues.map((i: { path: unknown[] }) => i.path), JSON.stringify(answer)).toContainEqual(where);
+      expect(
+        res.body.details.issues.map((i: { path: unknown[] }) => i.path),
+        JSON.stringify(answer),
+      ).toContainEqual(where);
     }
     // The right type is still needed: a credential for the client_http step is a 422.
     const wrong = await call("POST", step(started), { type: "webauthn", credential: credential("x") });

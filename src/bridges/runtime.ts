@@ -1,21 +1,30 @@
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 import type { AccountRecord } from "../store/records.ts";
 import type { InboundEvent, NetworkClient, NetworkConnector } from "./connector.ts";
 import type { LoginResult } from "./login.ts";
 
 /**
- * Holds the registered connectors and one live client per account, and routes the events clients emit to the
- * handler the app installs (the message service's `ingest`).
+ * What the app does with what an account's client reports: the first step of the inbound path (src/app.ts wires
+ * `emit` to services/ingest.ts). Each is the account's ConnectorHost method of the same name.
  */
+export interface AccountReports {
+  emit(account: AccountRecord, event: InboundEvent): Promise<void>;
+  saveState(account: AccountRecord, state: Record<string, unknown>): Promise<void>;
+  setLoginAccounts(account: AccountRecord, accounts: LoginResult["accounts"]): Promise<void>;
+}
+
+/** Holds the connectors and one live client per account, and hands what each client reports to `reports`. */
 export class BridgeRuntime {
   private readonly registered = new Map<string, NetworkConnector>();
   private readonly clients = new Map<string, NetworkClient>();
-  onEvent: (account: AccountRecord, event: InboundEvent) => Promise<void> = async () => undefined;
-  onSaveState: (account: AccountRecord, state: Record<string, unknown>) => Promise<void> = async () => undefined;
-  onSetLoginAccounts: (account: AccountRecord, accounts: LoginResult["accounts"]) => Promise<void> = async () => undefined;
+  /** Connects under way (a first sync writes to the store): stop() waits for them, so none outlives the store. */
+  private readonly connecting = new Set<Promise<void>>();
 
-  register(connector: NetworkConnector) {
-    this.registered.set(connector.network, connector);
+  constructor(
+    connectors: NetworkConnector[],
+    private readonly reports: AccountReports,
+  ) {
+    for (const connector of connectors) this.registered.set(connector.network, connector);
   }
 
   /** Loads and connects a client for the account (idempotent). */
@@ -25,12 +34,18 @@ export class BridgeRuntime {
     const connector = this.registered.get(account.network);
     if (!connector) return undefined;
     const client = connector.loadAccount(account, {
-      emit: (event) => this.onEvent(account, event),
-      saveState: (state) => this.onSaveState(account, state),
-      setLoginAccounts: (accounts) => this.onSetLoginAccounts(account, accounts),
+      emit: (event) => this.reports.emit(account, event),
+      saveState: (state) => this.reports.saveState(account, state),
+      setLoginAccounts: (accounts) => this.reports.setLoginAccounts(account, accounts),
     });
     this.clients.set(account.accountID, client);
-    await client.connect();
+    const connecting = client.connect();
+    this.connecting.add(connecting);
+    try {
+      await connecting;
+    } finally {
+      this.connecting.delete(connecting);
+    }
     return client;
   }
 
@@ -56,7 +71,10 @@ export class BridgeRuntime {
 
   client(accountID: string): NetworkClient {
     const client = this.clients.get(accountID);
-    if (!client) throw new ApiError(503, "ACCOUNT_UNAVAILABLE", `account ${accountID} is not connected`, undefined, { "retry-after": "5" });
+    if (!client)
+      throw new ApiError(503, "ACCOUNT_UNAVAILABLE", `account ${accountID} is not connected`, undefined, {
+        "retry-after": "5",
+      });
     return client;
   }
 
@@ -64,5 +82,6 @@ export class BridgeRuntime {
     const clients = [...this.clients.values()];
     this.clients.clear();
     await Promise.all(clients.map((c) => c.disconnect()));
+    await Promise.allSettled([...this.connecting]);
   }
 }

@@ -1,9 +1,9 @@
 import { presentChat, presentMessage } from "../services/present.ts";
 import type { ChangeSet } from "../store/changes.ts";
-import type { Db } from "../store/db.ts";
+import type { CommitObserver, Db } from "../store/db.ts";
 import type { AccountRecord } from "../store/records.ts";
 import type { EventLog } from "./log.ts";
-import { domainEvent, type DomainEvent } from "./protocol.ts";
+import { domainEvent, type DomainEvent } from "../schema/events.ts";
 
 /** Receives every batch of domain events, in commit order, after the commit is durable. */
 export interface EventSink {
@@ -17,7 +17,7 @@ export interface EventSink {
  * (src/events/log.ts: each gets its eventID), and once the commit is durable hands them to every sink: the WebSocket
  * connections of the runtime, the event streams, and the webhook dispatcher.
  */
-export class EventHub {
+export class EventHub implements CommitObserver {
   private readonly sinks = new Set<EventSink>();
   /** Each account as last announced (its wire JSON), to tell which ones a save of the account list changed. */
   private readonly announcedAccounts = new Map<string, string>();
@@ -29,23 +29,28 @@ export class EventHub {
     readonly log: EventLog,
     private readonly presentAccount: (account: AccountRecord) => unknown = (a) => a,
   ) {
-    for (const account of db.accounts) this.announcedAccounts.set(account.accountID, JSON.stringify(presentAccount(account)));
-    db.observer = {
-      // Built and logged when the commit takes its batch, so events show exactly the state being written...
-      snapshot: (changes) => {
-        const ts = new Date().toISOString();
-        const events = log.append([...buildEvents(db, changes, ts), ...this.accountEvents(changes, ts), ...changes.events]);
-        return events.length ? events : undefined;
-      },
-      // ...and delivered only once it is durable.
-      committed: (events) => {
-        const list = events as DomainEvent[];
-        log.markDurable(list);
-        this.deliver(list);
-        for (const wake of this.waiters) wake();
-        this.waiters.clear();
-      },
-    };
+    for (const account of db.accounts)
+      this.announcedAccounts.set(account.accountID, JSON.stringify(presentAccount(account)));
+  }
+
+  /** A commit takes its batch: its changes become events, logged in that same batch, so they show exactly its state… */
+  snapshot(changes: ChangeSet): DomainEvent[] | undefined {
+    const ts = new Date().toISOString();
+    const events = this.log.append([
+      ...buildEvents(this.db, changes, ts),
+      ...this.accountEvents(changes, ts),
+      ...changes.events,
+    ]);
+    return events.length ? events : undefined;
+  }
+
+  /** …and they are delivered to the sinks only once it is durable. */
+  committed(events: unknown): void {
+    const list = events as DomainEvent[];
+    this.log.markDurable(list);
+    this.deliver(list);
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
   }
 
   /** Resolves at the next durable commit that logged events, or after `ms` (long-polls wait on this). */
@@ -121,12 +126,34 @@ export function buildEvents(db: Db, changes: ChangeSet, ts: string): DomainEvent
     const upserted = [...(changes.messages.get(no)?.values() ?? [])].sort((a, b) => a.seq - b.seq);
     if (upserted.length) {
       const entries = upserted.map((m) => presentMessage(chat, m));
-      const transactions = upserted.map((m) => changes.transactions.get(`${no}.${m.seq}`)).filter((t): t is string => t !== undefined);
-      events.push(event("message.upserted", chat.id, entries.map((m) => m.id), entries, transactions.length === 1 ? { transactionID: transactions[0] } : transactions.length ? { transactionIDs: transactions } : undefined));
+      const transactions = upserted
+        .map((m) => changes.transactions.get(`${no}.${m.seq}`))
+        .filter((t): t is string => t !== undefined);
+      events.push(
+        event(
+          "message.upserted",
+          chat.id,
+          entries.map((m) => m.id),
+          entries,
+          transactions.length === 1
+            ? { transactionID: transactions[0] }
+            : transactions.length
+              ? { transactionIDs: transactions }
+              : undefined,
+        ),
+      );
     }
     const deleted = [...(changes.deletedMessages.get(no)?.values() ?? [])];
-    if (deleted.length) events.push(event("message.deleted", chat.id, deleted.map((m) => presentMessage(chat, m).id)));
-    if (changes.chats.has(no)) events.push(event("chat.upserted", chat.id, [chat.id], [presentChat(db, chat, { preview: true })]));
+    if (deleted.length)
+      events.push(
+        event(
+          "message.deleted",
+          chat.id,
+          deleted.map((m) => presentMessage(chat, m).id),
+        ),
+      );
+    if (changes.chats.has(no))
+      events.push(event("chat.upserted", chat.id, [chat.id], [presentChat(db, chat, { preview: true })]));
   }
   for (const chatID of changes.deletedChats.values()) events.push(event("chat.deleted", chatID, [chatID]));
   return events;

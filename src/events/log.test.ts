@@ -2,10 +2,12 @@ import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
 import { Kv } from "../store/kv.ts";
 import { EventLog, eventLogSettings } from "./log.ts";
-import { domainEvent, frameFor, type ConnectionState, type DomainEvent } from "./protocol.ts";
+import { frameFor, type ConnectionState } from "./protocol.ts";
+import { domainEvent, type DomainEvent } from "../schema/events.ts";
 import { replayLog } from "./replay.ts";
 
-const event = (n: number, chatID = "chat-a") => domainEvent("message.upserted", "2026-11-24T00:00:00.000Z", chatID, [`m${n}`], { entries: [{ n }] });
+const event = (n: number, chatID = "chat-a") =>
+  domainEvent("message.upserted", "2026-11-24T00:00:00.000Z", chatID, [`m${n}`], { entries: [{ n }] });
 
 /** What a commit does with the log: append while the batch is taken, mark durable once it is written. */
 async function commit(kv: Kv, log: EventLog, events: DomainEvent[]): Promise<DomainEvent[]> {
@@ -31,7 +33,13 @@ describe("EventLog", () => {
     const second = await commit(kv, log, [event(3)]);
     expect([...first, ...second].map((e) => e.id)).toEqual([1, 2, 3]);
     expect(first[0]!.body.startsWith('"type":"message.upserted","eventID":1,"ts":')).toBe(true);
-    expect(JSON.parse(`{${second[0]!.body}`)).toMatchObject({ type: "message.upserted", eventID: 3, chatID: "chat-a", ids: ["m3"], entries: [{ n: 3 }] });
+    expect(JSON.parse(`{${second[0]!.body}`)).toMatchObject({
+      type: "message.upserted",
+      eventID: 3,
+      chatID: "chat-a",
+      ids: ["m3"],
+      entries: [{ n: 3 }],
+    });
     expect(ids(await log.read(0))).toEqual([1, 2, 3]);
     expect(ids(await log.read(1, 1))).toEqual([2]);
     expect(ids(await log.read(3))).toEqual([]);
@@ -102,9 +110,15 @@ describe("EventLog", () => {
   });
 
   it("reads its settings from the environment, refusing nonsense", () => {
-    expect(eventLogSettings({ INBOXD_EVENT_LOG_MAX_AGE: "60", INBOXD_EVENT_LOG_MAX_EVENTS: "500" })).toEqual({ maxAgeMs: 60_000, maxEvents: 500, enabled: undefined });
+    expect(eventLogSettings({ INBOXD_EVENT_LOG_MAX_AGE: "60", INBOXD_EVENT_LOG_MAX_EVENTS: "500" })).toEqual({
+      maxAgeMs: 60_000,
+      maxEvents: 500,
+      enabled: undefined,
+    });
     expect(eventLogSettings({ INBOXD_EVENT_LOG: "off" }).enabled).toBe(false);
-    expect(() => eventLogSettings({ INBOXD_EVENT_LOG_MAX_EVENTS: "many" })).toThrow(/INBOXD_EVENT_LOG_MAX_EVENTS must be a whole number/);
+    expect(() => eventLogSettings({ INBOXD_EVENT_LOG_MAX_EVENTS: "many" })).toThrow(
+      /INBOXD_EVENT_LOG_MAX_EVENTS must be a whole number/,
+    );
   });
 });
 
@@ -126,10 +140,15 @@ describe("replayLog", () => {
       }
     };
     // Commits land while the replay is sending: their events must come out once, in order.
-    await replayLog(log, state, () => state, async (frame) => {
-      frames.push(frame);
-      if (frames.length === 2) await live([event(11), event(12)]);
-    });
+    await replayLog(
+      log,
+      state,
+      () => state,
+      async (frame) => {
+        frames.push(frame);
+        if (frames.length === 2) await live([event(11), event(12)]);
+      },
+    );
     expect(state.replaying).toBe(false);
     await live([event(13)]);
     expect(eventIDs(frames)).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13]);
@@ -142,7 +161,12 @@ describe("replayLog", () => {
     await commit(kv, log, [event(1, "a"), event(2, "b"), event(3, "a")]);
     const state: ConnectionState = { chatIDs: ["a"], seq: 0, cursor: 0, replaying: true };
     const frames: string[] = [];
-    await replayLog(log, state, () => state, (frame) => void frames.push(frame));
+    await replayLog(
+      log,
+      state,
+      () => state,
+      (frame) => void frames.push(frame),
+    );
     expect(eventIDs(frames)).toEqual([1, 3]);
     expect(state.cursor).toBe(3);
   });
@@ -154,8 +178,15 @@ describe("replayLog", () => {
     await log.compact();
     const state: ConnectionState = { chatIDs: ["*"], seq: 0, cursor: 1, replaying: true };
     const frames: string[] = [];
-    await replayLog(log, state, () => state, (frame) => void frames.push(frame));
-    expect(frames.map((f) => JSON.parse(f))).toEqual([expect.objectContaining({ seq: 0, type: "resync.required", oldestEventID: 5, latestEventID: 6 })]);
+    await replayLog(
+      log,
+      state,
+      () => state,
+      (frame) => void frames.push(frame),
+    );
+    expect(frames.map((f) => JSON.parse(f))).toEqual([
+      expect.objectContaining({ seq: 0, type: "resync.required", oldestEventID: 5, latestEventID: 6 }),
+    ]);
     expect(state).toMatchObject({ cursor: 6, replaying: false });
   });
 
@@ -166,10 +197,15 @@ describe("replayLog", () => {
     const state: ConnectionState = { chatIDs: ["*"], seq: 0, cursor: 0, replaying: true };
     let current: ConnectionState = state;
     const frames: string[] = [];
-    await replayLog(log, state, () => current, (frame) => {
-      frames.push(frame);
-      current = { ...state };
-    });
+    await replayLog(
+      log,
+      state,
+      () => current,
+      (frame) => {
+        frames.push(frame);
+        current = { ...state };
+      },
+    );
     expect(frames).toHaveLength(1);
   });
 });

@@ -1,8 +1,8 @@
 import type { Storage } from "unstorage";
 import { RawJson, type Kv } from "../store/kv.ts";
-import type { DomainEvent } from "./protocol.ts";
+import type { DomainEvent } from "../schema/events.ts";
 
-/** How long and how many events the log keeps by default (README, "Live events"). */
+/** How long and how many events the log keeps by default (docs/events-and-webhooks.md). */
 export const EVENT_LOG_MAX_AGE_MS = 7 * 24 * 3_600_000;
 export const EVENT_LOG_MAX_EVENTS = 1_000_000;
 
@@ -14,13 +14,16 @@ export interface EventLogOptions {
   now?: () => number;
 }
 
-/** Reads the retention settings from the environment the daemon and the Worker share (README, "Live events"). */
-export function eventLogSettings(env: Record<string, string | undefined>): Pick<EventLogOptions, "maxAgeMs" | "maxEvents" | "enabled"> {
+/** Reads the retention settings from the environment the daemon and the Worker share (docs/events-and-webhooks.md). */
+export function eventLogSettings(
+  env: Record<string, string | undefined>,
+): Pick<EventLogOptions, "maxAgeMs" | "maxEvents" | "enabled"> {
   const number = (name: string, min: number) => {
     const text = env[name];
     if (text === undefined || text === "") return undefined;
     const value = Number(text);
-    if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number of at least ${min}, got ${text}`);
+    if (!Number.isInteger(value) || value < min)
+      throw new Error(`${name} must be a whole number of at least ${min}, got ${text}`);
     return value;
   };
   const seconds = number("INBOXD_EVENT_LOG_MAX_AGE", 1);
@@ -72,6 +75,7 @@ export class EventLog {
   private readonly maxEvents: number;
   private readonly enabled: boolean;
   private readonly now: () => number;
+  private compactedAt: number;
 
   constructor(
     private readonly kv: Kv,
@@ -81,6 +85,17 @@ export class EventLog {
     this.maxEvents = options.maxEvents ?? EVENT_LOG_MAX_EVENTS;
     this.enabled = options.enabled ?? true;
     this.now = options.now ?? Date.now;
+    this.compactedAt = this.now();
+  }
+
+  /**
+   * Retention as the app runs it, beside the commits and wake-ups: once the log is 1 % (at most 1,000 events) over
+   * its count, and hourly for age; not on every wake-up (webhook retries and reminders wake the app often).
+   */
+  async compactWhenDue(): Promise<void> {
+    if (!this.compactionDue && this.now() - this.compactedAt < 3_600_000) return;
+    this.compactedAt = this.now();
+    await this.compact();
   }
 
   private get storage(): Storage {

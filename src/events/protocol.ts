@@ -2,6 +2,8 @@
  * The /v1/ws protocol (wire-compat §5), independent of any socket API: a connection is a small serialisable state
  * (so a hibernating Durable Object can keep it as the socket's attachment) plus pure functions over it.
  */
+import type { DomainEvent } from "../schema/events.ts";
+
 export interface ConnectionState {
   /** Subscribed chat IDs; ["*"] is every chat, [] is paused. */
   chatIDs: string[];
@@ -29,7 +31,10 @@ function error(code: ErrorCode, message: string, requestID?: string) {
 const MAX_CHAT_IDS = 10_000;
 
 /** Handles one client frame; returns the new state and the frames to answer with. Never throws. */
-export function handleClientFrame(state: ConnectionState, frame: string | ArrayBuffer | Uint8Array): { state: ConnectionState; replies: string[]; replayFrom?: number } {
+export function handleClientFrame(
+  state: ConnectionState,
+  frame: string | ArrayBuffer | Uint8Array,
+): { state: ConnectionState; replies: string[]; replayFrom?: number } {
   if (typeof frame !== "string") return { state, replies: [error("INVALID_PAYLOAD", "frames must be JSON text")] };
   let message: unknown;
   try {
@@ -44,14 +49,36 @@ export function handleClientFrame(state: ConnectionState, frame: string | ArrayB
   if (requestID !== undefined && typeof requestID !== "string")
     return { state, replies: [error("INVALID_PAYLOAD", "requestID must be a string")] };
   if (type !== "subscriptions.set")
-    return { state, replies: [error("INVALID_COMMAND", `unknown command ${typeof type === "string" ? type : JSON.stringify(type)}; the only command is subscriptions.set`, rid)] };
+    return {
+      state,
+      replies: [
+        error(
+          "INVALID_COMMAND",
+          `unknown command ${typeof type === "string" ? type : JSON.stringify(type)}; the only command is subscriptions.set`,
+          rid,
+        ),
+      ],
+    };
   if (!Array.isArray(chatIDs) || !chatIDs.every((id) => typeof id === "string" && id.length > 0))
     return { state, replies: [error("INVALID_PAYLOAD", "chatIDs must be an array of chat ID strings", rid)] };
-  if (chatIDs.length > MAX_CHAT_IDS) return { state, replies: [error("INVALID_PAYLOAD", `at most ${MAX_CHAT_IDS} chatIDs`, rid)] };
+  if (chatIDs.length > MAX_CHAT_IDS)
+    return { state, replies: [error("INVALID_PAYLOAD", `at most ${MAX_CHAT_IDS} chatIDs`, rid)] };
   if (chatIDs.includes("*") && chatIDs.length > 1)
-    return { state, replies: [error("INVALID_PAYLOAD", '"*" subscribes to every chat and cannot be combined with chat IDs', rid)] };
-  if (since !== undefined && !(typeof since === "number" && Number.isSafeInteger(since) && since >= 0) && !(typeof since === "string" && /^\d{1,15}$/.test(since)))
-    return { state, replies: [error("INVALID_PAYLOAD", "since must be an eventID (a non-negative integer) from an earlier event", rid)] };
+    return {
+      state,
+      replies: [error("INVALID_PAYLOAD", '"*" subscribes to every chat and cannot be combined with chat IDs', rid)],
+    };
+  if (
+    since !== undefined &&
+    !(typeof since === "number" && Number.isSafeInteger(since) && since >= 0) &&
+    !(typeof since === "string" && /^\d{1,15}$/.test(since))
+  )
+    return {
+      state,
+      replies: [
+        error("INVALID_PAYLOAD", "since must be an eventID (a non-negative integer) from an earlier event", rid),
+      ],
+    };
   const unique = [...new Set(chatIDs as string[])];
   const next: ConnectionState = { ...state, chatIDs: unique };
   // A change of subscriptions during a replay carries on replaying from where it is, for the new chats.
@@ -60,36 +87,13 @@ export function handleClientFrame(state: ConnectionState, frame: string | ArrayB
     next.cursor = resume;
     next.replaying = true;
   }
-  const updated = JSON.stringify({ type: "subscriptions.updated", ...(rid !== undefined ? { requestID: rid } : {}), chatIDs: unique, ...(since !== undefined ? { since: resume } : {}) });
+  const updated = JSON.stringify({
+    type: "subscriptions.updated",
+    ...(rid !== undefined ? { requestID: rid } : {}),
+    chatIDs: unique,
+    ...(since !== undefined ? { since: resume } : {}),
+  });
   return { state: next, replies: [updated], ...(resume !== undefined ? { replayFrom: resume } : {}) };
-}
-
-/**
- * An event as it is built once for every connection; `seq` is added per connection. The types:
- * - stored changes, built by the hub as each commit takes its batch and delivered once it is durable (also to
- *   webhooks): `message.upserted`,
- *   `message.deleted`, `chat.upserted`, `chat.deleted` — `{type, ts, chatID, ids, entries?}`;
- * - `focus` — `{type, ts, chatID, ids: [chatID], focus: {chatID?, messageID?, draftText?, draftAttachmentPath?}}`
- *   (`chatID` "" and `ids` [] when no chat was named: only `["*"]` subscribers get it), and `account.upserted` /
- *   `account.deleted` — `{type, ts, chatID: "", ids: [accountID], entries?: [Account]}` when an account is added,
- *   changes status or goes: logged like stored changes, though they change no chat;
- * - every event above carries `eventID`, its place in the durable log (src/events/log.ts);
- * - the live-only event, which goes to the WebSocket connections alone (never logged, never to webhooks):
- *   `typing` — `{type, ts, chatID, ids: [chatID], typing: {participantID, state: "typing"|"paused", timeoutMs?}}`,
- *   someone in the chat (as a network reports it) typing, or no longer; `timeoutMs` is how long a `typing` state
- *   holds without a new one.
- */
-export interface DomainEvent {
-  chatID: string;
-  /** The event serialised without `seq`, starting right after its opening brace. */
-  body: string;
-  /** Its eventID in the durable log (src/events/log.ts); live-only events (typing) have none. */
-  id?: number;
-}
-
-/** Builds an event: `type` first (readers match on the body's start), then `ts`, `chatID`, `ids` and the rest. */
-export function domainEvent(type: string, ts: string, chatID: string, ids: string[], fields?: Record<string, unknown>): DomainEvent {
-  return { chatID, body: JSON.stringify({ type, ts, chatID, ids, ...fields }).slice(1) };
 }
 
 export function subscribed(state: ConnectionState, chatID: string): boolean {

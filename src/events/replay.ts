@@ -13,7 +13,12 @@ export function resyncEvent(oldest: number, latest: number): string {
  * go out live. Stops when the connection's state is replaced (a newer `subscriptions.set` starts its own replay) or
  * the connection closes. `send` may return a promise to slow the replay down to what the socket takes.
  */
-export async function replayLog(log: EventLog, state: ConnectionState, current: () => ConnectionState | undefined, send: (frame: string, eventID?: number) => void | Promise<void>): Promise<void> {
+export async function replayLog(
+  log: EventLog,
+  state: ConnectionState,
+  current: () => ConnectionState | undefined,
+  send: (frame: string, eventID?: number) => void | Promise<void>,
+): Promise<void> {
   for (;;) {
     if (current() !== state) return;
     const cursor = state.cursor ?? 0;

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { Db } from "../store/db.ts";
 import { EventHub } from "./hub.ts";
 import { EventLog } from "./log.ts";
-import { domainEvent } from "./protocol.ts";
+import { domainEvent } from "../schema/events.ts";
 import { eventStream } from "./stream.ts";
 
 /** A hub over a real store whose log holds `n` events of about 1 KB each, and a count of the log records read. */
@@ -19,9 +19,15 @@ async function hubWithEvents(n: number) {
   const log = new EventLog(db.kv);
   await log.load();
   const hub = new EventHub(db, log);
+  db.observeCommits(hub);
   /** Commits 100 events the way focus events are logged (db.noteEvent, then the commit logs and delivers them). */
   const commitBatch = async (tag: string) => {
-    for (let j = 0; j < 100; j++) db.noteEvent(domainEvent("message.upserted", "2026-11-24T00:00:00.000Z", "chat", [`${tag}.${j}`], { entries: [{ text: "x".repeat(1000) }] }));
+    for (let j = 0; j < 100; j++)
+      db.noteEvent(
+        domainEvent("message.upserted", "2026-11-24T00:00:00.000Z", "chat", [`${tag}.${j}`], {
+          entries: [{ text: "x".repeat(1000) }],
+        }),
+      );
     await db.commit();
   };
   for (let i = 0; i < n; i += 100) await commitBatch(`m${i}`);

@@ -1,4 +1,4 @@
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 import type { EventHub } from "./hub.ts";
 import { frameFor, subscribed, type ConnectionState } from "./protocol.ts";
 import { replayLog } from "./replay.ts";
@@ -22,9 +22,18 @@ const chatsOf = (chatIDs?: string[]) => (chatIDs?.length ? chatIDs : ["*"]);
  * seam as a resuming WebSocket (replayLog + frameFor), each event with `id: <eventID>` so a reconnecting
  * EventSource resumes on its own. Live-only events (typing) have no id. Comment lines keep an idle stream alive.
  */
-export function eventStream(hub: EventHub, request: StreamRequest, options: { heartbeatMs?: number; signal?: AbortSignal; maxQueuedBytes?: number } = {}): Response {
+export function eventStream(
+  hub: EventHub,
+  request: StreamRequest,
+  options: { heartbeatMs?: number; signal?: AbortSignal; maxQueuedBytes?: number } = {},
+): Response {
   const encoder = new TextEncoder();
-  const state: ConnectionState = { chatIDs: chatsOf(request.chatIDs), seq: 0, cursor: request.after ?? hub.log.durable, replaying: request.after !== undefined };
+  const state: ConnectionState = {
+    chatIDs: chatsOf(request.chatIDs),
+    seq: 0,
+    cursor: request.after ?? hub.log.durable,
+    replaying: request.after !== undefined,
+  };
   const maxQueued = options.maxQueuedBytes ?? MAX_QUEUED_BYTES;
   let detach = () => {};
   let heartbeat: ReturnType<typeof setInterval> | undefined;
@@ -48,7 +57,8 @@ export function eventStream(hub: EventHub, request: StreamRequest, options: { he
       return false;
     }
   };
-  const eventText = (frame: string, eventID?: number) => `${eventID !== undefined ? `id: ${eventID}\n` : ""}data: ${frame}\n\n`;
+  const eventText = (frame: string, eventID?: number) =>
+    `${eventID !== undefined ? `id: ${eventID}\n` : ""}data: ${frame}\n\n`;
   // Replayed events go out only as fast as the reader takes them: the log is read page by page, never piled up.
   const replaySend = (frame: string, eventID?: number): Promise<void> | undefined => {
     if (!push(eventText(frame, eventID)) || (controller.desiredSize ?? 0) > 0) return;
@@ -83,7 +93,8 @@ export function eventStream(hub: EventHub, request: StreamRequest, options: { he
             // already closed
           }
         });
-        if (state.replaying) void replayLog(hub.log, state, () => (open ? state : undefined), replaySend).catch(() => stop());
+        if (state.replaying)
+          void replayLog(hub.log, state, () => (open ? state : undefined), replaySend).catch(() => stop());
       },
       pull() {
         for (const resume of waiting.splice(0)) resume();
@@ -93,7 +104,11 @@ export function eventStream(hub: EventHub, request: StreamRequest, options: { he
     new ByteLengthQueuingStrategy({ highWaterMark: 256 * 1024 }),
   );
   return new Response(stream, {
-    headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no" },
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+    },
   });
 }
 
@@ -109,10 +124,17 @@ export async function eventPage(hub: EventHub, request: StreamRequest & { limit:
   for (;;) {
     const page = await hub.log.read(cursor, Math.max(request.limit, 100));
     if ("gone" in page)
-      throw new ApiError(410, "RESYNC_REQUIRED", cursor > hub.log.durable ? `eventID ${cursor} is ahead of this log (its newest is ${hub.log.durable}; the data was restored or reset): re-read what you show, then continue after ${hub.log.durable}` : `events after ${cursor} are no longer kept (the oldest is ${page.oldest}): re-read what you show, then continue after ${hub.log.durable}`, {
-        oldestEventID: page.oldest,
-        latestEventID: hub.log.durable,
-      });
+      throw new ApiError(
+        410,
+        "RESYNC_REQUIRED",
+        cursor > hub.log.durable
+          ? `eventID ${cursor} is ahead of this log (its newest is ${hub.log.durable}; the data was restored or reset): re-read what you show, then continue after ${hub.log.durable}`
+          : `events after ${cursor} are no longer kept (the oldest is ${page.oldest}): re-read what you show, then continue after ${hub.log.durable}`,
+        {
+          oldestEventID: page.oldest,
+          latestEventID: hub.log.durable,
+        },
+      );
     const items: unknown[] = [];
     for (const event of page.events) {
       if (items.length >= request.limit) break;
@@ -121,7 +143,13 @@ export async function eventPage(hub: EventHub, request: StreamRequest & { limit:
     }
     const remaining = deadline - Date.now();
     if (items.length || cursor < hub.log.durable || remaining <= 0)
-      return { items, nextAfter: cursor, latestEventID: hub.log.durable, oldestEventID: hub.log.oldest, hasMore: cursor < hub.log.durable };
+      return {
+        items,
+        nextAfter: cursor,
+        latestEventID: hub.log.durable,
+        oldestEventID: hub.log.oldest,
+        hasMore: cursor < hub.log.durable,
+      };
     await hub.nextCommit(remaining);
   }
 }

@@ -9,7 +9,12 @@ const ALLOWED_METHODS = "GET, HEAD, OPTIONS";
 
 /** The answer to a CORS preflight (`OPTIONS` with Access-Control-Request-Method) of a discovery document. */
 export function discoveryPreflight(request: Request): Response {
-  const headers = new Headers({ "access-control-allow-origin": "*", "access-control-allow-methods": ALLOWED_METHODS, "access-control-max-age": "86400", allow: ALLOWED_METHODS });
+  const headers = new Headers({
+    "access-control-allow-origin": "*",
+    "access-control-allow-methods": ALLOWED_METHODS,
+    "access-control-max-age": "86400",
+    allow: ALLOWED_METHODS,
+  });
   // MCP clients send MCP-Protocol-Version with the request; whatever header a reader asks to send is harmless here.
   const asked = request.headers.get("access-control-request-headers");
   if (asked) headers.set("access-control-allow-headers", asked);

@@ -2,10 +2,14 @@ import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../app.ts";
 import { ensureToken, revokeToken, TokenVerifier } from "../services/tokens.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 import { authenticate, authorize, checkRequestOrigin, hostAllowed, requiredScope, type GuardOptions } from "./guard.ts";
 
-function check(headers: Record<string, string>, options: GuardOptions = {}, url = "http://127.0.0.1:23373/v1/accounts") {
+function check(
+  headers: Record<string, string>,
+  options: GuardOptions = {},
+  url = "http://127.0.0.1:23373/v1/accounts",
+) {
   const request = new Request(url, { headers });
   checkRequestOrigin(request, new URL(url), options);
 }
@@ -22,12 +26,30 @@ function refusal(work: () => unknown): { status: number; code: string } | undefi
 
 describe("hostAllowed", () => {
   it("allows loopback names, with or without a port", () => {
-    for (const host of ["127.0.0.1:23373", "127.0.0.1", "127.1.2.3:80", "localhost", "LOCALHOST:23373", "[::1]", "[::1]:23373", "app.localhost:3000"])
+    for (const host of [
+      "127.0.0.1:23373",
+      "127.0.0.1",
+      "127.1.2.3:80",
+      "localhost",
+      "LOCALHOST:23373",
+      "[::1]",
+      "[::1]:23373",
+      "app.localhost:3000",
+    ])
       expect(hostAllowed(host, {}), host).toBe(true);
   });
 
   it("refuses other names, including ones that merely start like loopback", () => {
-    for (const host of ["evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "0.0.0.0:23373", "192.168.1.10", "[::2]:23373", "", null])
+    for (const host of [
+      "evil.example",
+      "127.0.0.1.evil.example",
+      "localhost.evil.example",
+      "0.0.0.0:23373",
+      "192.168.1.10",
+      "[::2]:23373",
+      "",
+      null,
+    ])
       expect(hostAllowed(host, {}), String(host)).toBe(false);
   });
 
@@ -52,28 +74,47 @@ describe("checkRequestOrigin", () => {
 
   it("refuses Origin: null (sandboxed iframes, file:// pages) like a foreign origin, also where any host is allowed", () => {
     expect(refusal(() => check({ origin: "null" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
-    expect(refusal(() => check({ origin: "null" }, { allowedHosts: "*" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
+    expect(refusal(() => check({ origin: "null" }, { allowedHosts: "*" }))).toEqual({
+      status: 403,
+      code: "CROSS_SITE_REQUEST",
+    });
   });
 
   it("refuses a foreign Host (DNS rebinding) with 403, naming the option that would allow it", () => {
     expect(refusal(() => check({ host: "evil.example:23373" }))).toEqual({ status: 403, code: "HOST_NOT_ALLOWED" });
-    expect(() => check({ host: "inbox.example:23373" })).toThrow(/^Host inbox\.example is not allowed: .*start it with --allow-host inbox\.example$/);
-    expect(refusal(() => check({}, {}, "http://evil.example/v1/accounts"))).toEqual({ status: 403, code: "HOST_NOT_ALLOWED" });
+    expect(() => check({ host: "inbox.example:23373" })).toThrow(
+      /^Host inbox\.example is not allowed: .*start it with --allow-host inbox\.example$/,
+    );
+    expect(refusal(() => check({}, {}, "http://evil.example/v1/accounts"))).toEqual({
+      status: 403,
+      code: "HOST_NOT_ALLOWED",
+    });
   });
 
   it("refuses cross-site browser requests with 403", () => {
-    expect(refusal(() => check({ "sec-fetch-site": "cross-site" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
-    expect(refusal(() => check({ origin: "https://evil.example" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
+    expect(refusal(() => check({ "sec-fetch-site": "cross-site" }))).toEqual({
+      status: 403,
+      code: "CROSS_SITE_REQUEST",
+    });
+    expect(refusal(() => check({ origin: "https://evil.example" }))).toEqual({
+      status: 403,
+      code: "CROSS_SITE_REQUEST",
+    });
     expect(refusal(() => check({ origin: "not a url" }))).toEqual({ status: 403, code: "CROSS_SITE_REQUEST" });
   });
 
   it("accepts an allowed remote host and its origin", () => {
-    expect(refusal(() => check({ host: "inbox.example", origin: "https://inbox.example" }, { allowedHosts: ["inbox.example"] }))).toBeUndefined();
+    expect(
+      refusal(() =>
+        check({ host: "inbox.example", origin: "https://inbox.example" }, { allowedHosts: ["inbox.example"] }),
+      ),
+    ).toBeUndefined();
   });
 });
 
 describe("tokens and scopes", () => {
-  const request = (authorization?: string) => new Request("http://127.0.0.1/v1/accounts", { headers: authorization ? { authorization } : {} });
+  const request = (authorization?: string) =>
+    new Request("http://127.0.0.1/v1/accounts", { headers: authorization ? { authorization } : {} });
 
   it("authenticates a stored token and refuses missing, malformed, unknown and revoked ones with 401", async () => {
     const storage = createStorage();
@@ -82,8 +123,18 @@ describe("tokens and scopes", () => {
     const principal = await authenticate(request("Bearer reader-token"), tokens);
     expect(principal).toMatchObject({ name: "reader", scopes: ["read"] });
     expect((await authenticate(request("bearer   reader-token  "), tokens)).name).toBe("reader");
-    for (const header of [undefined, "reader-token", "Basic cmVhZGVyLXRva2Vu", "Bearer", "Bearer wrong", `Bearer ${"x".repeat(500)}`])
-      await expect(authenticate(request(header), tokens), String(header)).rejects.toMatchObject({ status: 401, code: "UNAUTHORIZED" });
+    for (const header of [
+      undefined,
+      "reader-token",
+      "Basic cmVhZGVyLXRva2Vu",
+      "Bearer",
+      "Bearer wrong",
+      `Bearer ${"x".repeat(500)}`,
+    ])
+      await expect(authenticate(request(header), tokens), String(header)).rejects.toMatchObject({
+        status: 401,
+        code: "UNAUTHORIZED",
+      });
     await revokeToken(storage, "reader");
     await expect(authenticate(request("Bearer reader-token"), tokens)).rejects.toMatchObject({ status: 401 });
   });
@@ -119,7 +170,13 @@ describe("tokens and scopes", () => {
     expect((await call("POST", {})).status).toBe(401);
     expect((await call("POST", { authorization: "Bearer reader-token" })).status).toBe(403);
     expect((await call("GET", { authorization: "Bearer reader-token", host: "evil.example" })).status).toBe(403);
-    expect((await app.fetch(new Request("http://127.0.0.1:23373/v1/accounts", { headers: { authorization: "Bearer reader-token" } }))).status).toBe(200);
+    expect(
+      (
+        await app.fetch(
+          new Request("http://127.0.0.1:23373/v1/accounts", { headers: { authorization: "Bearer reader-token" } }),
+        )
+      ).status,
+    ).toBe(200);
     await app.close();
   });
 });

@@ -1,5 +1,6 @@
-import { ApiError, clip, forbidden, unauthorized } from "./errors.ts";
+import { ApiError, clip, forbidden, unauthorized } from "../errors.ts";
 import { isProxied } from "./proxied.ts";
+import { isLoopbackHost } from "../util/hosts.ts";
 import type { Scope, TokenVerifier } from "../services/tokens.ts";
 
 export interface GuardOptions {
@@ -11,16 +12,11 @@ export interface GuardOptions {
   allowedHosts?: string[] | "*";
 }
 
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
-
-/** localhost, *.localhost, 127.x.x.x or [::1] (a URL's hostname, or a Host header without its port). */
-export const isLoopbackHost = (hostname: string) => LOOPBACK.test(hostname);
-
 export function hostAllowed(host: string | null, options: GuardOptions): boolean {
   if (options.allowedHosts === "*") return true;
   if (!host) return false;
   const name = host.replace(/:\d+$/, "").toLowerCase();
-  return LOOPBACK.test(name) || (options.allowedHosts ?? []).some((allowed) => allowed.toLowerCase() === name);
+  return isLoopbackHost(name) || (options.allowedHosts ?? []).some((allowed) => allowed.toLowerCase() === name);
 }
 
 /**
@@ -37,7 +33,11 @@ export function checkRequestOrigin(request: Request, url: URL, options: GuardOpt
   // `Origin: null` comes from sandboxed iframes, file:// pages and some redirects: a page whose site cannot be
   // told, so it is refused like a foreign one. A page of this server's own origin (the public one, behind a
   // proxy) is at home.
-  if (site === "cross-site" || origin === "null" || (origin && origin !== url.origin && !hostAllowed(safeHost(origin), options)))
+  if (
+    site === "cross-site" ||
+    origin === "null" ||
+    (origin && origin !== url.origin && !hostAllowed(safeHost(origin), options))
+  )
     throw new ApiError(403, "CROSS_SITE_REQUEST", "cross-site requests are not allowed");
 }
 
@@ -75,7 +75,14 @@ export async function authenticate(request: Request, tokens: TokenVerifier): Pro
   if (!match) throw unauthorized();
   const record = await tokens.verify(match[1]);
   if (!record) throw unauthorized();
-  return { id: record.id, name: record.name, scopes: record.scopes, clientID: record.clientID, expiresAt: record.expiresAt, createdAt: record.createdAt };
+  return {
+    id: record.id,
+    name: record.name,
+    scopes: record.scopes,
+    clientID: record.clientID,
+    expiresAt: record.expiresAt,
+    createdAt: record.createdAt,
+  };
 }
 
 /** Reads need `read`; anything that changes state needs `write`. */
@@ -86,5 +93,7 @@ export function requiredScope(method: string): Scope {
 export function authorize(principal: Principal, scope: Scope) {
   // The spec's words first (clients may match them), then what would help.
   if (!principal.scopes.includes(scope))
-    throw forbidden(`access token does not have the required scope: this needs ${scope}, and the token has ${principal.scopes.join(" and ") || "none"} (inboxd token create gives read and write)`);
+    throw forbidden(
+      `access token does not have the required scope: this needs ${scope}, and the token has ${principal.scopes.join(" and ") || "none"} (inboxd token create gives read and write)`,
+    );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 import { addressKey, BURST_SECONDS, DEFAULT_RATE_LIMIT, parseRateLimit, RateLimiter } from "./rate-limit.ts";
 
 /** A limiter on a clock the test moves by hand. */
@@ -20,7 +20,8 @@ function refusal(work: () => void): ApiError | undefined {
 }
 
 /** How many of `n` spends in a row succeed. */
-const spends = (l: RateLimiter, token: string, n: number) => Array.from({ length: n }, () => refusal(() => l.spend(token))).filter((e) => !e).length;
+const spends = (l: RateLimiter, token: string, n: number) =>
+  Array.from({ length: n }, () => refusal(() => l.spend(token))).filter((e) => !e).length;
 
 describe("RateLimiter: per-token budget", () => {
   it("allows a burst, then refills at the rate", () => {
@@ -111,7 +112,10 @@ describe("RateLimiter: failed authentication per address", () => {
     const { limiter: l } = limiter({ failedAuthPerMinute: 1 });
     for (const address of ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1"]) {
       for (let i = 0; i < 5; i++) l.failed(address);
-      expect(refusal(() => l.checkAddress(address)), address).toBeUndefined();
+      expect(
+        refusal(() => l.checkAddress(address)),
+        address,
+      ).toBeUndefined();
     }
     expect(l.sizes.addresses).toBe(0);
     for (const address of ["128.0.0.1", "::ffff:10.0.0.1", "fe80::1"]) {
@@ -132,7 +136,12 @@ describe("addressKey", () => {
   it("counts IPv4 addresses apart and IPv6 ones by their /64, however they are written", () => {
     expect(addressKey("198.51.100.7")).toBe("198.51.100.7");
     expect(addressKey("::ffff:198.51.100.7")).toBe("198.51.100.7");
-    for (const same of ["2001:db8:1:2::1", "2001:0db8:0001:0002:ffff:0:0:9", "2001:db8:1:2:3::", "2001:DB8:1:2::1%eth0"])
+    for (const same of [
+      "2001:db8:1:2::1",
+      "2001:0db8:0001:0002:ffff:0:0:9",
+      "2001:db8:1:2:3::",
+      "2001:DB8:1:2::1%eth0",
+    ])
       expect(addressKey(same), same).toBe("2001:db8:1:2::/64");
     expect(addressKey("2001:db8::2:3:4:5:6")).toBe("2001:db8:0:2::/64");
     expect(addressKey("1::2:3:4:5.6.7.8")).toBe("1:0:0:2::/64");
@@ -174,7 +183,10 @@ describe("parseRateLimit", () => {
   it("reads requests per second, with the default burst ratio; 0 or off turns the limits off; empty keeps the defaults", () => {
     expect(parseRateLimit("10")).toEqual({ perSecond: 10, burst: 10 * BURST_SECONDS });
     expect(parseRateLimit(" 0.1 ")).toEqual({ perSecond: 0.1, burst: 1 });
-    expect(parseRateLimit(String(DEFAULT_RATE_LIMIT.perSecond))).toEqual({ perSecond: DEFAULT_RATE_LIMIT.perSecond, burst: DEFAULT_RATE_LIMIT.burst });
+    expect(parseRateLimit(String(DEFAULT_RATE_LIMIT.perSecond))).toEqual({
+      perSecond: DEFAULT_RATE_LIMIT.perSecond,
+      burst: DEFAULT_RATE_LIMIT.burst,
+    });
     expect(parseRateLimit("0")).toBe(false);
     expect(parseRateLimit("OFF")).toBe(false);
     expect(parseRateLimit(undefined)).toBeUndefined();
@@ -182,6 +194,7 @@ describe("parseRateLimit", () => {
   });
 
   it("refuses anything else, naming the value", () => {
-    for (const bad of ["-1", "ten", "Infinity", "1e999", "NaN"]) expect(() => parseRateLimit(bad), bad).toThrow(/rate limit must be.*got/);
+    for (const bad of ["-1", "ten", "Infinity", "1e999", "NaN"])
+      expect(() => parseRateLimit(bad), bad).toThrow(/rate limit must be.*got/);
   });
 });

@@ -1,4 +1,4 @@
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 
 /**
  * Per-token request budgets and per-address throttling of failed authentication (issue 12). Both are token buckets
@@ -45,7 +45,9 @@ export function parseRateLimit(text: string | undefined): RateLimitOptions | fal
   if (value === "off" || value === "0") return false;
   const perSecond = Number(value);
   if (!Number.isFinite(perSecond) || perSecond <= 0)
-    throw new RangeError(`rate limit must be requests per second (a positive number), 0 or off; got ${JSON.stringify(text)}`);
+    throw new RangeError(
+      `rate limit must be requests per second (a positive number), 0 or off; got ${JSON.stringify(text)}`,
+    );
   return { perSecond, burst: Math.max(1, Math.ceil(perSecond * BURST_SECONDS)) };
 }
 
@@ -64,7 +66,10 @@ export function addressKey(address: string): string {
     const width = rest.length + (rest.at(-1)?.includes(".") ? 1 : 0); // a trailing IPv4 part fills two groups
     groups.push(...Array<string>(Math.max(0, 8 - groups.length - width)).fill("0"), ...rest);
   }
-  return `${groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (parseInt(g, 16) || 0).toString(16))
+    .join(":")}::/64`;
 }
 
 /**
@@ -123,7 +128,10 @@ class Buckets {
   /** Takes one token even when there is none, so that every charge counts (the wait grows with them). */
   charge(key: string, now: number): void {
     const bucket = this.map.get(key);
-    if (!bucket) return this.insert(key, this.capacity - 1, now);
+    if (!bucket) {
+      this.insert(key, this.capacity - 1, now);
+      return;
+    }
     bucket.level = this.refill(bucket, now) - 1;
     bucket.at = now;
   }
@@ -181,10 +189,14 @@ export class RateLimiter {
     const burst = options.burst ?? DEFAULT_RATE_LIMIT.burst;
     const failed = options.failedAuthPerMinute ?? DEFAULT_RATE_LIMIT.failedAuthPerMinute;
     const maxKeys = options.maxKeys ?? DEFAULT_RATE_LIMIT.maxKeys;
-    if (!(perSecond > 0 && Number.isFinite(perSecond))) throw new RangeError(`rate limit: perSecond must be a positive number, got ${perSecond}`);
-    if (!(burst >= 1 && Number.isFinite(burst))) throw new RangeError(`rate limit: burst must be at least 1, got ${burst}`);
-    if (!(failed >= 1 && Number.isFinite(failed))) throw new RangeError(`rate limit: failedAuthPerMinute must be at least 1, got ${failed}`);
-    if (!(maxKeys >= 1 && Number.isInteger(maxKeys))) throw new RangeError(`rate limit: maxKeys must be a positive integer, got ${maxKeys}`);
+    if (!(perSecond > 0 && Number.isFinite(perSecond)))
+      throw new RangeError(`rate limit: perSecond must be a positive number, got ${perSecond}`);
+    if (!(burst >= 1 && Number.isFinite(burst)))
+      throw new RangeError(`rate limit: burst must be at least 1, got ${burst}`);
+    if (!(failed >= 1 && Number.isFinite(failed)))
+      throw new RangeError(`rate limit: failedAuthPerMinute must be at least 1, got ${failed}`);
+    if (!(maxKeys >= 1 && Number.isInteger(maxKeys)))
+      throw new RangeError(`rate limit: maxKeys must be a positive integer, got ${maxKeys}`);
     this.tokens = new Buckets(perSecond, burst, maxKeys);
     this.addresses = new Buckets(failed / 60, failed, maxKeys);
     this.budget = `${perSecond} ${perSecond === 1 ? "request" : "requests"} per second with bursts of up to ${burst}`;

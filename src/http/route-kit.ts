@@ -1,5 +1,6 @@
 import type { IRequest, RouterType } from "itty-router";
 import type * as v from "valibot";
+import { ChatsStillLoading } from "../errors.ts";
 import type { Context } from "../services/context.ts";
 import type { Scope } from "../services/tokens.ts";
 import { authorize, requiredScope, type Principal } from "./guard.ts";
@@ -32,7 +33,10 @@ export interface ResponseDoc {
  * route, validates its input and becomes its entry in the served OpenAPI document (src/spec/openapi.ts), so the
  * document cannot name a route the app lacks or miss one it has.
  */
-export interface Operation<Q extends v.GenericSchema | undefined = v.GenericSchema | undefined, B extends v.GenericSchema | undefined = v.GenericSchema | undefined> {
+export interface Operation<
+  Q extends v.GenericSchema | undefined = v.GenericSchema | undefined,
+  B extends v.GenericSchema | undefined = v.GenericSchema | undefined,
+> {
   method: Method;
   /** itty-router pattern: `/v1/chats/:chatID`. */
   path: string;
@@ -62,6 +66,13 @@ export interface Operation<Q extends v.GenericSchema | undefined = v.GenericSche
   extension?: boolean;
   /** Marks the operation deprecated in the document (the /v0 generation). */
   deprecated?: boolean;
+  /**
+   * Answered while start-up still reads the older chats (Db.loading, the first second or so of a big store): the
+   * handler reads only the chat table's trusted rows and throws ChatsStillLoading when it needs more, and then runs
+   * again once every chat is loaded, so it must change nothing (both are reads of the chat list). Every other
+   * operation waits for that before it runs.
+   */
+  whileLoading?: boolean;
 }
 
 type Out<S> = S extends v.GenericSchema ? v.InferOutput<S> : undefined;
@@ -96,7 +107,8 @@ export class Api {
   ): this {
     this.operations.push(op as Operation);
     const scope = op.scope ?? requiredScope(op.method);
-    if (scope === "public" && op.path.includes(":")) this.publicPatterns.push(new RegExp(`^${op.method} ${op.path.replace(/:\w+/g, "[^/]+")}$`));
+    if (scope === "public" && op.path.includes(":"))
+      this.publicPatterns.push(new RegExp(`^${op.method} ${op.path.replace(/:\w+/g, "[^/]+")}$`));
     else if (scope === "public") this.publicPaths.add(`${op.method} ${op.path}`);
     const names = [...op.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
     const route = async (req: IRequest, rc: RequestContext) => {
@@ -104,8 +116,23 @@ export class Api {
       const params: Record<string, string> = {};
       for (const name of names) params[name] = pathParam(req.params, name);
       const query = (op.query ? validate("query", op.query, rc.query) : undefined) as Out<Q>;
-      const body = (op.body ? await validateBody(req as unknown as Request, op.body, op.bodyLimits) : undefined) as Out<B>;
-      return handler({ req, rc, params, query, body });
+      const body = (
+        op.body ? await validateBody(req as unknown as Request, op.body, op.bodyLimits) : undefined
+      ) as Out<B>;
+      const call = { req, rc, params, query, body };
+      const loading = rc.app.db.loading;
+      if (!loading) return handler(call);
+      if (!op.whileLoading) {
+        await loading;
+        return handler(call);
+      }
+      try {
+        return await handler(call);
+      } catch (error) {
+        if (!(error instanceof ChatsStillLoading)) throw error;
+        await rc.app.db.loading;
+        return handler(call);
+      }
     };
     const method = op.method.toLowerCase() as "get" | "head" | "post" | "put" | "patch" | "delete";
     this.router[method](op.path, route);
@@ -128,7 +155,10 @@ export class Api {
 
   /** The methods answered at a path (HEAD wherever GET is), for a 405's Allow header; empty for an unknown path. */
   methodsAt(pathname: string): string[] {
-    this.patterns ??= this.operations.map((op) => ({ method: op.method, pattern: new RegExp(`^${op.path.replace(/[.]/g, "\\.").replace(/:\w+/g, "[^/]+")}$`) }));
+    this.patterns ??= this.operations.map((op) => ({
+      method: op.method,
+      pattern: new RegExp(`^${op.path.replace(/[.]/g, "\\.").replace(/:\w+/g, "[^/]+")}$`),
+    }));
     const methods = new Set(this.patterns.filter(({ pattern }) => pattern.test(pathname)).map(({ method }) => method));
     if (methods.has("GET")) methods.add("HEAD");
     return [...methods];

@@ -32,7 +32,8 @@ export async function serveBytes(request: Request, bytes: ServedBytes): Promise<
   const ifModifiedSince = request.headers.get("if-modified-since");
   const notModified = ifNoneMatch
     ? ifNoneMatch.split(",").some((tag) => tag.trim() === "*" || tag.trim().replace(/^W\//, "") === bytes.etag)
-    : ifModifiedSince !== null && Math.floor(bytes.lastModified / 1000) <= Math.floor(Date.parse(ifModifiedSince) / 1000);
+    : ifModifiedSince !== null &&
+      Math.floor(bytes.lastModified / 1000) <= Math.floor(Date.parse(ifModifiedSince) / 1000);
   const last = bytes.size - 1;
   if (notModified) {
     if (last >= 0) await bytes.check(0, last);
@@ -47,7 +48,10 @@ export async function serveBytes(request: Request, bytes: ServedBytes): Promise<
     if (parsed === "unsatisfiable") {
       headers.set("content-range", `bytes */${bytes.size}`);
       headers.set("content-type", "application/json");
-      return new Response(JSON.stringify({ code: "RANGE_NOT_SATISFIABLE", message: `the file has ${bytes.size} bytes` }), { status: 416, headers });
+      return new Response(
+        JSON.stringify({ code: "RANGE_NOT_SATISFIABLE", message: `the file has ${bytes.size} bytes` }),
+        { status: 416, headers },
+      );
     }
     if (parsed) {
       const [start, end] = parsed;

@@ -1,8 +1,9 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { ApiError } from "./errors.ts";
-import { LIMITS } from "./limits.ts";
-import { isoDate, parseQuery, pathParam, queryArray, queryBoolean, queryInt, readJson, validate } from "./validate.ts";
+import { ApiError } from "../errors.ts";
+import { LIMITS } from "../schema/limits.ts";
+import { parseQuery, pathParam, readJson, validate } from "./validate.ts";
+import { isoDate, queryArray, queryBoolean, queryInt } from "../schema/query.ts";
 
 const query = (search: string) => parseQuery(new URL(`http://127.0.0.1/v1/x${search}`));
 
@@ -18,7 +19,12 @@ async function caught(work: () => unknown): Promise<ApiError> {
 
 describe("parseQuery", () => {
   it("reads + as a space, form-style (the Python SDK's encoding), %2B as a plus, and decodes escapes once", () => {
-    expect(query("?query=Alan+Costa&x=%2B1%20555&y=%2525&z=a%20b")).toEqual({ query: "Alan Costa", x: "+1 555", y: "%25", z: "a b" });
+    expect(query("?query=Alan+Costa&x=%2B1%20555&y=%2525&z=a%20b")).toEqual({
+      query: "Alan Costa",
+      x: "+1 555",
+      y: "%25",
+      z: "a b",
+    });
   });
 
   it("puts back the + of a raw time-zone offset in a date (it arrives as a space)", () => {
@@ -56,11 +62,21 @@ describe("parseQuery", () => {
 });
 
 describe("validate", () => {
-  const Query = v.object({ limit: v.optional(queryInt(1, 200)), unreadOnly: v.optional(queryBoolean), ids: v.optional(queryArray), after: v.optional(isoDate) });
-  const Body = v.object({ reminder: v.object({ remindAtMs: v.pipe(v.number(), v.integer()) }), tags: v.optional(v.array(v.string())) });
+  const Query = v.object({
+    limit: v.optional(queryInt(1, 200)),
+    unreadOnly: v.optional(queryBoolean),
+    ids: v.optional(queryArray),
+    after: v.optional(isoDate),
+  });
+  const Body = v.object({
+    reminder: v.object({ remindAtMs: v.pipe(v.number(), v.integer()) }),
+    tags: v.optional(v.array(v.string())),
+  });
 
   it("returns typed output for valid input", () => {
-    expect(validate("query", Query, { limit: "20", unreadOnly: "true", ids: "a", after: "2024-01-02T03:04:05Z" })).toEqual({
+    expect(
+      validate("query", Query, { limit: "20", unreadOnly: "true", ids: "a", after: "2024-01-02T03:04:05Z" }),
+    ).toEqual({
       limit: 20,
       unreadOnly: true,
       ids: ["a"],
@@ -76,7 +92,11 @@ describe("validate", () => {
     expect(limit.message).toContain("query.limit");
 
     const nested = await caught(() => validate("body", Body, { reminder: { remindAtMs: "soon" } }));
-    expect((nested.details as { issues: { path: unknown[] }[] }).issues[0].path).toEqual(["body", "reminder", "remindAtMs"]);
+    expect((nested.details as { issues: { path: unknown[] }[] }).issues[0].path).toEqual([
+      "body",
+      "reminder",
+      "remindAtMs",
+    ]);
 
     const item = await caught(() => validate("body", Body, { reminder: { remindAtMs: 1 }, tags: ["ok", 5] }));
     expect((item.details as { issues: { path: unknown[] }[] }).issues[0].path).toEqual(["body", "tags", 1]);
@@ -90,7 +110,8 @@ describe("validate", () => {
 });
 
 describe("readJson and pathParam", () => {
-  const post = (body: string, type = "application/json") => new Request("http://127.0.0.1/x", { method: "POST", body, headers: { "content-type": type } });
+  const post = (body: string, type = "application/json") =>
+    new Request("http://127.0.0.1/x", { method: "POST", body, headers: { "content-type": type } });
 
   it("reads JSON, and an empty body as {}", async () => {
     expect(await readJson(post('{"a":1}'))).toEqual({ a: 1 });

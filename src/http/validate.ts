@@ -1,6 +1,6 @@
 import * as v from "valibot";
-import { ApiError, badRequest, clip, type Issue } from "./errors.ts";
-import { checkJsonStrings, LIMITS, tooLong, utf8Length } from "./limits.ts";
+import { ApiError, badRequest, clip, type Issue } from "../errors.ts";
+import { checkJsonStrings, LIMITS, tooLong, utf8Length } from "../schema/limits.ts";
 
 /**
  * Query strings as the official clients encode them (wire-compat §3): `+` is a space, form-style (the Python SDK's
@@ -11,7 +11,8 @@ export function parseQuery(url: URL): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = Object.create(null);
   const search = url.search.startsWith("?") ? url.search.slice(1) : url.search;
   if (!search) return out;
-  if (search.length > LIMITS.queryStringBytes) throw tooLong(`the query string`, LIMITS.queryStringBytes, ["query"], 414);
+  if (search.length > LIMITS.queryStringBytes)
+    throw tooLong(`the query string`, LIMITS.queryStringBytes, ["query"], 414);
   for (const part of search.split("&")) {
     if (!part) continue;
     const eq = part.indexOf("=");
@@ -22,7 +23,9 @@ export function parseQuery(url: URL): Record<string, string | string[]> {
       key = decodeURIComponent(rawKey.replace(/\+/g, " ")).replace(/\[\]$/, "");
       value = decodeURIComponent(rawValue.replace(/\+/g, " "));
     } catch {
-      throw badRequest("malformed query string", [{ code: "invalid_encoding", message: "malformed percent-encoding", path: ["query", clip(rawKey)] }]);
+      throw badRequest("malformed query string", [
+        { code: "invalid_encoding", message: "malformed percent-encoding", path: ["query", clip(rawKey)] },
+      ]);
     }
     if (value === "") continue;
     const prev = out[key];
@@ -38,14 +41,17 @@ export function pathParam(params: Record<string, string> | undefined, name: stri
   try {
     value = decodeURIComponent(raw);
   } catch {
-    throw badRequest(`malformed path parameter ${name}`, [{ code: "invalid_encoding", message: "malformed percent-encoding", path: ["path", name] }]);
+    throw badRequest(`malformed path parameter ${name}`, [
+      { code: "invalid_encoding", message: "malformed percent-encoding", path: ["path", name] },
+    ]);
   }
   if (utf8Length(value) > LIMITS.idBytes) throw tooLong(`path parameter ${name}`, LIMITS.idBytes, ["path", name]);
   return value;
 }
 
 /** valibot's words for a required key that is absent ('Invalid key: Expected "x" but received undefined'), plainly. */
-const missingKey = (issue: v.BaseIssue<unknown>) => issue.received === "undefined" && issue.message.startsWith("Invalid key:");
+const missingKey = (issue: v.BaseIssue<unknown>) =>
+  issue.received === "undefined" && issue.message.startsWith("Invalid key:");
 
 function toIssues(where: "query" | "body", issues: v.BaseIssue<unknown>[]): Issue[] {
   return issues.map((issue) => ({
@@ -60,7 +66,11 @@ function toIssues(where: "query" | "body", issues: v.BaseIssue<unknown>[]): Issu
   }));
 }
 
-export function validate<S extends v.GenericSchema>(where: "query" | "body", schema: S, input: unknown): v.InferOutput<S> {
+export function validate<S extends v.GenericSchema>(
+  where: "query" | "body",
+  schema: S,
+  input: unknown,
+): v.InferOutput<S> {
   const result = v.safeParse(schema, input, { abortPipeEarly: true });
   if (result.success) return result.output;
   const issues = toIssues(where, result.issues);
@@ -86,51 +96,26 @@ export async function readJson(request: Request, limits: BodyLimits = {}): Promi
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw badRequest("request body is not valid JSON", [{ code: "invalid_json", message: "body is not valid JSON", path: ["body"] }]);
+    throw badRequest("request body is not valid JSON", [
+      { code: "invalid_json", message: "body is not valid JSON", path: ["body"] },
+    ]);
   }
   // valibot's object() accepts arrays; every body of this API is an object.
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
-    throw badRequest("request body must be a JSON object", [{ code: "invalid_type", message: "expected a JSON object", path: ["body"] }]);
+    throw badRequest("request body must be a JSON object", [
+      { code: "invalid_type", message: "expected a JSON object", path: ["body"] },
+    ]);
   checkJsonStrings(parsed, LIMITS.stringBytes, limits.allowLonger);
   return parsed;
 }
 
-export async function validateBody<S extends v.GenericSchema>(request: Request, schema: S, limits?: BodyLimits): Promise<v.InferOutput<S>> {
+export async function validateBody<S extends v.GenericSchema>(
+  request: Request,
+  schema: S,
+  limits?: BodyLimits,
+): Promise<v.InferOutput<S>> {
   return validate("body", schema, await readJson(request, limits));
 }
-
-// Reusable query field schemas (strings in, typed values out).
-export const queryArray = v.pipe(
-  v.union([v.string(), v.array(v.string())]),
-  v.transform((x) => (Array.isArray(x) ? x : [x])),
-  v.maxLength(LIMITS.arrayItems, `must have at most ${LIMITS.arrayItems} items`),
-  v.check((items) => items.every((item) => utf8Length(item) <= LIMITS.idBytes), `each item must be at most ${LIMITS.idBytes} bytes`),
-);
-/** A query boolean: `true` or `false` and nothing else (no `1`, `yes`, `True`): any other value is a 400 naming it. */
-const trueOrFalse = v.picklist(["true", "false"], "expected true or false");
-const toBoolean = v.transform((x: "true" | "false") => x === "true");
-export const queryBoolean = v.pipe(trueOrFalse, toBoolean);
-/** queryBoolean with a description, which the OpenAPI document keeps only before the transformation. */
-export const describedQueryBoolean = (description: string) => v.pipe(trueOrFalse, v.description(description), toBoolean);
-// The metadata is what the OpenAPI document says of the field (src/spec): the value a client means, not its text.
-export const queryInt = (min: number, max: number) =>
-  v.pipe(
-    v.string(),
-    v.regex(/^-?\d+$/, "expected an integer"),
-    v.metadata({ type: "integer", minimum: min, maximum: max }),
-    v.transform(Number),
-    v.minValue(min),
-    v.maxValue(max),
-  );
-export const isoDate = v.pipe(
-  v.string(),
-  v.metadata({ format: "date-time" }),
-  // A `+hh:mm` offset sent with a raw `+` arrives as " hh:mm" (a `+` in a query is a space): put the plus back.
-  v.transform((s) => s.replace(/ (\d{2}(?::?\d{2})?)$/, "+$1")),
-  v.isoTimestamp("expected an ISO 8601 date-time"),
-  v.transform((s) => Date.parse(s)),
-);
-export const direction = v.picklist(["before", "after"], "expected before or after");
 
 /** The declared Content-Length over `limit` is refused before a byte of the body is read. */
 export function refuseDeclaredLength(request: Request, limit: number, what = "request body"): void {

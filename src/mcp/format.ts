@@ -14,7 +14,11 @@ const PREVIEW_CAP = 200;
 
 /** A name or title on one line: no control characters, no Markdown that could start a block or a code span. */
 export function plain(text: string | undefined, max = 100): string {
-  const flat = (text ?? "").replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ").replace(/[`*_<>[\]#|]/g, "'").replace(/\s+/g, " ").trim();
+  const flat = (text ?? "")
+    .replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ")
+    .replace(/[`*_<>[\]#|]/g, "'")
+    .replace(/\s+/g, " ")
+    .trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
@@ -49,8 +53,19 @@ function bytes(n: number | undefined): string {
 }
 
 export function attachmentLine(a: Attachment): string {
-  const kind = a.isSticker ? "sticker" : a.isGif ? "GIF" : a.isVoiceNote ? "voice note" : { img: "image", video: "video", audio: "audio", unknown: "file" }[a.type];
-  const facts = [a.mimeType, bytes(a.fileSize), a.size ? `${a.size.width}×${a.size.height}` : undefined, a.duration !== undefined ? `${a.duration} s` : undefined].filter(Boolean);
+  const kind = a.isSticker
+    ? "sticker"
+    : a.isGif
+      ? "GIF"
+      : a.isVoiceNote
+        ? "voice note"
+        : { img: "image", video: "video", audio: "audio", unknown: "file" }[a.type];
+  const facts = [
+    a.mimeType,
+    bytes(a.fileSize),
+    a.size ? `${a.size.width}×${a.size.height}` : undefined,
+    a.duration !== undefined ? `${a.duration} s` : undefined,
+  ].filter(Boolean);
   const fetchable = a.id ? ` — download_asset url ${code(a.id)}` : "";
   return `📎 ${kind} "${plain(a.fileName ?? "attachment", 80)}" (${facts.join(", ")})${fetchable}`;
 }
@@ -58,13 +73,20 @@ export function attachmentLine(a: Attachment): string {
 /** One message: a header line (who, when, ID), its fenced text, then attachments and reactions. */
 export function messageBlock(m: McpMessage, options: { chatTitle?: string } = {}): string {
   const who = m.isSender ? "You" : plain(m.senderName || m.senderID, 60);
-  const flags = [m.isUnread ? "unread" : "", m.editedTimestamp ? "edited" : "", m.sendStatus && m.sendStatus.status !== "SUCCESS" ? `send status ${m.sendStatus.status}` : ""].filter(Boolean);
+  const flags = [
+    m.isUnread ? "unread" : "",
+    m.editedTimestamp ? "edited" : "",
+    m.sendStatus && m.sendStatus.status !== "SUCCESS" ? `send status ${m.sendStatus.status}` : "",
+  ].filter(Boolean);
   const where = options.chatTitle ? ` in "${plain(options.chatTitle)}" (chatID ${code(m.chatID)})` : "";
-  const lines = [`**${who}**${where} · ${when(m.timestamp)} · messageID ${code(m.id)}${flags.length ? ` · ${flags.join(", ")}` : ""}`];
+  const lines = [
+    `**${who}**${where} · ${when(m.timestamp)} · messageID ${code(m.id)}${flags.length ? ` · ${flags.join(", ")}` : ""}`,
+  ];
   if (m.linkedMessageID) lines.push(`↪ in reply to messageID ${code(m.linkedMessageID)}`);
   if (m.text) {
     lines.push(fence(m.text, !m.isSender));
-    if (m.textTruncated) lines.push(`(text cut at ${TEXT_CAP} characters; get_message with fullText: true returns all of it)`);
+    if (m.textTruncated)
+      lines.push(`(text cut at ${TEXT_CAP} characters; get_message with fullText: true returns all of it)`);
   }
   for (const a of m.attachments ?? []) lines.push(attachmentLine(a));
   if (m.reactions?.length) {
@@ -95,9 +117,15 @@ export function chatBlock(chat: Chat): string {
   if (names.length) lines.push(`With: ${names.join(", ")}${more > 0 ? ` and ${more} more` : ""}`);
   if (chat.preview) {
     const p = chat.preview;
-    const text = p.text ? cut(p.text, PREVIEW_CAP) : p.attachments?.length ? `[${p.attachments.length} attachment(s)]` : "";
+    const text = p.text
+      ? cut(p.text, PREVIEW_CAP)
+      : p.attachments?.length
+        ? `[${p.attachments.length} attachment(s)]`
+        : "";
     if (text) {
-      lines.push(`Last message, from ${p.isSender ? "you" : plain(p.senderName || p.senderID, 60)} (messageID ${code(p.id)}):`);
+      lines.push(
+        `Last message, from ${p.isSender ? "you" : plain(p.senderName || p.senderID, 60)} (messageID ${code(p.id)}):`,
+      );
       lines.push(fence(text.length < (p.text?.length ?? 0) ? `${text}…` : text, !p.isSender));
     }
   }
@@ -105,7 +133,11 @@ export function chatBlock(chat: Chat): string {
 }
 
 /** How to get the next page of a list: the same call with the cursor of the end it continues from. */
-export function pageHint(tool: string, page: { hasMore: boolean; oldestCursor: string | null; newestCursor: string | null }, direction: "before" | "after" = "before"): string {
+export function pageHint(
+  tool: string,
+  page: { hasMore: boolean; oldestCursor: string | null; newestCursor: string | null },
+  direction: "before" | "after" = "before",
+): string {
   const cursor = direction === "before" ? page.oldestCursor : page.newestCursor;
   if (!page.hasMore || !cursor) return "No more pages.";
   return `More ${direction === "before" ? "(older)" : "(newer)"}: call ${tool} again with the same arguments plus cursor ${code(cursor)} and direction "${direction}".`;

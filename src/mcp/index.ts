@@ -8,12 +8,12 @@
  */
 import * as v from "valibot";
 import type { EventHub } from "../events/hub.ts";
-import { ApiError } from "../http/errors.ts";
-import { id } from "../http/limits.ts";
+import { ApiError } from "../errors.ts";
+import { id } from "../schema/limits.ts";
 import type { Api, RequestContext } from "../http/route-kit.ts";
 import type { OpenApiDocument } from "../spec/openapi.ts";
-import { README } from "./docs/readme.generated.ts";
-import { DocsIndex, openApiSections, readmeSections } from "./docs/search.ts";
+import { DOCS } from "./docs/readme.generated.ts";
+import { DocsIndex, docsSections, openApiSections } from "./docs/search.ts";
 import { checkToolSelection, type McpOptions } from "./options.ts";
 import type { ServerEnv } from "./server.ts";
 import { SSE_MESSAGES_PATH, SseSessions } from "./sse.ts";
@@ -38,58 +38,117 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
       events,
       options,
       // Built on first use, when every route (this one included) is in api.operations.
-      docs: () => (docs ??= new DocsIndex([...readmeSections(README), ...openApiSections(openApi())])),
+      docs: () => (docs ??= new DocsIndex([...docsSections(DOCS), ...openApiSections(openApi())])),
     });
   const sessionsOf = (rc: RequestContext) => (sessions ??= new SseSessions(envOf(rc)));
   const stateless = () => {
-    throw new ApiError(405, "METHOD_NOT_ALLOWED", "/v0/mcp is stateless: POST each JSON-RPC message (there is no event stream to GET and no session to DELETE)", undefined, { allow: "POST" });
+    throw new ApiError(
+      405,
+      "METHOD_NOT_ALLOWED",
+      "/v0/mcp is stateless: POST each JSON-RPC message (there is no event stream to GET and no session to DELETE)",
+      undefined,
+      { allow: "POST" },
+    );
   };
-  const notAllowed = { 405: { description: "Stateless server: no standalone event stream, no sessions.", headers: { allow: "POST" } } };
+  const notAllowed = {
+    405: { description: "Stateless server: no standalone event stream, no sessions.", headers: { allow: "POST" } },
+  };
 
   api
     .add(
       {
-        method: "POST", path: "/v0/mcp", operationId: "mcp", summary: "MCP (Streamable HTTP)", ...common,
+        method: "POST",
+        path: "/v0/mcp",
+        operationId: "mcp",
+        summary: "MCP (Streamable HTTP)",
+        ...common,
         description:
           "The Model Context Protocol over Streamable HTTP, stateless: POST a JSON-RPC message (or a batch) with `Accept: application/json, " +
           "text/event-stream`. Quick calls are answered with one JSON body; a call that waits (wait_for_message) or asks for progress, as an " +
           "event stream. Every tool reads the token's scopes: a read-only token sees only " +
           "read-only tools. Configure an MCP client with this URL and the header `Authorization: Bearer <token>`. GET and DELETE " +
           "answer 405: a stateless server offers no standalone event stream and has no sessions to end.",
-        requestBody: { description: "A JSON-RPC 2.0 message or batch.", content: { "application/json": null }, required: true },
+        requestBody: {
+          description: "A JSON-RPC 2.0 message or batch.",
+          content: { "application/json": null },
+          required: true,
+        },
         responses: {
-          200: { description: "The JSON-RPC responses: one JSON body, or server-sent events for calls that wait.", content: { "application/json": null, ...stream } },
+          200: {
+            description: "The JSON-RPC responses: one JSON body, or server-sent events for calls that wait.",
+            content: { "application/json": null, ...stream },
+          },
           202: { description: "Only notifications or responses were sent: accepted." },
           400: { description: "Not JSON-RPC (a JSON-RPC error body).", content: { "application/json": null } },
-          406: { description: "Accept lacks application/json or text/event-stream (a JSON-RPC error body).", content: { "application/json": null } },
+          406: {
+            description: "Accept lacks application/json or text/event-stream (a JSON-RPC error body).",
+            content: { "application/json": null },
+          },
           413: { description: "Body over 16 MiB (a JSON-RPC error body).", content: { "application/json": null } },
-          415: { description: "Content-Type is not application/json (a JSON-RPC error body).", content: { "application/json": null } },
+          415: {
+            description: "Content-Type is not application/json (a JSON-RPC error body).",
+            content: { "application/json": null },
+          },
         },
       },
       ({ req, rc }) => handleStreamable(req as unknown as Request, rc.principal!, envOf(rc)),
     )
-    .add({ method: "GET", path: "/v0/mcp", operationId: "mcpStream", summary: "MCP event stream (not offered)", ...common, responses: notAllowed,
-      description: "Answers 405: this stateless server offers no standalone event stream (MCP clients expect exactly that answer)." }, stateless)
-    .add({ method: "DELETE", path: "/v0/mcp", operationId: "mcpEndSession", summary: "End an MCP session (none here)", ...common, responses: notAllowed,
-      description: "Answers 405: a stateless server has no session to end." }, stateless)
     .add(
       {
-        method: "GET", path: "/v0/sse", operationId: "mcpSse", summary: "MCP (HTTP+SSE, older transport)", ...common,
+        method: "GET",
+        path: "/v0/mcp",
+        operationId: "mcpStream",
+        summary: "MCP event stream (not offered)",
+        ...common,
+        responses: notAllowed,
+        description:
+          "Answers 405: this stateless server offers no standalone event stream (MCP clients expect exactly that answer).",
+      },
+      stateless,
+    )
+    .add(
+      {
+        method: "DELETE",
+        path: "/v0/mcp",
+        operationId: "mcpEndSession",
+        summary: "End an MCP session (none here)",
+        ...common,
+        responses: notAllowed,
+        description: "Answers 405: a stateless server has no session to end.",
+      },
+      stateless,
+    )
+    .add(
+      {
+        method: "GET",
+        path: "/v0/sse",
+        operationId: "mcpSse",
+        summary: "MCP (HTTP+SSE, older transport)",
+        ...common,
         description:
           "The 2024-11-05 MCP transport, for clients that still use it: an event stream whose first `endpoint` event names the URL to POST " +
           `messages to (${SSE_MESSAGES_PATH}?sessionId=…); replies arrive on the stream. The session lives while the stream is open.`,
         responses: {
           200: { description: "The session's event stream: `endpoint`, then `message` events.", content: stream },
-          503: { description: "Too many open sessions.", content: { "application/json": null }, headers: { "retry-after": "Seconds to wait." } },
+          503: {
+            description: "Too many open sessions.",
+            content: { "application/json": null },
+            headers: { "retry-after": "Seconds to wait." },
+          },
         },
       },
       ({ rc }) => sessionsOf(rc).open(rc.principal!),
     )
     .add(
       {
-        method: "POST", path: SSE_MESSAGES_PATH, operationId: "mcpSseMessage", summary: "Post a message to an MCP SSE session", ...common,
+        method: "POST",
+        path: SSE_MESSAGES_PATH,
+        operationId: "mcpSseMessage",
+        summary: "Post a message to an MCP SSE session",
+        ...common,
         query: v.object({ sessionId: v.pipe(id, v.description("From the stream's endpoint event.")) }),
-        description: "One JSON-RPC message for the session; its reply goes out on the session's event stream. Only the token that opened the session may post to it.",
+        description:
+          "One JSON-RPC message for the session; its reply goes out on the session's event stream. Only the token that opened the session may post to it.",
         requestBody: { description: "A JSON-RPC 2.0 message.", content: { "application/json": null }, required: true },
         responses: { 202: { description: "Accepted; the reply follows on the event stream." } },
       },

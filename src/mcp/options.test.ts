@@ -17,7 +17,9 @@ describe("parseToolSelection (--mcp-tools, INBOXD_MCP_TOOLS)", () => {
   });
 
   it("refuses an unknown name, naming the valid ones", () => {
-    expect(() => parseToolSelection("search_chats,send_mesage")).toThrow(/unknown MCP tool\(s\): send_mesage .*send_message/);
+    expect(() => parseToolSelection("search_chats,send_mesage")).toThrow(
+      /unknown MCP tool\(s\): send_mesage .*send_message/,
+    );
   });
 });
 
@@ -33,10 +35,16 @@ describe("what a server with a tool selection offers", () => {
   afterAll(() => app.close());
 
   async function client(tools: ToolSelection, scopes: string[]) {
-    const server = createMcpServer({ app: app.context, events: app.events, options: { tools }, docs: () => new DocsIndex([]) });
+    const server = createMcpServer({
+      app: app.context,
+      events: app.events,
+      options: { tools },
+      docs: () => new DocsIndex([]),
+    });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const send = clientSide.send.bind(clientSide);
-    clientSide.send = (message, options) => send(message, { ...options, authInfo: { token: "", clientId: "test", scopes } });
+    clientSide.send = (message, options) =>
+      send(message, { ...options, authInfo: { token: "", clientId: "test", scopes } });
     await server.connect(serverSide);
     const c = new Client({ name: "selection-test", version: "1.0.0" });
     await c.connect(clientSide);
@@ -50,15 +58,24 @@ describe("what a server with a tool selection offers", () => {
     expect(listed).toContain("search_messages");
     expect(listed).not.toContain("send_message");
     expect(listed.length).toBeLessThan(TOOL_NAMES.length);
-    await expect(c.callTool({ name: "archive_chat", arguments: { chatID: "x" } })).rejects.toThrow(/read-only tools only/);
+    await expect(c.callTool({ name: "archive_chat", arguments: { chatID: "x" } })).rejects.toThrow(
+      /read-only tools only/,
+    );
   });
 
   it("an allowlist: just those tools, and a read token still gets only the read-only ones among them", async () => {
-    expect(await names(await client(["search_chats", "send_message"], ["read", "write"]))).toEqual(["search_chats", "send_message"]);
+    expect(await names(await client(["search_chats", "send_message"], ["read", "write"]))).toEqual([
+      "search_chats",
+      "send_message",
+    ]);
     const reader = await client(["search_chats", "send_message"], ["read"]);
     expect(await names(reader)).toEqual(["search_chats"]);
-    await expect(reader.callTool({ name: "send_message", arguments: { chatID: "x", text: "hi" } })).rejects.toThrow(/lacks the write scope/);
-    await expect(reader.callTool({ name: "get_chat", arguments: { chatID: "x" } })).rejects.toThrow(/not enabled on this server/);
+    await expect(reader.callTool({ name: "send_message", arguments: { chatID: "x", text: "hi" } })).rejects.toThrow(
+      /lacks the write scope/,
+    );
+    await expect(reader.callTool({ name: "get_chat", arguments: { chatID: "x" } })).rejects.toThrow(
+      /not enabled on this server/,
+    );
   });
 
   it("all: every tool for read+write", async () => {

@@ -18,7 +18,10 @@ export function parseToolSelection(text: string | undefined): ToolSelection {
   const value = (text ?? "").trim();
   if (value === "" || value === "all") return "all";
   if (value === "read-only") return "read-only";
-  const names = value.split(",").map((name) => name.trim()).filter(Boolean);
+  const names = value
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
   checkToolSelection(names);
   return names;
 }
@@ -26,11 +29,18 @@ export function parseToolSelection(text: string | undefined): ToolSelection {
 export function checkToolSelection(selection: ToolSelection | undefined): void {
   if (!Array.isArray(selection)) return;
   const unknown = selection.filter((name) => !TOOL_NAMES.includes(name));
-  if (unknown.length) throw new Error(`unknown MCP tool(s): ${unknown.join(", ")} (expected "all", "read-only" or names among ${TOOL_NAMES.join(", ")})`);
+  if (unknown.length)
+    throw new Error(
+      `unknown MCP tool(s): ${unknown.join(", ")} (expected "all", "read-only" or names among ${TOOL_NAMES.join(", ")})`,
+    );
 }
 
 /** Why a tool is not offered to a caller with these scopes, or undefined when it is. */
-export function refusal(tool: AnyTool, selection: ToolSelection | undefined, scopes: readonly string[]): string | undefined {
+export function refusal(
+  tool: AnyTool,
+  selection: ToolSelection | undefined,
+  scopes: readonly string[],
+): string | undefined {
   if (Array.isArray(selection) && !selection.includes(tool.name)) return "it is not enabled on this server";
   if (!tool.readOnly && selection === "read-only") return "this server offers read-only tools only";
   if (!tool.readOnly && !scopes.includes("write")) return "this access token is read-only (it lacks the write scope)";

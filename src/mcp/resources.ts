@@ -3,8 +3,14 @@
  * files (inboxd://assets/{assetID}, what download_asset links to). Each is offered where the tool that shows the
  * same thing is (list_unread, list_messages, download_asset).
  */
-import { ErrorCode, McpError, type ReadResourceResult, type Resource, type ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
-import { ApiError } from "../http/errors.ts";
+import {
+  ErrorCode,
+  McpError,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+} from "@modelcontextprotocol/sdk/types.js";
+import { ApiError } from "../errors.ts";
 import { checkAssetBytes, resolveAsset } from "../services/assets.ts";
 import type { Context } from "../services/context.ts";
 import { RESOURCE_BYTES, base64Of, serveURL } from "./tools/assets.ts";
@@ -24,19 +30,42 @@ export type Allowed = (toolName: "list_unread" | "list_messages" | "download_ass
 export function listResources(app: Context, allowed: Allowed): Resource[] {
   const out: Resource[] = [];
   if (allowed("list_unread"))
-    out.push({ uri: UNREAD, name: "unread", title: "Unread overview", mimeType: "text/markdown", description: "Chats with unread messages and those messages, across every account." });
+    out.push({
+      uri: UNREAD,
+      name: "unread",
+      title: "Unread overview",
+      mimeType: "text/markdown",
+      description: "Chats with unread messages and those messages, across every account.",
+    });
   if (allowed("list_messages"))
     for (const chat of pageOfChats(app, { limit: RECENT_CHATS }).items)
-      out.push({ uri: chatURI(chat.id), name: `chat-${chat.localChatID}`, title: plain(chat.title), mimeType: "text/markdown", description: "Recent messages of this chat." });
+      out.push({
+        uri: chatURI(chat.id),
+        name: `chat-${chat.localChatID}`,
+        title: plain(chat.title),
+        mimeType: "text/markdown",
+        description: "Recent messages of this chat.",
+      });
   return out;
 }
 
 export function listTemplates(allowed: Allowed): ResourceTemplate[] {
   const out: ResourceTemplate[] = [];
   if (allowed("list_messages"))
-    out.push({ uriTemplate: "inboxd://chats/{chatID}/messages", name: "chat-messages", title: "A chat's recent messages", mimeType: "text/markdown", description: "The newest 20 messages of a chat (chatID URL-encoded)." });
+    out.push({
+      uriTemplate: "inboxd://chats/{chatID}/messages",
+      name: "chat-messages",
+      title: "A chat's recent messages",
+      mimeType: "text/markdown",
+      description: "The newest 20 messages of a chat (chatID URL-encoded).",
+    });
   if (allowed("download_asset"))
-    out.push({ uriTemplate: "inboxd://assets/{assetID}", name: "asset", title: "A file", description: `An attachment or upload, up to ${RESOURCE_BYTES} bytes (download_asset links to these).` });
+    out.push({
+      uriTemplate: "inboxd://assets/{assetID}",
+      name: "asset",
+      title: "A file",
+      description: `An attachment or upload, up to ${RESOURCE_BYTES} bytes (download_asset links to these).`,
+    });
   return out;
 }
 
@@ -55,7 +84,10 @@ export async function readResource(uri: string, tc: ToolContext, allowed: Allowe
     if (asset && allowed("download_asset")) {
       const record = await resolveAsset(tc.app, tc.app.assets, `mxc://inboxd/${asset[1]}`);
       if (record.size > RESOURCE_BYTES)
-        throw new McpError(ErrorCode.InvalidParams, `the file has ${record.size} bytes, more than ${RESOURCE_BYTES}: GET ${serveURL(tc.origin, record)} with the bearer token`);
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `the file has ${record.size} bytes, more than ${RESOURCE_BYTES}: GET ${serveURL(tc.origin, record)} with the bearer token`,
+        );
       await checkAssetBytes(tc.app.assets, record);
       return { contents: [{ uri, mimeType: record.mimeType, blob: await base64Of(tc.app, record) }] };
     }

@@ -17,7 +17,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { VERSION } from "../app.ts";
+import { VERSION } from "../version.ts";
 import type { EventHub } from "../events/hub.ts";
 import type { Context } from "../services/context.ts";
 import type { DocsIndex } from "./docs/search.ts";
@@ -56,24 +56,33 @@ export function createMcpServer(env: ServerEnv): Server {
     },
   );
   const scopes = (extra: Extra) => extra.authInfo?.scopes ?? [];
-  const allowed = (extra: Extra): Allowed => (name) => {
-    const tool = TOOLS.find((t) => t.name === name);
-    return !!tool && !refusal(tool, env.options.tools, scopes(extra));
-  };
+  const allowed =
+    (extra: Extra): Allowed =>
+    (name) => {
+      const tool = TOOLS.find((t) => t.name === name);
+      return !!tool && !refusal(tool, env.options.tools, scopes(extra));
+    };
 
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
     tools: TOOLS.filter((tool) => !refusal(tool, env.options.tools, scopes(extra))).map(describeTool),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = TOOLS.find((t) => t.name === request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(request.params.name).slice(0, 100)}`);
+    if (!tool)
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(request.params.name).slice(0, 100)}`);
     const why = refusal(tool, env.options.tools, scopes(extra));
     if (why) throw new McpError(ErrorCode.InvalidParams, `Tool ${tool.name} is not available: ${why}`);
     return callTool(tool, request.params.arguments, toolContext(env, extra), env.options.log);
   });
-  server.setRequestHandler(ListResourcesRequestSchema, (_request, extra) => ({ resources: listResources(env.app, allowed(extra)) }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, (_request, extra) => ({ resourceTemplates: listTemplates(allowed(extra)) }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => readResource(request.params.uri, toolContext(env, extra), allowed(extra)));
+  server.setRequestHandler(ListResourcesRequestSchema, (_request, extra) => ({
+    resources: listResources(env.app, allowed(extra)),
+  }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, (_request, extra) => ({
+    resourceTemplates: listTemplates(allowed(extra)),
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+    readResource(request.params.uri, toolContext(env, extra), allowed(extra)),
+  );
   return server;
 }
 
@@ -86,6 +95,11 @@ function toolContext(env: ServerEnv, extra: Extra): ToolContext {
     origin: extra.requestInfo?.url?.origin ?? "http://127.0.0.1",
     signal: env.signal ? AbortSignal.any([extra.signal, env.signal]) : extra.signal,
     progress: (progress, total, message) =>
-      progressToken === undefined ? Promise.resolve() : extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress, total, message } }),
+      progressToken === undefined
+        ? Promise.resolve()
+        : extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken, progress, total, message },
+          }),
   };
 }

@@ -8,9 +8,9 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage, type MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
 import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, notFound } from "../errors.ts";
 import type { Principal } from "../http/guard.ts";
-import { tooLong } from "../http/limits.ts";
+import { tooLong } from "../schema/limits.ts";
 import { createMcpServer, type ServerEnv } from "./server.ts";
 import { authInfoOf } from "./streamable.ts";
 import { MCP_BODY_BYTES } from "./upload.ts";
@@ -45,7 +45,11 @@ export class WebSseTransport implements Transport {
       { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
     );
     this.response = new Response(stream, {
-      headers: { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" },
+      headers: {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      },
     });
   }
 
@@ -107,7 +111,13 @@ export class SseSessions {
 
   async open(principal: Principal): Promise<Response> {
     if (this.sessions.size >= MAX_SSE_SESSIONS)
-      throw new ApiError(503, "TOO_MANY_SESSIONS", `at most ${MAX_SSE_SESSIONS} MCP SSE sessions are open; use /v0/mcp (Streamable HTTP), which keeps none`, undefined, { "retry-after": "5" });
+      throw new ApiError(
+        503,
+        "TOO_MANY_SESSIONS",
+        `at most ${MAX_SSE_SESSIONS} MCP SSE sessions are open; use /v0/mcp (Streamable HTTP), which keeps none`,
+        undefined,
+        { "retry-after": "5" },
+      );
     const transport = new WebSseTransport(SSE_MESSAGES_PATH);
     const server = createMcpServer(this.env);
     transport.onclose = () => this.sessions.delete(transport.sessionId);
@@ -126,9 +136,14 @@ export class SseSessions {
     try {
       message = JSONRPCMessageSchema.parse(JSON.parse(body.text));
     } catch {
-      throw badRequest("the body is not one JSON-RPC message", [{ code: "invalid_json_rpc", message: "expected a JSON-RPC 2.0 message", path: ["body"] }]);
+      throw badRequest("the body is not one JSON-RPC message", [
+        { code: "invalid_json_rpc", message: "expected a JSON-RPC 2.0 message", path: ["body"] },
+      ]);
     }
-    session.transport.receive(message, { authInfo: authInfoOf(principal), requestInfo: { headers: Object.fromEntries(request.headers), url } });
+    session.transport.receive(message, {
+      authInfo: authInfoOf(principal),
+      requestInfo: { headers: Object.fromEntries(request.headers), url },
+    });
     return new Response(null, { status: 202 });
   }
 }

@@ -14,12 +14,20 @@ import { createMcpServer, type ServerEnv } from "./server.ts";
 import { MCP_BODY_BYTES } from "./upload.ts";
 
 /** What the transports hand the server: the scopes decide which tools a request sees. */
-export const authInfoOf = (principal: Principal): AuthInfo => ({ token: "", clientId: principal.id, scopes: [...principal.scopes] });
+export const authInfoOf = (principal: Principal): AuthInfo => ({
+  token: "",
+  clientId: principal.id,
+  scopes: [...principal.scopes],
+});
 
 /** Tools that wait: their calls are answered as an event stream. */
 const LONG_TOOLS = new Set(["wait_for_message"]);
 
-export async function handleStreamable(request: Request, principal: Principal, env: Omit<ServerEnv, "signal">): Promise<Response> {
+export async function handleStreamable(
+  request: Request,
+  principal: Principal,
+  env: Omit<ServerEnv, "signal">,
+): Promise<Response> {
   const body = await readRequestBody(request, MCP_BODY_BYTES);
   if (body.tooLarge) return jsonRpcError(413, -32000, requestBodyTooLargeMessage(MCP_BODY_BYTES));
   let parsed: unknown;
@@ -34,18 +42,29 @@ export async function handleStreamable(request: Request, principal: Principal, e
   const server = createMcpServer({ ...env, signal: gone.signal });
   await server.connect(transport);
   const response = await transport.handleRequest(request, { authInfo: authInfoOf(principal), parsedBody: parsed });
-  return stream && response.body ? new Response(watched(response.body, () => gone.abort()), response) : response;
+  return stream && response.body
+    ? new Response(
+        watched(response.body, () => gone.abort()),
+        response,
+      )
+    : response;
 }
 
 function isLong(message: unknown): boolean {
   const m = message as { method?: unknown; params?: { name?: unknown; _meta?: { progressToken?: unknown } } } | null;
   if (typeof m !== "object" || m === null) return false;
-  return (m.method === "tools/call" && LONG_TOOLS.has(String(m.params?.name))) || m.params?._meta?.progressToken !== undefined;
+  return (
+    (m.method === "tools/call" && LONG_TOOLS.has(String(m.params?.name))) ||
+    m.params?._meta?.progressToken !== undefined
+  );
 }
 
 /** The transport's own error shape, for what is refused before it sees the request. */
 function jsonRpcError(status: number, code: number, message: string): Response {
-  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), { status, headers: { "content-type": "application/json" } });
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
 }
 
 /** The same bytes, with `onCancel` called when the reader cancels (the client disconnected). */

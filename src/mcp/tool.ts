@@ -6,8 +6,8 @@
 import * as v from "valibot";
 import type { CallToolResult, ContentBlock, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { EventHub } from "../events/hub.ts";
-import { ApiError, clip } from "../http/errors.ts";
-import { checkJsonStrings, LIMITS } from "../http/limits.ts";
+import { ApiError, clip } from "../errors.ts";
+import { checkJsonStrings, LIMITS } from "../schema/limits.ts";
 import type { Context } from "../services/context.ts";
 import { jsonSchemaOf } from "../spec/json-schema.ts";
 import type { DocsIndex } from "./docs/search.ts";
@@ -54,7 +54,8 @@ export interface ToolSpec<I extends v.GenericSchema, O extends v.GenericSchema> 
 
 export type AnyTool = ToolSpec<v.GenericSchema, v.GenericSchema>;
 
-export const defineTool = <I extends v.GenericSchema, O extends v.GenericSchema>(spec: ToolSpec<I, O>): AnyTool => spec as unknown as AnyTool;
+export const defineTool = <I extends v.GenericSchema, O extends v.GenericSchema>(spec: ToolSpec<I, O>): AnyTool =>
+  spec as unknown as AnyTool;
 
 const described = new WeakMap<AnyTool, Tool>();
 
@@ -82,10 +83,16 @@ export function describeTool(tool: AnyTool): Tool {
 }
 
 /** Runs a tool: bad arguments and refused operations come back as tool errors (`isError`), which a model can fix. */
-export async function callTool(tool: AnyTool, raw: Record<string, unknown> | undefined, tc: ToolContext, log?: (line: string) => void): Promise<CallToolResult> {
+export async function callTool(
+  tool: AnyTool,
+  raw: Record<string, unknown> | undefined,
+  tc: ToolContext,
+  log?: (line: string) => void,
+): Promise<CallToolResult> {
   try {
     const input = raw ?? {};
-    for (const [key, value] of Object.entries(input)) if (!tool.long?.includes(key)) checkJsonStrings(value, LIMITS.stringBytes, [], ["arguments", key]);
+    for (const [key, value] of Object.entries(input))
+      if (!tool.long?.includes(key)) checkJsonStrings(value, LIMITS.stringBytes, [], ["arguments", key]);
     const parsed = v.safeParse(tool.input, input, { abortPipeEarly: true });
     if (!parsed.success) return toolError(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.issues)}`);
     const out = await tool.run(parsed.output, tc);
@@ -94,8 +101,11 @@ export async function callTool(tool: AnyTool, raw: Record<string, unknown> | und
       structuredContent: out.structured as Record<string, unknown>,
     };
   } catch (error) {
-    if (error instanceof ApiError) return toolError(`${tool.name} failed (${error.status} ${error.code}): ${clip(error.message, 300)}${issuesOf(error)}`);
-    log?.(`error: MCP tool ${tool.name}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    if (error instanceof ApiError)
+      return toolError(
+        `${tool.name} failed (${error.status} ${error.code}): ${clip(error.message, 300)}${issuesOf(error)}`,
+      );
+    log?.(`error: MCP tool ${tool.name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return toolError(`${tool.name} failed: internal error`);
   }
 }
@@ -105,12 +115,18 @@ const toolError = (text: string): CallToolResult => ({ content: [{ type: "text",
 function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
   return issues
     .slice(0, 5)
-    .map((issue) => `${["arguments", ...(issue.path?.map((p) => String(p.key)) ?? [])].join(".")}: ${clip(issue.message, 200)}`)
+    .map(
+      (issue) =>
+        `${["arguments", ...(issue.path?.map((p) => String(p.key)) ?? [])].join(".")}: ${clip(issue.message, 200)}`,
+    )
     .join("; ");
 }
 
 function issuesOf(error: ApiError): string {
   const issues = (error.details as { issues?: { path: (string | number)[]; message: string }[] } | undefined)?.issues;
   if (!issues?.length || issues.length === 1) return "";
-  return ` (${issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${clip(i.message, 120)}`).join("; ")})`;
+  return ` (${issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join(".")}: ${clip(i.message, 120)}`)
+    .join("; ")})`;
 }

@@ -1,9 +1,9 @@
 import type { Storage } from "unstorage";
 import { safeHost } from "../http/guard.ts";
 import { verifyToken } from "../services/tokens.ts";
-import { errorPage, escape, hidden, page } from "./pages.ts";
+import { errorPage, escapeHtml, hidden, page } from "./pages.ts";
 import { readForm, sameSecret } from "./form.ts";
-import { randomSecret } from "../services/encoding.ts";
+import { randomSecret } from "../util/encoding.ts";
 import type { ClientRecord, OAuthStore } from "./store.ts";
 
 /**
@@ -39,7 +39,7 @@ export function redirectURIMatches(registered: string[], given: string): boolean
   return registered.some((r) => {
     if (r === given) return true;
     const reg = parse(r);
-    if (!reg || reg.protocol !== "http:" || url.protocol !== "http:" || !isLoopbackName(url.hostname)) return false;
+    if (reg?.protocol !== "http:" || url.protocol !== "http:" || !isLoopbackName(url.hostname)) return false;
     reg.port = url.port;
     return reg.toString() === url.toString();
   });
@@ -56,37 +56,55 @@ function parse(uri: string): URL | undefined {
 }
 
 /** Checks the authorization request: an unknown app or redirect URI is shown as an error, never redirected to. */
-export async function readAuthorizeRequest(store: OAuthStore, params: URLSearchParams): Promise<{ ok: AuthorizeRequest } | { page: Response } | { redirect: Response }> {
+export async function readAuthorizeRequest(
+  store: OAuthStore,
+  params: URLSearchParams,
+): Promise<{ ok: AuthorizeRequest } | { page: Response } | { redirect: Response }> {
   const client = await store.client(params.get("client_id") ?? "");
   if (!client) return { page: errorPage("This app is not registered with inboxd.") };
   const redirectURI = params.get("redirect_uri") ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0] : "");
-  if (!redirectURIMatches(client.redirect_uris, redirectURI)) return { page: errorPage("The app asked to return to an address it did not register.") };
+  if (!redirectURIMatches(client.redirect_uris, redirectURI))
+    return { page: errorPage("The app asked to return to an address it did not register.") };
   const state = params.get("state") ?? undefined;
-  const fail = (error: string, description: string) => ({ redirect: redirectTo(redirectURI, { error, error_description: description, state }) });
-  if (params.get("response_type") !== "code") return fail("unsupported_response_type", "only response_type=code is supported");
+  const fail = (error: string, description: string) => ({
+    redirect: redirectTo(redirectURI, { error, error_description: description, state }),
+  });
+  if (params.get("response_type") !== "code")
+    return fail("unsupported_response_type", "only response_type=code is supported");
   const challenge = params.get("code_challenge") ?? "";
-  if (params.get("code_challenge_method") !== "S256" || !/^[A-Za-z0-9._~-]{43,128}$/.test(challenge)) return fail("invalid_request", "PKCE with code_challenge_method=S256 is required");
+  if (params.get("code_challenge_method") !== "S256" || !/^[A-Za-z0-9._~-]{43,128}$/.test(challenge))
+    return fail("invalid_request", "PKCE with code_challenge_method=S256 is required");
   const asked = (params.get("scope") ?? "read write").split(" ").filter(Boolean);
-  if (asked.length === 0 || asked.some((s) => !SCOPES.has(s))) return fail("invalid_scope", "scopes are read and write");
+  if (asked.length === 0 || asked.some((s) => !SCOPES.has(s)))
+    return fail("invalid_scope", "scopes are read and write");
   const resource = params.get("resource") ?? undefined;
   if (resource !== undefined && !parse(resource)) return fail("invalid_target", "resource must be an absolute URI");
-  return { ok: { client, redirectURI, state, challenge, scopes: [...new Set(asked)] as ("read" | "write")[], resource } };
+  return {
+    ok: { client, redirectURI, state, challenge, scopes: [...new Set(asked)] as ("read" | "write")[], resource },
+  };
 }
 
 export function redirectTo(uri: string, params: Record<string, string | undefined>): Response {
   const url = new URL(uri);
   for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value);
-  return new Response(null, { status: 303, headers: { location: url.toString(), "cache-control": "no-store", "referrer-policy": "no-referrer" } });
+  return new Response(null, {
+    status: 303,
+    headers: { location: url.toString(), "cache-control": "no-store", "referrer-policy": "no-referrer" },
+  });
 }
 
 export function consentPage(request: AuthorizeRequest, csrf: string): Response {
   const host = new URL(request.redirectURI).host;
-  const can = request.scopes.map((s) => (s === "read" ? "<li>read your chats, messages, contacts and accounts</li>" : "<li>send, edit and delete messages and change chats on your behalf</li>"));
+  const can = request.scopes.map((s) =>
+    s === "read"
+      ? "<li>read your chats, messages, contacts and accounts</li>"
+      : "<li>send, edit and delete messages and change chats on your behalf</li>",
+  );
   return page(
     `Allow ${request.client.client_name}?`,
-    `<p><strong>${escape(request.client.client_name)}</strong> wants to use your inboxd. It will be able to:</p>
+    `<p><strong>${escapeHtml(request.client.client_name)}</strong> wants to use your inboxd. It will be able to:</p>
 <ul>${can.join("")}</ul>
-<p class="muted">After you decide, your browser goes back to <code>${escape(host)}</code>.</p>
+<p class="muted">After you decide, your browser goes back to <code>${escapeHtml(host)}</code>.</p>
 <form method="post" action="/oauth/authorize">
 ${hidden({ client_id: request.client.client_id, redirect_uri: request.redirectURI, state: request.state, code_challenge: request.challenge, code_challenge_method: "S256", scope: request.scopes.join(" "), resource: request.resource, response_type: "code", csrf })}
 <button class="primary" type="submit" name="decision" value="approve">Approve</button>
@@ -99,7 +117,7 @@ ${hidden({ client_id: request.client.client_id, redirect_uri: request.redirectUR
 export function signInPage(next: string, message?: string, status = 200): Response {
   return page(
     "Sign in to inboxd",
-    `${message ? `<p><strong>${escape(message)}</strong></p>` : ""}
+    `${message ? `<p><strong>${escapeHtml(message)}</strong></p>` : ""}
 <p>Only the owner of this inboxd can approve apps. Run <code>inboxd open</code> on the machine inboxd runs on and open
 the link it prints, or paste its sign-in code here. (In a Worker: paste the admin token.)</p>
 <form method="post" action="/oauth/login">
@@ -128,11 +146,18 @@ export function cookie(request: Request, name: string): string | undefined {
 
 /** Only a path on this server: never an absolute or protocol-relative URL (an open redirect). Default: the web inbox. */
 export function safeNext(next: string | null): string {
-  return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
+  return next?.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
 }
 
 /** Signs the owner in with a one-time code, or with a read+write token made by the CLI or set as the Worker's secret. */
-export async function signIn(store: OAuthStore, storage: Storage, request: Request, url: URL, code: string, next: string): Promise<Response> {
+export async function signIn(
+  store: OAuthStore,
+  storage: Storage,
+  _request: Request,
+  url: URL,
+  code: string,
+  next: string,
+): Promise<Response> {
   let ok = await store.useSignIn(code);
   if (!ok) {
     const token = await verifyToken(storage, code);
@@ -140,7 +165,10 @@ export async function signIn(store: OAuthStore, storage: Storage, request: Reque
   }
   if (!ok) return signInPage(next, "That code is not valid (each code works once, for 10 minutes).", 401);
   const session = await store.createSession(SESSION_TTL_MS);
-  return new Response(null, { status: 303, headers: { location: safeNext(next), "set-cookie": sessionCookie(session.id, url), "cache-control": "no-store" } });
+  return new Response(null, {
+    status: 303,
+    headers: { location: safeNext(next), "set-cookie": sessionCookie(session.id, url), "cache-control": "no-store" },
+  });
 }
 
 /**
@@ -153,10 +181,10 @@ export function sameOrigin(request: Request): Response | undefined {
   const site = request.headers.get("sec-fetch-site");
   // Compared by host: behind the Worker's routing the request URL may not carry the host the browser used.
   const host = request.headers.get("host") ?? new URL(request.url).host;
-  if ((origin && safeHost(origin) !== host) || site === "cross-site" || site === "same-site") return errorPage("This form was sent from another site.", 403);
+  if ((origin && safeHost(origin) !== host) || site === "cross-site" || site === "same-site")
+    return errorPage("This form was sent from another site.", 403);
   return undefined;
 }
-
 
 export async function consentDecision(store: OAuthStore, request: Request, now: () => number): Promise<Response> {
   const foreign = sameOrigin(request);
@@ -164,13 +192,26 @@ export async function consentDecision(store: OAuthStore, request: Request, now: 
   const form = await readForm(request);
   const session = await store.session(cookie(request, SESSION_COOKIE));
   if (!session) return signInPage("/oauth/signed-in", "Sign in again, then ask the app to start over.", 401);
-  if (!sameSecret(form.get("csrf") ?? "", session.csrf)) return errorPage("This form did not come from this server's consent page.", 403);
+  if (!sameSecret(form.get("csrf") ?? "", session.csrf))
+    return errorPage("This form did not come from this server's consent page.", 403);
   const read = await readAuthorizeRequest(store, form);
   if ("page" in read) return read.page;
   if ("redirect" in read) return read.redirect;
   const { ok } = read;
-  if (form.get("decision") !== "approve") return redirectTo(ok.redirectURI, { error: "access_denied", error_description: "the owner denied the request", state: ok.state });
+  if (form.get("decision") !== "approve")
+    return redirectTo(ok.redirectURI, {
+      error: "access_denied",
+      error_description: "the owner denied the request",
+      state: ok.state,
+    });
   const code = randomSecret("code");
-  await store.saveCode(code, { clientID: ok.client.client_id, redirectURI: ok.redirectURI, scopes: ok.scopes, resource: ok.resource, challenge: ok.challenge, expiresAt: now() + CODE_TTL_MS });
+  await store.saveCode(code, {
+    clientID: ok.client.client_id,
+    redirectURI: ok.redirectURI,
+    scopes: ok.scopes,
+    resource: ok.resource,
+    challenge: ok.challenge,
+    expiresAt: now() + CODE_TTL_MS,
+  });
   return redirectTo(ok.redirectURI, { code, state: ok.state, iss: new URL(request.url).origin });
 }

@@ -1,8 +1,7 @@
 import type { Storage } from "unstorage";
-import { keys } from "../store/records.ts";
-import { createToken, verifyToken } from "../services/tokens.ts";
+import { createToken, removeTokenByID, verifyToken } from "../services/tokens.ts";
 import { oauthError, s256, sameSecret } from "./form.ts";
-import { randomSecret } from "../services/encoding.ts";
+import { randomSecret } from "../util/encoding.ts";
 import type { OAuthStore, RefreshRecord } from "./store.ts";
 
 /**
@@ -31,16 +30,25 @@ export async function exchangeCode(o: GrantOptions, form: URLSearchParams): Prom
   const { record, replayed } = taken;
   if (replayed) {
     // A code used twice was intercepted: revoke what the first use issued (RFC 6749 §4.1.2).
-    await o.store.revokeFamily(record.family!, (id) => o.storage.removeItem(keys.token(id)));
+    await o.store.revokeFamily(record.family!, (id) => removeTokenByID(o.storage, id));
     throw oauthError(400, "invalid_grant", "the authorization code was already used; what it issued is revoked");
   }
   if (record.expiresAt <= o.now()) throw oauthError(400, "invalid_grant", "the authorization code expired");
-  if (form.get("client_id") !== record.clientID) throw oauthError(400, "invalid_grant", "the code was issued to another client");
-  if (form.get("redirect_uri") !== null && form.get("redirect_uri") !== record.redirectURI) throw oauthError(400, "invalid_grant", "redirect_uri differs from the authorization request's");
+  if (form.get("client_id") !== record.clientID)
+    throw oauthError(400, "invalid_grant", "the code was issued to another client");
+  if (form.get("redirect_uri") !== null && form.get("redirect_uri") !== record.redirectURI)
+    throw oauthError(400, "invalid_grant", "redirect_uri differs from the authorization request's");
   const verifier = form.get("code_verifier") ?? "";
-  if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier) || !sameSecret(await s256(verifier), record.challenge)) throw oauthError(400, "invalid_grant", "code_verifier does not match the code_challenge");
+  if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier) || !sameSecret(await s256(verifier), record.challenge))
+    throw oauthError(400, "invalid_grant", "code_verifier does not match the code_challenge");
   const client = await o.store.client(record.clientID);
-  return issue(o, { clientID: record.clientID, clientName: client?.client_name ?? record.clientID, scopes: record.scopes, family: record.family!, createdAt: o.now() });
+  return issue(o, {
+    clientID: record.clientID,
+    clientName: client?.client_name ?? record.clientID,
+    scopes: record.scopes,
+    family: record.family!,
+    createdAt: o.now(),
+  });
 }
 
 export async function refreshGrant(o: GrantOptions, form: URLSearchParams): Promise<TokenAnswer> {
@@ -48,22 +56,41 @@ export async function refreshGrant(o: GrantOptions, form: URLSearchParams): Prom
   if (!found) throw oauthError(400, "invalid_grant", "the refresh token is not valid");
   if (found.record.used) {
     // Rotation means a refresh token works once; a second use means it leaked: end the whole grant.
-    await o.store.revokeFamily(found.record.family, (id) => o.storage.removeItem(keys.token(id)));
+    await o.store.revokeFamily(found.record.family, (id) => removeTokenByID(o.storage, id));
     throw oauthError(400, "invalid_grant", "the refresh token was already used; the grant is revoked");
   }
-  if (form.get("client_id") !== null && form.get("client_id") !== found.record.clientID) throw oauthError(400, "invalid_grant", "the refresh token was issued to another client");
+  if (form.get("client_id") !== null && form.get("client_id") !== found.record.clientID)
+    throw oauthError(400, "invalid_grant", "the refresh token was issued to another client");
   const asked = form.get("scope")?.split(" ").filter(Boolean);
-  if (asked && asked.some((s) => !found.record.scopes.includes(s as "read"))) throw oauthError(400, "invalid_scope", "a refresh cannot widen the scopes");
+  if (asked?.some((s) => !found.record.scopes.includes(s as "read")))
+    throw oauthError(400, "invalid_scope", "a refresh cannot widen the scopes");
   await o.store.markRefreshUsed(found.id, found.record);
-  return issue(o, { ...found.record, scopes: (asked as ("read" | "write")[] | undefined) ?? found.record.scopes, used: undefined, createdAt: o.now() });
+  return issue(o, {
+    ...found.record,
+    scopes: (asked as ("read" | "write")[] | undefined) ?? found.record.scopes,
+    used: undefined,
+    createdAt: o.now(),
+  });
 }
 
 async function issue(o: GrantOptions, grant: RefreshRecord): Promise<TokenAnswer> {
-  const access = await createToken(o.storage, { name: grant.clientName, scopes: grant.scopes, expiresAt: o.now() + o.accessTokenTtlMs, clientID: grant.clientID, clientName: grant.clientName });
+  const access = await createToken(o.storage, {
+    name: grant.clientName,
+    scopes: grant.scopes,
+    expiresAt: o.now() + o.accessTokenTtlMs,
+    clientID: grant.clientID,
+    clientName: grant.clientName,
+  });
   const refresh = randomSecret("inbr");
   const refreshID = await o.store.saveRefresh(refresh, { ...grant });
   await o.store.addToFamily(grant.family, { tokenID: access.id, refreshID });
-  return { access_token: access.token, token_type: "Bearer", expires_in: Math.round(o.accessTokenTtlMs / 1000), refresh_token: refresh, scope: grant.scopes.join(" ") };
+  return {
+    access_token: access.token,
+    token_type: "Bearer",
+    expires_in: Math.round(o.accessTokenTtlMs / 1000),
+    refresh_token: refresh,
+    scope: grant.scopes.join(" "),
+  };
 }
 
 /** RFC 7662: what the server knows of a token, or `active: false` for anything unknown, expired or revoked. */
@@ -83,18 +110,24 @@ export async function introspect(o: GrantOptions, token: string): Promise<Record
   }
   const refresh = await o.store.refresh(token);
   if (refresh && !refresh.record.used)
-    return { active: true, scope: refresh.record.scopes.join(" "), client_id: refresh.record.clientID, sub: OWNER, iat: Math.floor(refresh.record.createdAt / 1000), token_type: "refresh_token" };
+    return {
+      active: true,
+      scope: refresh.record.scopes.join(" "),
+      client_id: refresh.record.clientID,
+      sub: OWNER,
+      iat: Math.floor(refresh.record.createdAt / 1000),
+      token_type: "refresh_token",
+    };
   return { active: false };
 }
 
 /** RFC 7009: ends an access or refresh token (a refresh token takes its whole grant with it). Unknown tokens are fine. */
 export async function revoke(o: GrantOptions, token: string): Promise<void> {
   const access = await verifyToken(o.storage, token, o.now());
-  if (access) return o.storage.removeItem(keys.token(access.id));
+  if (access) return removeTokenByID(o.storage, access.id);
   const refresh = await o.store.refresh(token);
-  if (refresh) await o.store.revokeFamily(refresh.record.family, (id) => o.storage.removeItem(keys.token(id)));
+  if (refresh) await o.store.revokeFamily(refresh.record.family, (id) => removeTokenByID(o.storage, id));
 }
 
 /** The device has one user: its owner. */
 export const OWNER = "owner";
-

@@ -1,7 +1,18 @@
 import * as v from "valibot";
 import type { Storage } from "unstorage";
 import type { Api } from "../http/route-kit.ts";
-import { consentDecision, consentPage, cookie, readAuthorizeRequest, redirectURIAllowed, safeNext, sameOrigin, SESSION_COOKIE, signIn, signInPage } from "./authorize.ts";
+import {
+  consentDecision,
+  consentPage,
+  cookie,
+  readAuthorizeRequest,
+  redirectURIAllowed,
+  safeNext,
+  sameOrigin,
+  SESSION_COOKIE,
+  signIn,
+  signInPage,
+} from "./authorize.ts";
 import { oauthError, readForm } from "./form.ts";
 import { exchangeCode, introspect, OWNER, refreshGrant, revoke, type GrantOptions } from "./grants.ts";
 import { page } from "./pages.ts";
@@ -33,15 +44,41 @@ const Json = v.record(v.string(), v.unknown());
  */
 export function oauthRoutes(api: Api, options: OAuthOptions) {
   const store = new OAuthStore(options.storage, options.now);
-  const grants: GrantOptions = { storage: options.storage, store, now: options.now, accessTokenTtlMs: options.accessTokenTtlMs ?? ACCESS_TOKEN_TTL_MS };
-  const json = (body: unknown, status = 200) => Response.json(body, { status, headers: { "cache-control": "no-store" } });
+  const grants: GrantOptions = {
+    storage: options.storage,
+    store,
+    now: options.now,
+    accessTokenTtlMs: options.accessTokenTtlMs ?? ACCESS_TOKEN_TTL_MS,
+  };
+  const json = (body: unknown, status = 200) =>
+    Response.json(body, { status, headers: { "cache-control": "no-store" } });
 
   api
-    .add({ method: "GET", path: "/.well-known/oauth-authorization-server", operationId: "oauthMetadata", summary: "Authorization server metadata (RFC 8414)", tag, scope: "public", response: Json, extension: true }, ({ rc }) =>
-      authorizationServerMetadata(rc.url.origin),
+    .add(
+      {
+        method: "GET",
+        path: "/.well-known/oauth-authorization-server",
+        operationId: "oauthMetadata",
+        summary: "Authorization server metadata (RFC 8414)",
+        tag,
+        scope: "public",
+        response: Json,
+        extension: true,
+      },
+      ({ rc }) => authorizationServerMetadata(rc.url.origin),
     )
-    .add({ method: "GET", path: "/.well-known/oauth-protected-resource", operationId: "oauthProtectedResource", summary: "Protected resource metadata (RFC 9728)", tag, scope: "public", response: Json, extension: true }, ({ rc }) =>
-      protectedResourceMetadata(rc.url.origin),
+    .add(
+      {
+        method: "GET",
+        path: "/.well-known/oauth-protected-resource",
+        operationId: "oauthProtectedResource",
+        summary: "Protected resource metadata (RFC 9728)",
+        tag,
+        scope: "public",
+        response: Json,
+        extension: true,
+      },
+      ({ rc }) => protectedResourceMetadata(rc.url.origin),
     )
     .add(
       {
@@ -49,7 +86,8 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
         path: "/oauth/register",
         operationId: "oauthRegister",
         summary: "Register a client (RFC 7591)",
-        description: "Public clients only (`token_endpoint_auth_method: none`); redirect URIs must be loopback http (any port when used) or https.",
+        description:
+          "Public clients only (`token_endpoint_auth_method: none`); redirect URIs must be loopback http (any port when used) or https.",
         tag,
         scope: "public",
         body: v.object({
@@ -65,15 +103,57 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
       },
       async ({ body }) => {
         const bad = body.redirect_uris.find((uri) => !redirectURIAllowed(uri));
-        if (bad) return json({ error: "invalid_redirect_uri", error_description: `${bad}: redirect URIs must be http://127.0.0.1, http://[::1] or http://localhost (any port), or https` }, 400);
-        if ((body.token_endpoint_auth_method ?? "none") !== "none") return json({ error: "invalid_client_metadata", error_description: "only public clients (token_endpoint_auth_method none, with PKCE) are supported" }, 400);
-        const client = { client_id: `client_${crypto.randomUUID()}`, client_name: body.client_name?.trim() || "Unnamed app", redirect_uris: body.redirect_uris, createdAt: new Date(options.now()).toISOString() };
+        if (bad)
+          return json(
+            {
+              error: "invalid_redirect_uri",
+              error_description: `${bad}: redirect URIs must be http://127.0.0.1, http://[::1] or http://localhost (any port), or https`,
+            },
+            400,
+          );
+        if ((body.token_endpoint_auth_method ?? "none") !== "none")
+          return json(
+            {
+              error: "invalid_client_metadata",
+              error_description: "only public clients (token_endpoint_auth_method none, with PKCE) are supported",
+            },
+            400,
+          );
+        const client = {
+          client_id: `client_${crypto.randomUUID()}`,
+          client_name: body.client_name?.trim() || "Unnamed app",
+          redirect_uris: body.redirect_uris,
+          createdAt: new Date(options.now()).toISOString(),
+        };
         await store.saveClient(client);
-        return json({ ...client, client_id_issued_at: Math.floor(options.now() / 1000), grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none", scope: "read write" }, 201);
+        return json(
+          {
+            ...client,
+            client_id_issued_at: Math.floor(options.now() / 1000),
+            grant_types: ["authorization_code", "refresh_token"],
+            response_types: ["code"],
+            token_endpoint_auth_method: "none",
+            scope: "read write",
+          },
+          201,
+        );
       },
     )
     .add(
-      { method: "GET", path: "/oauth/authorize", operationId: "oauthAuthorize", summary: "Ask the owner to approve an app", description: "Authorization code flow with S256 PKCE: shows the consent page (or the sign-in page first).", tag, scope: "public", responses: { 200: { description: "An HTML page", content: { "text/html": null } }, 303: { description: "Back to the app" } }, extension: true },
+      {
+        method: "GET",
+        path: "/oauth/authorize",
+        operationId: "oauthAuthorize",
+        summary: "Ask the owner to approve an app",
+        description: "Authorization code flow with S256 PKCE: shows the consent page (or the sign-in page first).",
+        tag,
+        scope: "public",
+        responses: {
+          200: { description: "An HTML page", content: { "text/html": null } },
+          303: { description: "Back to the app" },
+        },
+        extension: true,
+      },
       async ({ rc, req }) => {
         const read = await readAuthorizeRequest(store, rc.url.searchParams);
         if (!("ok" in read)) return "page" in read ? read.page : read.redirect;
@@ -83,11 +163,34 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
       },
     )
     .add(
-      { method: "POST", path: "/oauth/authorize", operationId: "oauthDecide", summary: "The owner's decision on the consent page", tag, scope: "public", requestBody: { description: "The consent form", content: form }, responses: { 303: { description: "Back to the app, with a code or an error" } }, extension: true },
+      {
+        method: "POST",
+        path: "/oauth/authorize",
+        operationId: "oauthDecide",
+        summary: "The owner's decision on the consent page",
+        tag,
+        scope: "public",
+        requestBody: { description: "The consent form", content: form },
+        responses: { 303: { description: "Back to the app, with a code or an error" } },
+        extension: true,
+      },
       ({ req }) => consentDecision(store, req as unknown as Request, options.now),
     )
     .add(
-      { method: "GET", path: "/oauth/login", operationId: "oauthSignInLink", summary: "Sign the owner in with a one-time link", description: "`inboxd open` and `serve` print the link (`?code=…`).", tag, scope: "public", responses: { 200: { description: "The sign-in page", content: { "text/html": null } }, 303: { description: "Signed in" } }, extension: true },
+      {
+        method: "GET",
+        path: "/oauth/login",
+        operationId: "oauthSignInLink",
+        summary: "Sign the owner in with a one-time link",
+        description: "`inboxd open` and `serve` print the link (`?code=…`).",
+        tag,
+        scope: "public",
+        responses: {
+          200: { description: "The sign-in page", content: { "text/html": null } },
+          303: { description: "Signed in" },
+        },
+        extension: true,
+      },
       ({ rc, req }) => {
         const code = rc.url.searchParams.get("code");
         const next = safeNext(rc.url.searchParams.get("next"));
@@ -95,19 +198,64 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
       },
     )
     .add(
-      { method: "POST", path: "/oauth/login", operationId: "oauthSignIn", summary: "Sign the owner in with a code or the admin token", tag, scope: "public", requestBody: { description: "`code` and `next`", content: form }, responses: { 303: { description: "Signed in" } }, extension: true },
+      {
+        method: "POST",
+        path: "/oauth/login",
+        operationId: "oauthSignIn",
+        summary: "Sign the owner in with a code or the admin token",
+        tag,
+        scope: "public",
+        requestBody: { description: "`code` and `next`", content: form },
+        responses: { 303: { description: "Signed in" } },
+        extension: true,
+      },
       async ({ rc, req }) => {
         const foreign = sameOrigin(req as unknown as Request);
         if (foreign) return foreign;
         const fields = await readForm(req as unknown as Request);
-        return signIn(store, options.storage, req as unknown as Request, rc.url, fields.get("code") ?? "", safeNext(fields.get("next")));
+        return signIn(
+          store,
+          options.storage,
+          req as unknown as Request,
+          rc.url,
+          fields.get("code") ?? "",
+          safeNext(fields.get("next")),
+        );
       },
     )
-    .add({ method: "GET", path: "/oauth/signed-in", operationId: "oauthSignedIn", summary: "Shown after signing in", tag, scope: "public", responses: { 200: { description: "An HTML page", content: { "text/html": null } } }, extension: true }, () =>
-      page("Signed in", "<p>You are signed in to inboxd in this browser. Apps that ask for access will show you a page to approve them.</p>"),
+    .add(
+      {
+        method: "GET",
+        path: "/oauth/signed-in",
+        operationId: "oauthSignedIn",
+        summary: "Shown after signing in",
+        tag,
+        scope: "public",
+        responses: { 200: { description: "An HTML page", content: { "text/html": null } } },
+        extension: true,
+      },
+      () =>
+        page(
+          "Signed in",
+          "<p>You are signed in to inboxd in this browser. Apps that ask for access will show you a page to approve them.</p>",
+        ),
     )
     .add(
-      { method: "POST", path: "/oauth/token", operationId: "oauthToken", summary: "Exchange a code or refresh token (RFC 6749)", tag, scope: "public", requestBody: { description: "grant_type authorization_code (code, code_verifier, redirect_uri, client_id) or refresh_token", content: form, required: true }, response: Json, extension: true },
+      {
+        method: "POST",
+        path: "/oauth/token",
+        operationId: "oauthToken",
+        summary: "Exchange a code or refresh token (RFC 6749)",
+        tag,
+        scope: "public",
+        requestBody: {
+          description: "grant_type authorization_code (code, code_verifier, redirect_uri, client_id) or refresh_token",
+          content: form,
+          required: true,
+        },
+        response: Json,
+        extension: true,
+      },
       async ({ req }) => {
         const fields = await readForm(req as unknown as Request);
         const grant = fields.get("grant_type");
@@ -117,20 +265,59 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
       },
     )
     .add(
-      { method: "POST", path: "/oauth/introspect", operationId: "oauthIntrospect", summary: "Describe a token (RFC 7662)", tag, scope: "public", requestBody: { description: "`token` (and `token_type_hint`)", content: form, required: true }, response: Json, extension: true },
+      {
+        method: "POST",
+        path: "/oauth/introspect",
+        operationId: "oauthIntrospect",
+        summary: "Describe a token (RFC 7662)",
+        tag,
+        scope: "public",
+        requestBody: { description: "`token` (and `token_type_hint`)", content: form, required: true },
+        response: Json,
+        extension: true,
+      },
       async ({ req }) => json(await introspect(grants, (await readForm(req as unknown as Request)).get("token") ?? "")),
     )
     .add(
-      { method: "POST", path: "/oauth/revoke", operationId: "oauthRevoke", summary: "Revoke a token (RFC 7009)", tag, scope: "public", requestBody: { description: "`token` (and `token_type_hint`)", content: form, required: true }, responses: { 200: { description: "Revoked, or unknown (the same answer)" } }, extension: true },
+      {
+        method: "POST",
+        path: "/oauth/revoke",
+        operationId: "oauthRevoke",
+        summary: "Revoke a token (RFC 7009)",
+        tag,
+        scope: "public",
+        requestBody: { description: "`token` (and `token_type_hint`)", content: form, required: true },
+        responses: { 200: { description: "Revoked, or unknown (the same answer)" } },
+        extension: true,
+      },
       async ({ req }) => {
         await revoke(grants, (await readForm(req as unknown as Request)).get("token") ?? "");
         return new Response(null, { status: 200, headers: { "cache-control": "no-store" } });
       },
     )
-    .add({ method: "GET", path: "/oauth/userinfo", operationId: "oauthUserinfo", summary: "Who the token speaks for", tag, response: Json, extension: true }, ({ rc }) => {
-      const p = rc.principal!;
-      return { sub: OWNER, scope: p.scopes.join(" "), token_use: "access", ...(p.clientID ? { client_id: p.clientID } : {}), ...(p.expiresAt ? { exp: Math.floor(p.expiresAt / 1000) } : {}), ...(p.createdAt ? { iat: Math.floor(Date.parse(p.createdAt) / 1000) } : {}), aud: rc.url.origin };
-    });
+    .add(
+      {
+        method: "GET",
+        path: "/oauth/userinfo",
+        operationId: "oauthUserinfo",
+        summary: "Who the token speaks for",
+        tag,
+        response: Json,
+        extension: true,
+      },
+      ({ rc }) => {
+        const p = rc.principal!;
+        return {
+          sub: OWNER,
+          scope: p.scopes.join(" "),
+          token_use: "access",
+          ...(p.clientID ? { client_id: p.clientID } : {}),
+          ...(p.expiresAt ? { exp: Math.floor(p.expiresAt / 1000) } : {}),
+          ...(p.createdAt ? { iat: Math.floor(Date.parse(p.createdAt) / 1000) } : {}),
+          aud: rc.url.origin,
+        };
+      },
+    );
   return store;
 }
 
@@ -162,7 +349,13 @@ export function authorizationServerMetadata(issuer: string) {
 }
 
 export function protectedResourceMetadata(origin: string) {
-  return { resource: origin, authorization_servers: [origin], scopes_supported: ["read", "write"], bearer_methods_supported: ["header"], resource_name: "inboxd" };
+  return {
+    resource: origin,
+    authorization_servers: [origin],
+    scopes_supported: ["read", "write"],
+    bearer_methods_supported: ["header"],
+    resource_name: "inboxd",
+  };
 }
 
 /** RFC 9728 §5.1: a 401 tells the client where to read how to get a token (MCP clients start the flow from it). */

@@ -1,5 +1,5 @@
 import type { Storage } from "unstorage";
-import { randomSecret } from "../services/encoding.ts";
+import { randomSecret } from "../util/encoding.ts";
 import { hashToken } from "../services/tokens.ts";
 
 /**
@@ -96,7 +96,8 @@ export class OAuthStore {
     return record ? { id, record } : undefined;
   }
 
-  markRefreshUsed = async (id: string, record: RefreshRecord) => this.storage.setItem(key.refresh(id), { ...record, used: true });
+  markRefreshUsed = async (id: string, record: RefreshRecord) =>
+    this.storage.setItem(key.refresh(id), { ...record, used: true });
 
   async addToFamily(family: string, add: { tokenID?: string; refreshID?: string }) {
     const record = (await this.family(family)) ?? { tokenIDs: [], refreshIDs: [], createdAt: this.now() };
@@ -131,7 +132,8 @@ export class OAuthStore {
     const refreshes = (await this.refreshRecords()).filter((r) => r.record.clientID === clientID);
     for (const family of new Set(refreshes.map((r) => r.record.family))) await this.revokeFamily(family, removeToken);
     for (const r of refreshes) await this.storage.removeItem(key.refresh(r.id));
-    for (const c of await this.scan<CodeRecord>(prefix.code)) if (c.record.clientID === clientID) await this.storage.removeItem(key.code(c.id));
+    for (const c of await this.scan<CodeRecord>(prefix.code))
+      if (c.record.clientID === clientID) await this.storage.removeItem(key.code(c.id));
   }
 
   private async scan<T>(under: string): Promise<{ id: string; record: T }[]> {

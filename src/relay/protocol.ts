@@ -94,7 +94,8 @@ export function encodeFrame(type: FrameType, stream: number, payload: Uint8Array
   return frame;
 }
 
-export const jsonFrame = (type: FrameType, stream: number, value: unknown) => encodeFrame(type, stream, encoder.encode(JSON.stringify(value)));
+export const jsonFrame = (type: FrameType, stream: number, value: unknown) =>
+  encodeFrame(type, stream, encoder.encode(JSON.stringify(value)));
 
 export function creditFrame(stream: number, bytes: number): Uint8Array {
   const payload = new Uint8Array(4);
@@ -112,7 +113,8 @@ export function decodeFrame(data: ArrayBuffer | Uint8Array): Frame | undefined {
 
 export const readJson = <T>(frame: Frame): T => JSON.parse(decoder.decode(frame.payload)) as T;
 export const readText = (frame: Frame) => decoder.decode(frame.payload);
-export const readCredit = (frame: Frame) => new DataView(frame.payload.buffer, frame.payload.byteOffset, 4).getUint32(0);
+export const readCredit = (frame: Frame) =>
+  new DataView(frame.payload.buffer, frame.payload.byteOffset, 4).getUint32(0);
 
 /**
  * Credit for one direction of one stream: `spend` waits until some is there and takes up to what was asked,
@@ -158,7 +160,13 @@ export class Credit {
  * connection dropped) or when `signal` aborts, cancelling the source through its reader (a locked stream cannot be
  * cancelled any other way, and an event stream would otherwise run on until its next write).
  */
-export async function pumpBody(body: ReadableStream<Uint8Array>, stream: number, credit: Credit, send: (frame: Uint8Array) => void, signal?: AbortSignal): Promise<void> {
+export async function pumpBody(
+  body: ReadableStream<Uint8Array>,
+  stream: number,
+  credit: Credit,
+  send: (frame: Uint8Array) => void,
+  signal?: AbortSignal,
+): Promise<void> {
   const reader = body.getReader();
   const stop = () => {
     credit.cancel(signal?.reason instanceof Error ? signal.reason : new Error("the stream was closed"));

@@ -1,18 +1,9 @@
 import * as v from "valibot";
-import { bounded, id, LIMITS } from "../http/limits.ts";
 import type { Api } from "../http/route-kit.ts";
 import { Success, UnifiedSearchResult } from "../schema/wire.ts";
 import { focus } from "../services/focus.ts";
 import { unifiedSearch } from "../services/search.ts";
-
-export const SearchQuery = v.object({ query: v.pipe(bounded(LIMITS.queryTextBytes), v.trim(), v.minLength(1, "query must not be empty")) });
-
-export const FocusBody = v.object({
-  chatID: v.optional(id),
-  messageID: v.optional(id),
-  draftText: v.optional(bounded(LIMITS.textBytes)),
-  draftAttachmentPath: v.optional(bounded(LIMITS.urlBytes)),
-});
+import { SearchQuery, FocusBody } from "../schema/requests/app.ts";
 
 const flag = v.boolean();
 /** The shape the newer official clients read (their SDK's SetupRetrieveResponse); `matrix` and `verification` never apply here. */
@@ -32,11 +23,19 @@ export const AppSetup = v.strictObject({
       hasBackedUpRecoveryKey: flag,
       initialized: flag,
       keyBackup: flag,
-      secrets: v.strictObject({ masterKey: flag, megolmBackupKey: flag, recoveryKey: flag, selfSigningKey: flag, userSigningKey: flag }),
+      secrets: v.strictObject({
+        masterKey: flag,
+        megolmBackupKey: flag,
+        recoveryKey: flag,
+        selfSigningKey: flag,
+        userSigningKey: flag,
+      }),
       secretStorage: flag,
       verified: flag,
     }),
-    v.description("The vendor app's Matrix encryption setup. inboxd has no such layer (each network's encryption is its connector's): every flag is false."),
+    v.description(
+      "The vendor app's Matrix encryption setup. inboxd has no such layer (each network's encryption is its connector's): every flag is false.",
+    ),
   ),
 });
 
@@ -49,7 +48,13 @@ const setup: v.InferOutput<typeof AppSetup> = {
     hasBackedUpRecoveryKey: notApplicable,
     initialized: notApplicable,
     keyBackup: notApplicable,
-    secrets: { masterKey: notApplicable, megolmBackupKey: notApplicable, recoveryKey: notApplicable, selfSigningKey: notApplicable, userSigningKey: notApplicable },
+    secrets: {
+      masterKey: notApplicable,
+      megolmBackupKey: notApplicable,
+      recoveryKey: notApplicable,
+      selfSigningKey: notApplicable,
+      userSigningKey: notApplicable,
+    },
     secretStorage: notApplicable,
     verified: notApplicable,
   },
@@ -63,13 +68,46 @@ const setup: v.InferOutput<typeof AppSetup> = {
 export function appRoutes(api: Api) {
   const tag = "App";
   api
-    .add({ method: "GET", path: "/v1/search", operationId: "search", summary: "Search", tag, query: SearchQuery, response: UnifiedSearchResult,
-      description: "Chats, groups by participant and the first page of messages matching `query`, in one answer." },
-      ({ rc, query }) => unifiedSearch(rc.app, query.query))
-    .add({ method: "POST", path: "/v1/focus", operationId: "focusApp", summary: "Focus the app", tag, body: FocusBody, response: Success,
-      description: "There is no window here: the IDs are checked (404 otherwise) and a `focus` event is logged (WebSocket clients, GET /v1/events, webhooks), so a UI can follow it." },
-      ({ rc, body }) => focus(rc.app, body))
-    .add({ method: "GET", path: "/v1/app/setup", operationId: "getAppSetup", extension: true, scope: "public", summary: "App setup state", tag, response: AppSetup,
-      description: "Public, so that an app can learn before it has a token whether the server is ready: inboxd always is (`state: \"ready\"`)." },
-      () => setup);
+    .add(
+      {
+        method: "GET",
+        path: "/v1/search",
+        operationId: "search",
+        summary: "Search",
+        tag,
+        query: SearchQuery,
+        response: UnifiedSearchResult,
+        description: "Chats, groups by participant and the first page of messages matching `query`, in one answer.",
+      },
+      ({ rc, query }) => unifiedSearch(rc.app, query.query),
+    )
+    .add(
+      {
+        method: "POST",
+        path: "/v1/focus",
+        operationId: "focusApp",
+        summary: "Focus the app",
+        tag,
+        body: FocusBody,
+        response: Success,
+        description:
+          "There is no window here: the IDs are checked (404 otherwise) and a `focus` event is logged (WebSocket clients, GET /v1/events, webhooks), so a UI can follow it.",
+      },
+      ({ rc, body }) => focus(rc.app, body),
+    )
+    .add(
+      {
+        method: "GET",
+        path: "/v1/app/setup",
+        operationId: "getAppSetup",
+        extension: true,
+        scope: "public",
+        summary: "App setup state",
+        tag,
+        response: AppSetup,
+        description:
+          'Public, so that an app can learn before it has a token whether the server is ready: inboxd always is (`state: "ready"`).',
+      },
+      () => setup,
+    );
 }

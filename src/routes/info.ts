@@ -9,7 +9,10 @@ export interface ServerInfo {
 }
 
 const AppFacts = v.strictObject({ name: v.string(), version: v.string(), bundle_id: v.string() });
-const PublicInfo = v.pipe(v.strictObject({ app: AppFacts, server: v.strictObject({ status: v.literal("running") }) }), v.description("Without a token."));
+const PublicInfo = v.pipe(
+  v.strictObject({ app: AppFacts, server: v.strictObject({ status: v.literal("running") }) }),
+  v.description("Without a token."),
+);
 const FullInfo = v.pipe(
   v.strictObject({
     app: AppFacts,
@@ -23,7 +26,9 @@ const FullInfo = v.pipe(
       mcp_enabled: v.boolean(),
       instance_id: v.pipe(
         v.string(),
-        v.description("inboxd: this server's identity, so that a desktop-api login can tell it would point back at itself."),
+        v.description(
+          "inboxd: this server's identity, so that a desktop-api login can tell it would point back at itself.",
+        ),
       ),
     }),
     endpoints: v.pipe(
@@ -62,7 +67,8 @@ export function infoRoutes(api: Api, info: ServerInfo) {
       tag: "Server",
       scope: "public",
       response: v.union([FullInfo, PublicInfo]),
-      description: "Public: without a token, the app's name, version and status; with one, the platform, server and endpoints too.",
+      description:
+        "Public: without a token, the app's name, version and status; with one, the platform, server and endpoints too.",
     },
     ({ rc }) => {
       const base = rc.url.origin;

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { LIMITS } from "../http/limits.ts";
+import { LIMITS } from "../schema/limits.ts";
 import { noContent, type Api } from "../http/route-kit.ts";
 import { Label } from "../schema/wire.ts";
 import { createLabel, deleteLabel, listLabels } from "../services/labels.ts";
@@ -19,16 +19,48 @@ export const LabelBody = v.object({
 export function labelRoutes(api: Api) {
   const tag = "Labels";
   api
-    .add({ method: "GET", path: "/v1/labels", operationId: "listLabels", extension: true, summary: "List labels", tag, response: v.array(Label),
-      description: "This device's chat labels, sorted by name." },
-      ({ rc }) => listLabels(rc.app))
-    .add({ method: "POST", path: "/v1/labels", operationId: "createLabel", extension: true, summary: "Create a label", tag, body: LabelBody, response: Label,
-      description: "A new label. A name already taken (ignoring case) is a 409 whose `details.labelID` is the existing label; a device that already has the most labels it may (1,000) gets a 409 without it." },
-      ({ rc, body }) => createLabel(rc.app, body.name))
-    .add({ method: "DELETE", path: "/v1/labels/:labelID", operationId: "deleteLabel", extension: true, summary: "Delete a label", tag,
-      description: "Deletes the label and takes it off every chat.", responses: { 204: { description: "Deleted." } } },
+    .add(
+      {
+        method: "GET",
+        path: "/v1/labels",
+        operationId: "listLabels",
+        extension: true,
+        summary: "List labels",
+        tag,
+        response: v.array(Label),
+        description: "This device's chat labels, sorted by name.",
+      },
+      ({ rc }) => listLabels(rc.app),
+    )
+    .add(
+      {
+        method: "POST",
+        path: "/v1/labels",
+        operationId: "createLabel",
+        extension: true,
+        summary: "Create a label",
+        tag,
+        body: LabelBody,
+        response: Label,
+        description:
+          "A new label. A name already taken (ignoring case) is a 409 whose `details.labelID` is the existing label; a device that already has the most labels it may (1,000) gets a 409 without it.",
+      },
+      ({ rc, body }) => createLabel(rc.app, body.name),
+    )
+    .add(
+      {
+        method: "DELETE",
+        path: "/v1/labels/:labelID",
+        operationId: "deleteLabel",
+        extension: true,
+        summary: "Delete a label",
+        tag,
+        description: "Deletes the label and takes it off every chat.",
+        responses: { 204: { description: "Deleted." } },
+      },
       async ({ rc, params }) => {
         await deleteLabel(rc.app, params.labelID);
         return noContent();
-      });
+      },
+    );
 }

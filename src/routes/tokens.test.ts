@@ -36,23 +36,60 @@ async function harness() {
   apps.push(app);
   const owner = await createToken(storage, { name: "owner" });
   const call = async (method: string, path: string, token?: string, form?: Record<string, string>): Promise<Answer> => {
-    const headers: Record<string, string> = { host: "127.0.0.1:23373", ...(token ? { authorization: `Bearer ${token}` } : {}) };
+    const headers: Record<string, string> = {
+      host: "127.0.0.1:23373",
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    };
     if (form) headers["content-type"] = "application/x-www-form-urlencoded";
-    const res = await app.fetch(new Request(base + path, { method, headers, body: form && new URLSearchParams(form).toString() }));
+    const res = await app.fetch(
+      new Request(base + path, { method, headers, body: form && new URLSearchParams(form).toString() }),
+    );
     const text = await res.text();
-    return { status: res.status, text, json: text && res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : undefined };
+    return {
+      status: res.status,
+      text,
+      json: text && res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : undefined,
+    };
   };
   const store = new OAuthStore(storage, () => now);
   /** Registers an app (or takes a registered one), has the owner approve it, and exchanges the code. */
   const authorize = async (clientID?: string, name = "Mail Helper") => {
-    clientID ??= (await app.fetch(new Request(`${base}/oauth/register`, { method: "POST", headers: { host: "127.0.0.1:23373", "content-type": "application/json" }, body: JSON.stringify({ client_name: name, redirect_uris: [redirectURI] }) })).then((r) => r.json())).client_id as string;
+    clientID ??= (
+      await app
+        .fetch(
+          new Request(`${base}/oauth/register`, {
+            method: "POST",
+            headers: { host: "127.0.0.1:23373", "content-type": "application/json" },
+            body: JSON.stringify({ client_name: name, redirect_uris: [redirectURI] }),
+          }),
+        )
+        .then((r) => r.json())
+    ).client_id as string;
     const [code, verifier] = [crypto.randomUUID(), `${crypto.randomUUID()}${crypto.randomUUID()}`];
-    await store.saveCode(code, { clientID, redirectURI, scopes: ["read", "write"], challenge: await s256(verifier), expiresAt: now + 60_000 });
-    const answer = await call("POST", "/oauth/token", undefined, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientID, redirect_uri: redirectURI });
+    await store.saveCode(code, {
+      clientID,
+      redirectURI,
+      scopes: ["read", "write"],
+      challenge: await s256(verifier),
+      expiresAt: now + 60_000,
+    });
+    const answer = await call("POST", "/oauth/token", undefined, {
+      grant_type: "authorization_code",
+      code,
+      code_verifier: verifier,
+      client_id: clientID,
+      redirect_uri: redirectURI,
+    });
     expect(answer.status, answer.text).toBe(200);
-    return { clientID, access: answer.json.access_token as string, refresh: answer.json.refresh_token as string, at: now };
+    return {
+      clientID,
+      access: answer.json.access_token as string,
+      refresh: answer.json.refresh_token as string,
+      at: now,
+    };
   };
-  const refresh = (token: string) => call("POST", "/oauth/token", undefined, { grant_type: "refresh_token", refresh_token: token });
+  const refresh = (token: string) =>
+    call("POST", "/oauth/token", undefined, { grant_type: "refresh_token", refresh_token: token });
   return { storage, owner, call, authorize, refresh, advance: (ms: number) => (now += ms) };
 }
 
@@ -75,7 +112,14 @@ describe("GET /v1/tokens", () => {
     const { items } = v.parse(TokenList, list.json);
     expect(items.map((t) => t.name)).toEqual(["owner", "reader", "Mail Helper"]);
     expect(items.map((t) => t.createdAt)).toEqual(items.map((t) => t.createdAt).sort());
-    expect(items[0]).toEqual({ id: h.owner.id, name: "owner", scopes: ["read", "write"], createdAt: h.owner.record.createdAt, hint: h.owner.token.slice(0, 9), current: true });
+    expect(items[0]).toEqual({
+      id: h.owner.id,
+      name: "owner",
+      scopes: ["read", "write"],
+      createdAt: h.owner.record.createdAt,
+      hint: h.owner.token.slice(0, 9),
+      current: true,
+    });
     expect(items[1]).toMatchObject({ id: reader.id, scopes: ["read"], current: false });
     expect(items[2]).toEqual({
       id: await hashToken(grant.access),
@@ -89,7 +133,8 @@ describe("GET /v1/tokens", () => {
       current: false,
     });
     expect(items[2].hint).toMatch(/^inbx_.{4}$/);
-    for (const secret of [h.owner.token, reader.token, grant.access, grant.refresh]) expect(list.text).not.toContain(secret.slice(9));
+    for (const secret of [h.owner.token, reader.token, grant.access, grant.refresh])
+      expect(list.text).not.toContain(secret.slice(9));
 
     // The app's own token sees itself as the current one.
     const asApp = v.parse(TokenList, (await h.call("GET", "/v1/tokens", grant.access)).json).items;
@@ -100,7 +145,12 @@ describe("GET /v1/tokens", () => {
     const h = await harness();
     const reader = await createToken(h.storage, { name: "reader", scopes: ["read"] });
     const { clientID } = await h.authorize();
-    for (const [method, path] of [["GET", "/v1/tokens"], ["DELETE", `/v1/tokens/${h.owner.id}`], ["GET", "/v1/authorized-apps"], ["DELETE", `/v1/authorized-apps/${clientID}`]]) {
+    for (const [method, path] of [
+      ["GET", "/v1/tokens"],
+      ["DELETE", `/v1/tokens/${h.owner.id}`],
+      ["GET", "/v1/authorized-apps"],
+      ["DELETE", `/v1/authorized-apps/${clientID}`],
+    ]) {
       const refused = await h.call(method, path, reader.token);
       expect([refused.status, refused.json.code], `${method} ${path}`).toEqual([403, "FORBIDDEN"]);
       expect((await h.call(method, path)).status, `${method} ${path}`).toBe(401);
@@ -121,14 +171,18 @@ describe("DELETE /v1/tokens/{tokenID}", () => {
     h.advance(PAST_CACHE_MS);
     expect((await h.call("GET", "/v1/accounts", other.token)).status).toBe(401);
     expect((await h.call("GET", "/v1/accounts", h.owner.token)).status).toBe(200);
-    expect((await h.call("GET", "/v1/tokens", h.owner.token)).json.items.map((t: { id: string }) => t.id)).toEqual([h.owner.id]);
+    expect((await h.call("GET", "/v1/tokens", h.owner.token)).json.items.map((t: { id: string }) => t.id)).toEqual([
+      h.owner.id,
+    ]);
   });
 
   it("revokes the token the request is made with (the next request is refused) and an app's access token", async () => {
     const h = await harness();
     const grant = await h.authorize();
     expect((await h.call("DELETE", `/v1/tokens/${await hashToken(grant.access)}`, h.owner.token)).status).toBe(200);
-    expect((await h.call("DELETE", `/v1/tokens/${h.owner.id.toUpperCase()}`, h.owner.token)).json).toEqual({ success: true });
+    expect((await h.call("DELETE", `/v1/tokens/${h.owner.id.toUpperCase()}`, h.owner.token)).json).toEqual({
+      success: true,
+    });
     h.advance(PAST_CACHE_MS);
     expect((await h.call("GET", "/v1/tokens", h.owner.token)).status).toBe(401);
     expect((await h.call("GET", "/v1/accounts", grant.access)).status).toBe(401);
@@ -159,14 +213,25 @@ describe("/v1/authorized-apps", () => {
 
     const list = await h.call("GET", "/v1/authorized-apps", h.owner.token);
     expect(v.parse(AppList, list.json).items).toEqual([
-      { clientID: grant.clientID, clientName: "Mail Helper", redirectURIs: [redirectURI], scopes: ["read", "write"], authorizedAt: new Date(grant.at).toISOString(), activeTokens: 2, current: false },
+      {
+        clientID: grant.clientID,
+        clientName: "Mail Helper",
+        redirectURIs: [redirectURI],
+        scopes: ["read", "write"],
+        authorizedAt: new Date(grant.at).toISOString(),
+        activeTokens: 2,
+        current: false,
+      },
     ]);
-    for (const secret of [grant.access, grant.refresh, rotated.access_token, rotated.refresh_token]) expect(list.text).not.toContain(secret.slice(9));
+    for (const secret of [grant.access, grant.refresh, rotated.access_token, rotated.refresh_token])
+      expect(list.text).not.toContain(secret.slice(9));
     expect((await h.call("GET", "/v1/authorized-apps", rotated.access_token)).json.items[0].current).toBe(true);
 
     // Access tokens expired, the refresh token still live: still authorized, with no active token.
     h.advance(3_600_000);
-    expect((await h.call("GET", "/v1/authorized-apps", h.owner.token)).json.items).toMatchObject([{ clientID: grant.clientID, activeTokens: 0 }]);
+    expect((await h.call("GET", "/v1/authorized-apps", h.owner.token)).json.items).toMatchObject([
+      { clientID: grant.clientID, activeTokens: 0 },
+    ]);
   });
 
   it("revoking an app ends its access and refresh tokens, leaves other tokens alone, and lets it ask again", async () => {
@@ -182,22 +247,37 @@ describe("/v1/authorized-apps", () => {
     h.advance(PAST_CACHE_MS);
     expect((await h.call("GET", "/v1/accounts", rotated.access_token)).status).toBe(401);
     expect((await h.call("GET", "/v1/accounts", grant.access)).status).toBe(401);
-    for (const token of [rotated.refresh_token, grant.refresh]) expect((await h.refresh(token)).json.error).toBe("invalid_grant");
-    expect((await h.call("GET", "/v1/authorized-apps", h.owner.token)).json.items.map((a: { clientID: string }) => a.clientID)).toEqual([other.clientID]);
+    for (const token of [rotated.refresh_token, grant.refresh])
+      expect((await h.refresh(token)).json.error).toBe("invalid_grant");
+    expect(
+      (await h.call("GET", "/v1/authorized-apps", h.owner.token)).json.items.map(
+        (a: { clientID: string }) => a.clientID,
+      ),
+    ).toEqual([other.clientID]);
     expect((await h.call("GET", "/v1/accounts", other.access)).status).toBe(200);
-    expect((await h.call("GET", "/v1/tokens", h.owner.token)).json.items.map((t: { name: string }) => t.name)).toEqual(["owner", "Calendar"]);
+    expect((await h.call("GET", "/v1/tokens", h.owner.token)).json.items.map((t: { name: string }) => t.name)).toEqual([
+      "owner",
+      "Calendar",
+    ]);
     expect((await h.call("DELETE", `/v1/authorized-apps/${grant.clientID}`, h.owner.token)).status).toBe(404);
 
     // Still registered: the owner may approve it again.
     const again = await h.authorize(grant.clientID);
     expect((await h.call("GET", "/v1/accounts", again.access)).status).toBe(200);
-    expect((await h.call("GET", "/v1/authorized-apps", h.owner.token)).json.items.map((a: { clientID: string }) => a.clientID)).toEqual([other.clientID, grant.clientID]);
+    expect(
+      (await h.call("GET", "/v1/authorized-apps", h.owner.token)).json.items.map(
+        (a: { clientID: string }) => a.clientID,
+      ),
+    ).toEqual([other.clientID, grant.clientID]);
   });
 
   it("lets an app revoke itself, and answers 404 for an app without a live grant", async () => {
     const h = await harness();
     const grant = await h.authorize();
-    expect((await h.call("DELETE", `/v1/authorized-apps/${grant.clientID}`, grant.access)).json).toEqual({ success: true, revokedTokens: 2 });
+    expect((await h.call("DELETE", `/v1/authorized-apps/${grant.clientID}`, grant.access)).json).toEqual({
+      success: true,
+      revokedTokens: 2,
+    });
     h.advance(PAST_CACHE_MS);
     expect((await h.call("GET", "/v1/authorized-apps", grant.access)).status).toBe(401);
     const unknown = await h.call("DELETE", "/v1/authorized-apps/client_unknown", h.owner.token);

@@ -1,23 +1,34 @@
 import * as v from "valibot";
 import type { Storage } from "unstorage";
-import { badRequest, notFound } from "../http/errors.ts";
+import { badRequest, notFound } from "../errors.ts";
 import type { Api } from "../http/route-kit.ts";
 import { OAuthStore } from "../oauth/store.ts";
 import { Success } from "../schema/wire.ts";
-import { listTokens, type Scope } from "../services/tokens.ts";
-import { keys, type TokenRecord } from "../store/records.ts";
+import { listTokens, removeTokenByID, type Scope, tokenExists } from "../services/tokens.ts";
+import type { TokenRecord } from "../store/records.ts";
 
 const Scopes = v.array(v.picklist(["read", "write"]));
 const iso = (what: string) => v.pipe(v.string(), v.description(`${what} (ISO 8601).`));
 
 export const TokenInfo = v.strictObject({
-  id: v.pipe(v.string(), v.description("The token's SHA-256, in hex: what `DELETE /v1/tokens/{tokenID}` takes. Never the token itself.")),
-  name: v.pipe(v.string(), v.description("`--name` of `inboxd token create`, or the app's name for a token an OAuth app was given.")),
+  id: v.pipe(
+    v.string(),
+    v.description("The token's SHA-256, in hex: what `DELETE /v1/tokens/{tokenID}` takes. Never the token itself."),
+  ),
+  name: v.pipe(
+    v.string(),
+    v.description("`--name` of `inboxd token create`, or the app's name for a token an OAuth app was given."),
+  ),
   scopes: Scopes,
   createdAt: iso("When the token was made"),
   hint: v.pipe(v.string(), v.description("The token's first 9 characters (`inbx_` and 4 more), to tell tokens apart.")),
   expiresAt: v.optional(iso("When the token stops working; absent: never")),
-  clientID: v.optional(v.pipe(v.string(), v.description("The OAuth app the token was issued to; absent for tokens made with `inboxd token create`."))),
+  clientID: v.optional(
+    v.pipe(
+      v.string(),
+      v.description("The OAuth app the token was issued to; absent for tokens made with `inboxd token create`."),
+    ),
+  ),
   clientName: v.optional(v.string()),
   current: v.pipe(v.boolean(), v.description("Whether this is the token this request was made with.")),
 });
@@ -34,7 +45,10 @@ export const AppInfo = v.strictObject({
 
 const RevokedApp = v.strictObject({
   success: v.literal(true),
-  revokedTokens: v.pipe(v.number(), v.description("How many of the app's access and refresh tokens were still valid and are now revoked.")),
+  revokedTokens: v.pipe(
+    v.number(),
+    v.description("How many of the app's access and refresh tokens were still valid and are now revoked."),
+  ),
 });
 
 /** A token's id as GET /v1/tokens lists it: the SHA-256 of the token, in hex. */
@@ -60,7 +74,7 @@ const live = (t: TokenRecord, now: number) => t.expiresAt === undefined || t.exp
 export function tokenRoutes(api: Api, options: { storage: Storage; now: () => number }) {
   const { storage, now } = options;
   const store = new OAuthStore(storage, now);
-  const removeToken = (id: string) => storage.removeItem(keys.token(id));
+  const removeToken = (id: string) => removeTokenByID(storage, id);
   const tag = "Tokens";
 
   /** The OAuth clients with a live grant, by client ID. */
@@ -74,7 +88,9 @@ export function tokenRoutes(api: Api, options: { storage: Storage; now: () => nu
       out.set(clientID, h);
       return h;
     };
-    for (const t of await listTokens(storage)) if (t.clientID && live(t, at)) hold(t.clientID, t.clientName ?? t.name, t.scopes, Date.parse(t.createdAt)).accessIDs.push(t.id);
+    for (const t of await listTokens(storage))
+      if (t.clientID && live(t, at))
+        hold(t.clientID, t.clientName ?? t.name, t.scopes, Date.parse(t.createdAt)).accessIDs.push(t.id);
     for (const { record } of await store.refreshRecords()) {
       if (record.used) continue;
       const family = await store.family(record.family);
@@ -84,34 +100,73 @@ export function tokenRoutes(api: Api, options: { storage: Storage; now: () => nu
   }
 
   api
-    .add({ method: "GET", path: "/v1/tokens", operationId: "listTokens", extension: true, summary: "List access tokens", tag, scope: "write", response: v.strictObject({ items: v.array(TokenInfo) }),
-      description: "The tokens that work now, oldest first: those made with `inboxd token create` and those OAuth apps were given. Each is named by its SHA-256 and its first characters; the token itself is never shown again. Needs the write scope." },
+    .add(
+      {
+        method: "GET",
+        path: "/v1/tokens",
+        operationId: "listTokens",
+        extension: true,
+        summary: "List access tokens",
+        tag,
+        scope: "write",
+        response: v.strictObject({ items: v.array(TokenInfo) }),
+        description:
+          "The tokens that work now, oldest first: those made with `inboxd token create` and those OAuth apps were given. Each is named by its SHA-256 and its first characters; the token itself is never shown again. Needs the write scope.",
+      },
       async ({ rc }) => {
         const at = now();
-        const items = (await listTokens(storage)).filter((t) => live(t, at)).map((t) => ({
-          id: t.id,
-          name: t.name,
-          scopes: t.scopes,
-          createdAt: t.createdAt,
-          hint: t.hint,
-          ...(t.expiresAt !== undefined ? { expiresAt: new Date(t.expiresAt).toISOString() } : {}),
-          ...(t.clientID ? { clientID: t.clientID, ...(t.clientName ? { clientName: t.clientName } : {}) } : {}),
-          current: t.id === rc.principal?.id,
-        }));
+        const items = (await listTokens(storage))
+          .filter((t) => live(t, at))
+          .map((t) => ({
+            id: t.id,
+            name: t.name,
+            scopes: t.scopes,
+            createdAt: t.createdAt,
+            hint: t.hint,
+            ...(t.expiresAt !== undefined ? { expiresAt: new Date(t.expiresAt).toISOString() } : {}),
+            ...(t.clientID ? { clientID: t.clientID, ...(t.clientName ? { clientName: t.clientName } : {}) } : {}),
+            current: t.id === rc.principal?.id,
+          }));
         return { items };
-      })
-    .add({ method: "DELETE", path: "/v1/tokens/:tokenID", operationId: "revokeToken", extension: true, summary: "Revoke an access token", tag, response: Success,
-      description: "Revokes the token with this id (the whole id from `GET /v1/tokens`). The token this request is made with may be revoked too. Requests with a revoked token are refused (401) from at most a second later (verified tokens are remembered for a second)." },
+      },
+    )
+    .add(
+      {
+        method: "DELETE",
+        path: "/v1/tokens/:tokenID",
+        operationId: "revokeToken",
+        extension: true,
+        summary: "Revoke an access token",
+        tag,
+        response: Success,
+        description:
+          "Revokes the token with this id (the whole id from `GET /v1/tokens`). The token this request is made with may be revoked too. Requests with a revoked token are refused (401) from at most a second later (verified tokens are remembered for a second).",
+      },
       async ({ params: { tokenID } }) => {
         if (!TOKEN_ID.test(tokenID))
-          throw badRequest("invalid path parameter tokenID: expected a token id, 64 hexadecimal characters (GET /v1/tokens lists them)", [{ code: "invalid_format", message: "expected 64 hexadecimal characters", path: ["path", "tokenID"] }]);
+          throw badRequest(
+            "invalid path parameter tokenID: expected a token id, 64 hexadecimal characters (GET /v1/tokens lists them)",
+            [{ code: "invalid_format", message: "expected 64 hexadecimal characters", path: ["path", "tokenID"] }],
+          );
         const id = tokenID.toLowerCase();
-        if (!(await storage.hasItem(keys.token(id)))) throw notFound(`token ${id}`);
+        if (!(await tokenExists(storage, id))) throw notFound(`token ${id}`);
         await removeToken(id);
         return { success: true as const };
-      })
-    .add({ method: "GET", path: "/v1/authorized-apps", operationId: "listAuthorizedApps", extension: true, summary: "List authorized apps", tag, scope: "write", response: v.strictObject({ items: v.array(AppInfo) }),
-      description: "The OAuth apps that hold a live grant (a refresh token not used yet, or an access token not expired), earliest authorized first. Needs the write scope." },
+      },
+    )
+    .add(
+      {
+        method: "GET",
+        path: "/v1/authorized-apps",
+        operationId: "listAuthorizedApps",
+        extension: true,
+        summary: "List authorized apps",
+        tag,
+        scope: "write",
+        response: v.strictObject({ items: v.array(AppInfo) }),
+        description:
+          "The OAuth apps that hold a live grant (a refresh token not used yet, or an access token not expired), earliest authorized first. Needs the write scope.",
+      },
       async ({ rc }) => {
         const items = [];
         for (const [clientID, h] of await holdings()) {
@@ -127,9 +182,20 @@ export function tokenRoutes(api: Api, options: { storage: Storage; now: () => nu
           });
         }
         return { items: items.sort((a, b) => a.authorizedAt.localeCompare(b.authorizedAt)) };
-      })
-    .add({ method: "DELETE", path: "/v1/authorized-apps/:clientID", operationId: "revokeAuthorizedApp", extension: true, summary: "Revoke an app's access", tag, response: RevokedApp,
-      description: "Ends every grant of the app: its access tokens and its refresh tokens, so within a second it can no longer call the API, and it cannot refresh. The app stays registered and may ask for consent again. 404 when the app holds no live grant." },
+      },
+    )
+    .add(
+      {
+        method: "DELETE",
+        path: "/v1/authorized-apps/:clientID",
+        operationId: "revokeAuthorizedApp",
+        extension: true,
+        summary: "Revoke an app's access",
+        tag,
+        response: RevokedApp,
+        description:
+          "Ends every grant of the app: its access tokens and its refresh tokens, so within a second it can no longer call the API, and it cannot refresh. The app stays registered and may ask for consent again. 404 when the app holds no live grant.",
+      },
       async ({ params: { clientID } }) => {
         let held = (await holdings()).get(clientID);
         if (!held) throw notFound(`authorized app ${clientID}`);
@@ -142,5 +208,6 @@ export function tokenRoutes(api: Api, options: { storage: Storage; now: () => nu
           held = (await holdings()).get(clientID);
         }
         return { success: true as const, revokedTokens };
-      });
+      },
+    );
 }

@@ -20,7 +20,10 @@ export const Bridge = v.strictObject({
   accounts: v.array(Account),
 });
 
-export const BridgeCapabilities = v.pipe(v.record(v.string(), v.unknown()), v.description("The bridge's ProvisioningCapabilities document."));
+export const BridgeCapabilities = v.pipe(
+  v.record(v.string(), v.unknown()),
+  v.description("The bridge's ProvisioningCapabilities document."),
+);
 
 export const LoginFlow = v.strictObject({ id: v.string(), name: v.string(), description: text });
 
@@ -38,7 +41,10 @@ export const Login = v.strictObject({
  * The name the newer official clients give a login (…/connections): the same object under its own component, so
  * the document shows what they look for. A distinct schema object, since components are found by identity.
  */
-export const BridgeConnection = v.pipe(v.strictObject({ ...Login.entries }), v.description("A bridge login, as /connections names it: the same shape as Login."));
+export const BridgeConnection = v.pipe(
+  v.strictObject({ ...Login.entries }),
+  v.description("A bridge login, as /connections names it: the same shape as Login."),
+);
 
 const InputField = v.strictObject({
   id: v.string(),
@@ -60,13 +66,20 @@ export const ClientHTTPRequest = v.strictObject({
 });
 
 export const LoginStep = v.variant("type", [
-  v.strictObject({ type: v.literal("user_input"), stepID: v.string(), instructions: text, fields: v.array(InputField) }),
+  v.strictObject({
+    type: v.literal("user_input"),
+    stepID: v.string(),
+    instructions: text,
+    fields: v.array(InputField),
+  }),
   v.strictObject({
     type: v.literal("cookies"),
     stepID: v.string(),
     instructions: text,
     url: v.string(),
-    fields: v.array(v.strictObject({ id: v.string(), name: v.string(), type: v.picklist(["cookie", "header", "local_storage"]) })),
+    fields: v.array(
+      v.strictObject({ id: v.string(), name: v.string(), type: v.picklist(["cookie", "header", "local_storage"]) }),
+    ),
     expectedFinalURLRegex: text,
     userAgent: text,
     extractJS: text,
@@ -83,7 +96,12 @@ export const LoginStep = v.variant("type", [
     ]),
   }),
   v.pipe(
-    v.strictObject({ type: v.literal("client_http"), stepID: v.string(), instructions: text, request: ClientHTTPRequest }),
+    v.strictObject({
+      type: v.literal("client_http"),
+      stepID: v.string(),
+      instructions: text,
+      request: ClientHTTPRequest,
+    }),
     v.description("Make this HTTP request from the client's own device and submit what it got (`response`)."),
   ),
   v.pipe(
@@ -92,7 +110,12 @@ export const LoginStep = v.variant("type", [
       stepID: v.string(),
       instructions: text,
       url: v.optional(v.pipe(v.string(), v.description("The origin the passkey belongs to."))),
-      publicKey: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.description("PublicKeyCredentialRequestOptions JSON for navigator.credentials.get()."))),
+      publicKey: v.optional(
+        v.pipe(
+          v.record(v.string(), v.unknown()),
+          v.description("PublicKeyCredentialRequestOptions JSON for navigator.credentials.get()."),
+        ),
+      ),
     }),
     v.description("Sign in with a passkey and submit the credential's JSON (`credential`)."),
   ),
@@ -101,9 +124,18 @@ export const LoginStep = v.variant("type", [
 export const LoginSession = v.strictObject({
   bridgeID: v.string(),
   loginSessionID: v.string(),
-  status: v.picklist(["waiting_for_input", "waiting_for_cookies", "waiting_for_display", "complete", "cancelled", "failed"]),
+  status: v.picklist([
+    "waiting_for_input",
+    "waiting_for_cookies",
+    "waiting_for_display",
+    "complete",
+    "cancelled",
+    "failed",
+  ]),
   currentStep: v.optional(v.pipe(LoginStep, v.description("The step to answer, while the session waits."))),
-  error: v.optional(v.strictObject({ code: v.string(), message: v.string(), details: v.optional(v.record(v.string(), v.unknown())) })),
+  error: v.optional(
+    v.strictObject({ code: v.string(), message: v.string(), details: v.optional(v.record(v.string(), v.unknown())) }),
+  ),
   loginID: text,
   accountID: text,
   account: v.optional(Account),
@@ -111,7 +143,11 @@ export const LoginSession = v.strictObject({
   connection: v.optional(BridgeConnection),
 });
 
-export const CancelledSession = v.strictObject({ bridgeID: v.string(), loginSessionID: v.string(), status: LoginSession.entries.status });
+export const CancelledSession = v.strictObject({
+  bridgeID: v.string(),
+  loginSessionID: v.string(),
+  status: LoginSession.entries.status,
+});
 
 /** What both generations of clients read after a removal: `success` and `removedAccountIDs` (older), `status` and `affectedAccountIDs` (newer). */
 export const RemovedLogin = v.strictObject({
@@ -125,7 +161,10 @@ export const RemovedLogin = v.strictObject({
 });
 
 const DeadLetter = v.strictObject({
-  deliveryID: v.pipe(v.string(), v.description('The delivery given up on ("" for events retention dropped before they were delivered).')),
+  deliveryID: v.pipe(
+    v.string(),
+    v.description('The delivery given up on ("" for events retention dropped before they were delivered).'),
+  ),
   eventID: v.pipe(v.number(), v.description("Its event (for a retention gap: the last event dropped).")),
   type: v.string(),
   at: v.string(),
@@ -138,13 +177,28 @@ export const Webhook = v.strictObject({
   url: v.string(),
   chatIDs: v.pipe(v.array(v.string()), v.description('Chats whose events are delivered; ["*"] is every chat.')),
   createdAt: v.string(),
-  cursor: v.pipe(v.number(), v.description("The last eventID this webhook has dealt with (delivered, given up on, or not for its chats); replay moves it back.")),
-  pending: v.pipe(v.number(), v.description("Events after the cursor still to deliver (while the webhook is behind, an upper bound).")),
+  cursor: v.pipe(
+    v.number(),
+    v.description(
+      "The last eventID this webhook has dealt with (delivered, given up on, or not for its chats); replay moves it back.",
+    ),
+  ),
+  pending: v.pipe(
+    v.number(),
+    v.description("Events after the cursor still to deliver (while the webhook is behind, an upper bound)."),
+  ),
   delivered: v.number(),
   failed: v.pipe(v.number(), v.description("Deliveries given up on after 10 attempts.")),
   lastSuccessAt: text,
-  lastError: v.optional(v.strictObject({ at: v.string(), deliveryID: v.string(), message: v.string(), attempts: v.number() })),
-  failures: v.pipe(v.array(DeadLetter), v.description("The dead-letter list, newest first (at most 100): deliveries given up on, and stretches of events retention dropped before delivery.")),
+  lastError: v.optional(
+    v.strictObject({ at: v.string(), deliveryID: v.string(), message: v.string(), attempts: v.number() }),
+  ),
+  failures: v.pipe(
+    v.array(DeadLetter),
+    v.description(
+      "The dead-letter list, newest first (at most 100): deliveries given up on, and stretches of events retention dropped before delivery.",
+    ),
+  ),
 });
 
 export const CreatedWebhook = v.strictObject({

@@ -10,7 +10,10 @@ import * as v from "valibot";
  * What the document says of a field or parameter the official 5.0.0 API does not have (`v.metadata(extension(…))`):
  * a description and the `x-inboxd-extension` marker that src/spec/openapi.test.ts checks for.
  */
-export const extension = (description: string) => ({ description: `inboxd extension: ${description}`, "x-inboxd-extension": true });
+export const extension = (description: string) => ({
+  description: `inboxd extension: ${description}`,
+  "x-inboxd-extension": true,
+});
 
 const dateTime = v.pipe(v.string(), v.isoTimestamp(), v.description("ISO 8601 date-time (UTC)"));
 
@@ -57,7 +60,9 @@ export const Account = v.pipe(
     network: v.optional(v.string()),
     loginID: v.optional(v.pipe(v.string(), v.metadata(extension("the bridge login this account belongs to.")))),
     statusText: v.optional(v.pipe(v.string(), v.metadata(extension("the account's status in words.")))),
-    capabilities: v.optional(v.pipe(v.record(v.string(), v.unknown()), v.metadata(extension("what the account's network supports.")))),
+    capabilities: v.optional(
+      v.pipe(v.record(v.string(), v.unknown()), v.metadata(extension("what the account's network supports."))),
+    ),
     via: v.optional(
       v.pipe(
         v.strictObject({ bridge: BridgeRef, accountID: v.string(), servers: v.array(v.string()) }),
@@ -98,7 +103,18 @@ export const Attachment = v.strictObject({
 });
 export type Attachment = v.InferOutput<typeof Attachment>;
 
-export const MessageType = v.picklist(["TEXT", "NOTICE", "IMAGE", "VIDEO", "VOICE", "AUDIO", "FILE", "STICKER", "LOCATION", "REACTION"]);
+export const MessageType = v.picklist([
+  "TEXT",
+  "NOTICE",
+  "IMAGE",
+  "VIDEO",
+  "VOICE",
+  "AUDIO",
+  "FILE",
+  "STICKER",
+  "LOCATION",
+  "REACTION",
+]);
 export type MessageType = v.InferOutput<typeof MessageType>;
 
 export const Message = v.strictObject({
@@ -122,13 +138,20 @@ export const Message = v.strictObject({
       status: v.picklist(["SUCCESS", "PENDING", "FAIL_RETRIABLE", "FAIL_PERMANENT"]),
       timestamp: dateTime,
       message: v.optional(v.string()),
-      deliveredToUsers: v.optional(v.pipe(v.array(v.string()), v.description("User IDs the message was delivered to, when reported by the network."))),
+      deliveredToUsers: v.optional(
+        v.pipe(
+          v.array(v.string()),
+          v.description("User IDs the message was delivered to, when reported by the network."),
+        ),
+      ),
     }),
   ),
   seen: v.optional(
     v.pipe(
       v.union([dateTime, v.record(v.string(), dateTime)]),
-      v.description("Own messages: when the other person read it (a single chat), or who read it and when (a group), when the network reports read receipts."),
+      v.description(
+        "Own messages: when the other person read it (a single chat), or who read it and when (a group), when the network reports read receipts.",
+      ),
     ),
   ),
 });
@@ -145,21 +168,36 @@ export const Reminder = v.strictObject({
 /** An attachment of a chat's draft (5.0.0 DraftAttachment): an upload, kept with the draft until it is cleared. */
 export const DraftAttachment = v.strictObject({
   id: v.pipe(v.string(), v.description("The attachment's ID: its key in `attachments`.")),
-  type: v.pipe(v.picklist(["file", "gif", "recorded_audio"]), v.description("`gif` for a GIF, `recorded_audio` for a voice note, `file` for anything else.")),
+  type: v.pipe(
+    v.picklist(["file", "gif", "recorded_audio"]),
+    v.description("`gif` for a GIF, `recorded_audio` for a voice note, `file` for anything else."),
+  ),
   mimeType: v.optional(v.string()),
   fileName: v.optional(v.string()),
-  filePath: v.optional(v.pipe(v.string(), v.description("The file's path in the daemon's asset directory (the Worker has none: see srcURL)."))),
+  filePath: v.optional(
+    v.pipe(
+      v.string(),
+      v.description("The file's path in the daemon's asset directory (the Worker has none: see srcURL)."),
+    ),
+  ),
   fileSize: v.optional(v.number()),
   audioDurationSeconds: v.optional(v.number()),
   size: v.optional(v.strictObject({ width: v.number(), height: v.number() })),
-  uploadID: v.pipe(v.string(), v.metadata(extension("the upload the attachment is; send it with POST /v1/chats/{chatID}/messages `attachment.uploadID`."))),
+  uploadID: v.pipe(
+    v.string(),
+    v.metadata(
+      extension("the upload the attachment is; send it with POST /v1/chats/{chatID}/messages `attachment.uploadID`."),
+    ),
+  ),
   srcURL: v.pipe(v.string(), v.metadata(extension("the file as a local asset URL that /v1/assets/serve serves."))),
 });
 export type DraftAttachment = v.InferOutput<typeof DraftAttachment>;
 
 export const ChatDraft = v.strictObject({
   text: v.string(),
-  attachments: v.optional(v.pipe(v.record(v.string(), DraftAttachment), v.description("Draft attachments keyed by attachment ID."))),
+  attachments: v.optional(
+    v.pipe(v.record(v.string(), DraftAttachment), v.description("Draft attachments keyed by attachment ID.")),
+  ),
 });
 export type ChatDraft = v.InferOutput<typeof ChatDraft>;
 
@@ -182,12 +220,37 @@ export const Chat = v.strictObject({
   isLowPriority: v.boolean(),
   isMarkedUnread: v.boolean(),
   draft: v.nullable(ChatDraft),
-  imgURL: v.optional(v.pipe(v.string(), v.description("The chat's picture as set through this API (and given to the network): a local asset URL (file:// on the daemon, localmxc:// in the Worker) that /v1/assets/serve serves."))),
-  messageExpirySeconds: v.optional(v.pipe(v.number(), v.integer(), v.description("Disappearing-message timer in seconds as set through this API (and given to the network), when one is set (0: off)."))),
-  mutedUntil: v.optional(v.pipe(dateTime, v.metadata(extension("when a timed mute ends; `isMuted` turns false then and this field goes away.")))),
-  labelIDs: v.pipe(v.array(v.string()), v.metadata(extension("the device-local labels of the chat (GET /v1/labels), in the order they were set."))),
+  imgURL: v.optional(
+    v.pipe(
+      v.string(),
+      v.description(
+        "The chat's picture as set through this API (and given to the network): a local asset URL (file:// on the daemon, localmxc:// in the Worker) that /v1/assets/serve serves.",
+      ),
+    ),
+  ),
+  messageExpirySeconds: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.description(
+        "Disappearing-message timer in seconds as set through this API (and given to the network), when one is set (0: off).",
+      ),
+    ),
+  ),
+  mutedUntil: v.optional(
+    v.pipe(
+      dateTime,
+      v.metadata(extension("when a timed mute ends; `isMuted` turns false then and this field goes away.")),
+    ),
+  ),
+  labelIDs: v.pipe(
+    v.array(v.string()),
+    v.metadata(extension("the device-local labels of the chat (GET /v1/labels), in the order they were set.")),
+  ),
   reminder: v.optional(v.pipe(Reminder, v.metadata(extension("the chat's reminder, when one is set.")))),
-  preview: v.optional(v.pipe(Message, v.description("The chat's last message (5.0.0 calls a chat with it ChatWithPreview)."))),
+  preview: v.optional(
+    v.pipe(Message, v.description("The chat's last message (5.0.0 calls a chat with it ChatWithPreview).")),
+  ),
 });
 export type Chat = v.InferOutput<typeof Chat>;
 
@@ -221,7 +284,9 @@ export const ErrorBody = v.strictObject({
   details: v.optional(
     v.union([
       v.strictObject({
-        issues: v.array(v.strictObject({ code: v.string(), message: v.string(), path: v.array(v.union([v.string(), v.number()])) })),
+        issues: v.array(
+          v.strictObject({ code: v.string(), message: v.string(), path: v.array(v.union([v.string(), v.number()])) }),
+        ),
       }),
       v.record(v.string(), v.unknown()),
     ]),

@@ -1,6 +1,6 @@
 import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
-import { termsOf } from "../services/messages.ts";
+import { termsOf } from "../services/message-records.ts";
 import { Db } from "../store/db.ts";
 import { keys, type MessageRecord } from "../store/records.ts";
 import { comparePosting, type Posting } from "../store/search-index.ts";
@@ -22,7 +22,13 @@ async function seeded(options: SeedOptions) {
 async function fingerprintOf(db: Db) {
   const chats = [];
   for (const chat of [...db.chats.all()].sort((a, b) => a.no - b.no))
-    chats.push({ id: chat.id, title: chat.title, type: chat.type, n: chat.nextSeq, first: await db.message(chat.no, 0) });
+    chats.push({
+      id: chat.id,
+      title: chat.title,
+      type: chat.type,
+      n: chat.nextSeq,
+      first: await db.message(chat.no, 0),
+    });
   return { accounts: db.accounts.map((a) => a.accountID), chats };
 }
 
@@ -35,7 +41,9 @@ describe("seedDataset", () => {
     expect(await fingerprintOf(b.db)).toEqual(await fingerprintOf(a.db));
     expect(b.messages).toEqual(a.messages);
     const c = await seeded({ ...options, seed: 43 });
-    expect((await fingerprintOf(c.db)).chats.map((x) => x.id)).not.toEqual((await fingerprintOf(a.db)).chats.map((x) => x.id));
+    expect((await fingerprintOf(c.db)).chats.map((x) => x.id)).not.toEqual(
+      (await fingerprintOf(a.db)).chats.map((x) => x.id),
+    );
   });
 
   it("has the requested numbers of accounts, chats and messages", async () => {
@@ -62,7 +70,8 @@ describe("seedDataset", () => {
       const last = await db.message(chat.no, chat.nextSeq - 1);
       expect(chat.lastActivity).toBe(last!.ts);
       expect(chat.preview?.seq).toBe(last!.seq);
-      for (let seq = 1; seq < chat.nextSeq; seq++) expect((await db.message(chat.no, seq))!.ts).toBeGreaterThanOrEqual((await db.message(chat.no, seq - 1))!.ts);
+      for (let seq = 1; seq < chat.nextSeq; seq++)
+        expect((await db.message(chat.no, seq))!.ts).toBeGreaterThanOrEqual((await db.message(chat.no, seq - 1))!.ts);
     }
   });
 
@@ -130,12 +139,15 @@ describe("seedDataset", () => {
     db.keepsChatSnapshot = true;
     await db.commit(); // the app's first commit: an empty snapshot
     let largestHead = 0;
-    const onProgress = async () => (largestHead = Math.max(largestHead, JSON.stringify(await storage.getItem(keys.chatSnapshot)).length));
+    const onProgress = async () =>
+      (largestHead = Math.max(largestHead, JSON.stringify(await storage.getItem(keys.chatSnapshot)).length));
     await seedDataset(db, { chats: 300, messages: 60_000, seed: 4, now: NOW, onProgress: () => void onProgress() });
     expect(largestHead).toBeLessThan(100);
     const head = (await storage.getItem<{ dirty: number[]; parts: number }>(keys.chatSnapshot))!;
     expect(head.dirty).toEqual([]);
     const restarted = await Db.open(storage);
-    expect(restarted.chats.all().map((c) => [c.no, c.lastActivity, c.preview?.seq])).toEqual(db.chats.all().map((c) => [c.no, c.lastActivity, c.preview?.seq]));
+    expect(restarted.chats.all().map((c) => [c.no, c.lastActivity, c.preview?.seq])).toEqual(
+      db.chats.all().map((c) => [c.no, c.lastActivity, c.preview?.seq]),
+    );
   });
 });

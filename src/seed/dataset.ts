@@ -1,11 +1,18 @@
 import { groupTitle, prng, corpus, pick, type Random } from "../connectors/sandbox/corpus.ts";
-import { directChatID, echoUser, sandboxContacts, type SandboxState } from "../connectors/sandbox/sandbox.ts";
+import { directChatID, echoUser, sandboxContacts, type SandboxState } from "../connectors/sandbox/contacts.ts";
 import { createChatRecord } from "../services/ingest.ts";
-import { termsOf } from "../services/messages.ts";
+import { termsOf } from "../services/message-records.ts";
 import { messageID } from "../services/present.ts";
 import type { Db } from "../store/db.ts";
 import { ALL_TERM, type SearchIndex } from "../store/search-index.ts";
-import { CHUNK_SIZE, keys, previewOf, type AccountRecord, type ChatRecord, type MessageRecord } from "../store/records.ts";
+import {
+  CHUNK_SIZE,
+  keys,
+  previewOf,
+  type AccountRecord,
+  type ChatRecord,
+  type MessageRecord,
+} from "../store/records.ts";
 import type { User, Attachment } from "../schema/wire.ts";
 
 export interface SeedOptions {
@@ -40,7 +47,8 @@ const RADIX = 4096;
  * which is far faster than posting-by-posting insertion.
  */
 export async function seedDataset(db: Db, options: SeedOptions): Promise<void> {
-  if (db.accounts.length || db.chats.size) throw new Error("the store already holds data; seed needs an empty data directory");
+  if (db.accounts.length || db.chats.size)
+    throw new Error("the store already holds data; seed needs an empty data directory");
   // One chat snapshot at the end, rather than one per 2,048 chats written (as an app's store would otherwise do),
   // and none meanwhile: an app's store has one already, whose list of changed chats would grow with every chat.
   const keepsChatSnapshot = db.keepsChatSnapshot;
@@ -66,7 +74,9 @@ async function seedInto(db: Db, options: SeedOptions): Promise<void> {
   const accounts: { record: AccountRecord; contacts: User[] }[] = [];
   for (let a = 0; a < accountCount; a++) {
     const state: SandboxState = { seed: seed * 1000 + a, contacts: Math.max(30, perAccount + 10) };
-    const id = `local-sandbox_ba_${(Math.floor(random() * 36 ** 8)).toString(36).padStart(8, "0")}`;
+    const id = `local-sandbox_ba_${Math.floor(random() * 36 ** 8)
+      .toString(36)
+      .padStart(8, "0")}`;
     const record: AccountRecord = {
       accountID: id,
       network: "sandbox",
@@ -80,12 +90,18 @@ async function seedInto(db: Db, options: SeedOptions): Promise<void> {
     accounts.push({ record, contacts: sandboxContacts(state) });
   }
   db.accounts = accounts.map((a) => a.record);
-  db.logins = accounts.map(({ record }) => ({ loginID: record.loginID, network: "sandbox", remoteID: record.remoteID!, user: record.user, createdAt: new Date(now).toISOString() }));
+  db.logins = accounts.map(({ record }) => ({
+    loginID: record.loginID,
+    network: "sandbox",
+    remoteID: record.remoteID!,
+    user: record.user,
+    createdAt: new Date(now).toISOString(),
+  }));
   db.saveAccounts();
   db.saveLogins();
 
   // Heavy-tailed message counts: weight 1/(rank+1)^0.9, every chat at least one message.
-  const weights = Array.from({ length: options.chats }, (_, i) => 1 / Math.pow(i + 1, 0.9));
+  const weights = Array.from({ length: options.chats }, (_, i) => 1 / (i + 1) ** 0.9);
   shuffle(random, weights);
   const totalWeight = weights.reduce((s, w) => s + w, 0);
   // With fewer messages than chats, the first chats get one each and the rest none.
@@ -105,14 +121,16 @@ async function seedInto(db: Db, options: SeedOptions): Promise<void> {
     const a = c % accountCount;
     let chat: ChatRecord;
     const isGroup = c >= accountCount && random() < 0.3;
-    if (c < accountCount) chat = newChat(db, account, directChatID(echoUser.id), "single", echoUser.fullName!, [me, echoUser]);
+    if (c < accountCount)
+      chat = newChat(db, account, directChatID(echoUser.id), "single", echoUser.fullName!, [me, echoUser]);
     else if (!isGroup) {
       const other = contacts[nextContact[a]++ % contacts.length];
       chat = newChat(db, account, directChatID(other.id), "single", other.fullName ?? other.id, [me, other]);
     } else {
       const size = 3 + Math.floor(random() * random() * 40);
       const members = new Set<User>();
-      while (members.size < Math.min(size, contacts.length - 1)) members.add(contacts[1 + Math.floor(random() * (contacts.length - 1))]);
+      while (members.size < Math.min(size, contacts.length - 1))
+        members.add(contacts[1 + Math.floor(random() * (contacts.length - 1))]);
       chat = newChat(db, account, `grp:seed-${c}`, "group", groupTitle(random), [me, ...members]);
     }
     chat.isArchived = random() < 0.1;
@@ -266,7 +284,9 @@ class IndexBuilder {
     // Each cycle of the permutation moves round in turn: rank r takes the triple of g = order[r] (-1 marks done).
     for (let start = 0; start < order.length; start++) {
       if (order[start] < 0) continue;
-      const ts = table[3 * start], chatNo = table[3 * start + 1], seq = table[3 * start + 2];
+      const ts = table[3 * start],
+        chatNo = table[3 * start + 1],
+        seq = table[3 * start + 2];
       let r = start;
       for (let g = order[r]; g !== start; r = g, g = order[r]) {
         table[3 * r] = table[3 * g];
@@ -290,7 +310,8 @@ class IndexBuilder {
   private postingOrder(): Int32Array {
     const { table } = this;
     let order = new Int32Array(this.messages);
-    let min = Infinity, max = -Infinity;
+    let min = Infinity,
+      max = -Infinity;
     for (let g = 0; g < order.length; g++) {
       order[g] = g;
       min = Math.min(min, table[3 * g]);
@@ -369,7 +390,14 @@ class GapList {
   }
 }
 
-function newChat(db: Db, account: AccountRecord, networkChatID: string, type: "single" | "group", title: string, participants: User[]): ChatRecord {
+function newChat(
+  db: Db,
+  account: AccountRecord,
+  networkChatID: string,
+  type: "single" | "group",
+  title: string,
+  participants: User[],
+): ChatRecord {
   return createChatRecord(db, account.accountID, { networkChatID, type, title, participants }, 0);
 }
 

@@ -1,5 +1,5 @@
 import type { NetworkClient } from "../bridges/connector.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 import type { Account, Page, User } from "../schema/wire.ts";
 import type { AccountRecord } from "../store/records.ts";
 import { callNetwork, requireAccount, unsupported, type Context } from "./context.ts";
@@ -43,7 +43,11 @@ export function presentAccount(a: AccountRecord, ctx?: Context): Account {
     accountID: a.accountID,
     user: { ...a.user, isSelf: true },
     // An account through another server keeps its bridge type there; `self-hosted` says it is not on this device.
-    bridge: { id: `local-${a.network}`, provider: a.origin ? "self-hosted" : "local", type: a.origin?.bridge.type ?? a.network },
+    bridge: {
+      id: `local-${a.network}`,
+      provider: a.origin ? "self-hosted" : "local",
+      type: a.origin?.bridge.type ?? a.network,
+    },
     status: a.status,
     network: a.networkName,
     loginID: a.loginID,
@@ -80,7 +84,9 @@ export async function searchContacts(ctx: Context, accountID: string, query: str
   if (!client.searchContacts) throw unsupported("contact search");
   const [found, exact] = await Promise.all([
     callNetwork(() => client.searchContacts!(query)),
-    client.resolveIdentifier ? callNetwork(() => client.resolveIdentifier!({ id: query, username: query, email: query, phoneNumber: query })) : null,
+    client.resolveIdentifier
+      ? callNetwork(() => client.resolveIdentifier!({ id: query, username: query, email: query, phoneNumber: query }))
+      : null,
   ]);
   const items = exact ? [exact, ...found.filter((u) => u.id !== exact.id)] : found;
   return { items: items.map(presentUser) };
@@ -100,9 +106,14 @@ export async function listContacts(
   const needle = q.query?.toLowerCase();
   const key = (u: User) => `${(u.fullName ?? u.username ?? u.id).toLowerCase()}\u0000${u.id}`;
   const all = (await callNetwork(() => client.listContacts!()))
-    .filter((u) => !needle || [u.fullName, u.username, u.email, u.phoneNumber, u.id].some((f) => f?.toLowerCase().includes(needle)))
+    .filter(
+      (u) =>
+        !needle ||
+        [u.fullName, u.username, u.email, u.phoneNumber, u.id].some((f) => f?.toLowerCase().includes(needle)),
+    )
     .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-  let start = 0, end = all.length;
+  let start = 0,
+    end = all.length;
   if (q.cursor) {
     const [pos] = decodeCursor(q.cursor, "contacts", scope, 1) as string[];
     const at = all.findIndex((u) => key(u) >= pos);

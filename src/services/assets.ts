@@ -1,49 +1,42 @@
+import { createStorage, type Storage } from "unstorage";
 import { BlobStore, BlobTooLargeError, MissingChunkError, NotAStoredFileError } from "../assets/blob-store.ts";
 import { inspect } from "../assets/inspect.ts";
 import type { LocalFiles } from "../assets/local-files.ts";
-import { LIMITS } from "../http/limits.ts";
-import { ApiError, badRequest, notFound, unprocessable } from "../http/errors.ts";
+import { LIMITS } from "../schema/limits.ts";
+import { ApiError, badRequest, notFound, unprocessable } from "../errors.ts";
 import type { Attachment } from "../schema/wire.ts";
-import { encodeKeyPart } from "../store/records.ts";
-import type { Context } from "./context.ts";
+import { type AssetRecord, encodeKeyPart } from "../store/records.ts";
+import type { AssetConfig, Context } from "./context.ts";
 
 /**
  * Assets: uploads (to send as attachments), network media fetched on demand, and serving any of them with ranges
  * and conditional requests. Bytes live in the BlobStore; a record `asset:<id>` describes them.
  */
-export interface AssetRecord {
-  id: string;
-  fileName: string;
-  mimeType: string;
-  size: number;
-  chunks: number;
-  width?: number;
-  height?: number;
-  duration?: number;
-  createdAt: number;
-  kind: "upload" | "remote";
-  /** Set when an upload was sent; an upload is used once. */
-  usedAt?: number;
-  /** For network media: the URL it was fetched from. */
-  sourceURL?: string;
-}
-
-export interface AssetConfig {
-  blobs: BlobStore;
-  /** Absolute directory whose file:// URLs name assets (the daemon's), or undefined (the Worker). */
-  assetDir?: string;
-  /** Files a client names by path (a chat picture): the daemon's; undefined in the Worker. */
-  localFiles?: LocalFiles;
-  maxUploadBytes: number;
-  /** Uploads never sent are deleted after this long. */
-  uploadTtlMs: number;
-  /** Network media being fetched, by URL. */
-  downloads: Map<string, Promise<AssetRecord>>;
-}
 
 export const MAX_UPLOAD_BYTES = LIMITS.uploadBytes;
 export const MAX_BASE64_BYTES = LIMITS.base64DataBytes;
 export const UPLOAD_TTL_MS = 24 * 3_600_000;
+
+/** Where asset bytes go (raw items; default: memory) and, on the daemon, the directory whose file:// URLs name them. */
+export interface AssetOptions {
+  storage?: Storage;
+  dir?: string;
+  maxUploadBytes?: number;
+  /** Uploads never sent are deleted after this long (default 24 h). */
+  uploadTtlMs?: number;
+  localFiles?: LocalFiles;
+}
+
+export function assetConfig(options: AssetOptions = {}): AssetConfig {
+  return {
+    blobs: new BlobStore(options.storage ?? createStorage()),
+    assetDir: options.dir,
+    localFiles: options.localFiles,
+    maxUploadBytes: options.maxUploadBytes ?? MAX_UPLOAD_BYTES,
+    uploadTtlMs: options.uploadTtlMs ?? UPLOAD_TTL_MS,
+    downloads: new Map(),
+  };
+}
 const LOCAL_HOST = "inboxd";
 /** The record key of an asset; IDs can come from clients (uploadID, URLs), so they are encoded. */
 export const assetKey = (id: string) => `asset:${encodeKeyPart(id)}`;
@@ -51,7 +44,10 @@ const sourceKey = (url: string) => `assetsrc:${encodeKeyPart(url)}`;
 const PENDING = "uploads";
 
 function newAssetID(): string {
-  return [...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(36).padStart(2, "0")).join("").slice(0, 20);
+  return [...crypto.getRandomValues(new Uint8Array(12))]
+    .map((b) => b.toString(36).padStart(2, "0"))
+    .join("")
+    .slice(0, 20);
 }
 
 export function srcURL(config: AssetConfig, asset: AssetRecord): string {
@@ -65,7 +61,13 @@ export function srcURL(config: AssetConfig, asset: AssetRecord): string {
 export const mxcURL = (asset: AssetRecord) => `mxc://${LOCAL_HOST}/${asset.id}`;
 
 export function presentUpload(config: AssetConfig, asset: AssetRecord) {
-  const out: Record<string, unknown> = { uploadID: asset.id, srcURL: srcURL(config, asset), fileName: asset.fileName, mimeType: asset.mimeType, fileSize: asset.size };
+  const out: Record<string, unknown> = {
+    uploadID: asset.id,
+    srcURL: srcURL(config, asset),
+    fileName: asset.fileName,
+    mimeType: asset.mimeType,
+    fileSize: asset.size,
+  };
   if (asset.width !== undefined) out.width = asset.width;
   if (asset.height !== undefined) out.height = asset.height;
   if (asset.duration !== undefined) out.duration = asset.duration;
@@ -80,14 +82,17 @@ export async function storeAsset(
   meta: { fileName?: string; mimeType?: string; kind: AssetRecord["kind"]; sourceURL?: string; limit: number },
 ): Promise<AssetRecord> {
   const id = newAssetID();
-  let written;
+  let written: Awaited<ReturnType<BlobStore["write"]>>;
   try {
     written = await config.blobs.write(id, source, { limit: meta.limit });
   } catch (error) {
-    if (error instanceof BlobTooLargeError) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `the file is larger than ${meta.limit} bytes`);
+    if (error instanceof BlobTooLargeError)
+      throw new ApiError(413, "PAYLOAD_TOO_LARGE", `the file is larger than ${meta.limit} bytes`);
     throw error;
   }
-  const info = await inspect(written.head, written.size, meta.mimeType, () => config.blobs.read(id, 0, Math.max(0, written.size - 1)));
+  const info = await inspect(written.head, written.size, meta.mimeType, () =>
+    config.blobs.read(id, 0, Math.max(0, written.size - 1)),
+  );
   const asset: AssetRecord = {
     id,
     fileName: meta.fileName || `${id}${extensionFor(info.mimeType)}`,
@@ -125,11 +130,18 @@ function expireUploadAt(ctx: Context, expires: number) {
  * Applies a declared type that arrived after the bytes (a multipart `mimeType` field following the file part):
  * inspects the stored file again under that type, so an image still gets its dimensions.
  */
-export async function retypeAsset(ctx: Context, config: AssetConfig, asset: AssetRecord, mimeType: string): Promise<void> {
+export async function retypeAsset(
+  ctx: Context,
+  config: AssetConfig,
+  asset: AssetRecord,
+  mimeType: string,
+): Promise<void> {
   const headBytes = Math.min(asset.size, 256 * 1024);
   const head = new Uint8Array(headBytes);
   let at = 0;
-  if (headBytes > 0) for await (const piece of config.blobs.read(asset.id, 0, headBytes - 1) as unknown as AsyncIterable<Uint8Array>) head.set(piece, (at += piece.length) - piece.length);
+  if (headBytes > 0)
+    for await (const piece of config.blobs.read(asset.id, 0, headBytes - 1) as unknown as AsyncIterable<Uint8Array>)
+      head.set(piece, (at += piece.length) - piece.length);
   const info = await inspect(head, asset.size, mimeType, () => openAsset(config, asset));
   Object.assign(asset, { mimeType: info.mimeType, width: info.width, height: info.height, duration: info.duration });
   ctx.db.kv.put(assetKey(asset.id), asset);
@@ -146,14 +158,24 @@ export function openAsset(config: AssetConfig, asset: AssetRecord): ReadableStre
  * when a stored file is not a regular file of the store (a symlink planted in the daemon's asset directory is
  * never followed), 404 when the bytes are gone.
  */
-export async function checkAssetBytes(config: AssetConfig, asset: AssetRecord, start = 0, end = asset.size - 1): Promise<void> {
+export async function checkAssetBytes(
+  config: AssetConfig,
+  asset: AssetRecord,
+  start = 0,
+  end = asset.size - 1,
+): Promise<void> {
   if (asset.size === 0) return;
   try {
     await config.blobs.check(asset.id, start, end);
   } catch (error) {
     if (error instanceof NotAStoredFileError)
-      throw new ApiError(403, "NOT_A_STORED_FILE", `the stored file of asset ${asset.id} is not a regular file of the asset store (a symbolic link or another kind of file), so it is not read`);
-    if (error instanceof MissingChunkError) throw new ApiError(404, "NOT_FOUND", `the stored bytes of asset ${asset.id} are missing`);
+      throw new ApiError(
+        403,
+        "NOT_A_STORED_FILE",
+        `the stored file of asset ${asset.id} is not a regular file of the asset store (a symbolic link or another kind of file), so it is not read`,
+      );
+    if (error instanceof MissingChunkError)
+      throw new ApiError(404, "NOT_FOUND", `the stored bytes of asset ${asset.id} are missing`);
     throw error;
   }
 }
@@ -162,8 +184,14 @@ export async function checkAssetBytes(config: AssetConfig, asset: AssetRecord, s
 export async function takeUpload(ctx: Context, uploadID: string): Promise<AssetRecord> {
   const unsent = async () => {
     const asset = await ctx.db.kv.get<AssetRecord>(assetKey(uploadID));
-    if (!asset || asset.kind !== "upload") throw unprocessable(`unknown uploadID ${uploadID}`, ["body", "attachment", "uploadID"]);
-    if (asset.usedAt !== undefined) throw unprocessable(`uploadID ${uploadID} was already sent; upload the file again`, ["body", "attachment", "uploadID"]);
+    if (asset?.kind !== "upload")
+      throw unprocessable(`unknown uploadID ${uploadID}`, ["body", "attachment", "uploadID"]);
+    if (asset.usedAt !== undefined)
+      throw unprocessable(`uploadID ${uploadID} was already sent; upload the file again`, [
+        "body",
+        "attachment",
+        "uploadID",
+      ]);
     return asset;
   };
   await checkAssetBytes(ctx.assets, await unsent());
@@ -209,7 +237,11 @@ export async function releaseUploads(ctx: Context, config: AssetConfig, uploadID
  * The asset a URL of this server names (`mxc://inboxd/<id>`, `localmxc://inboxd/<id>`, a file:// URL inside the asset
  * directory), or undefined for any other URL. Never fetches anything.
  */
-export async function resolveLocalAsset(ctx: Context, config: AssetConfig, url: string): Promise<AssetRecord | undefined> {
+export async function resolveLocalAsset(
+  ctx: Context,
+  config: AssetConfig,
+  url: string,
+): Promise<AssetRecord | undefined> {
   const local = /^(?:local)?mxc:\/\/inboxd\/([a-z0-9]{1,40})$/i.exec(url);
   if (local) return requireAsset(ctx, local[1]);
   if (url.startsWith("file://")) return requireAsset(ctx, assetIDFromFileURL(config, url));
@@ -221,7 +253,9 @@ export async function resolveAsset(ctx: Context, config: AssetConfig, url: strin
   const local = await resolveLocalAsset(ctx, config, url);
   if (local) return local;
   if (!/^(?:local)?mxc:\/\/[^/\s]+\/[^\s]+$/i.test(url))
-    throw badRequest("url must be an mxc://, localmxc:// or file:// URL", [{ code: "invalid_url", message: "unsupported URL", path: ["url"] }]);
+    throw badRequest("url must be an mxc://, localmxc:// or file:// URL", [
+      { code: "invalid_url", message: "unsupported URL", path: ["url"] },
+    ]);
   const known = await ctx.db.kv.get<string>(sourceKey(url));
   if (known) {
     const asset = await ctx.db.kv.get<AssetRecord>(assetKey(known));
@@ -243,7 +277,13 @@ async function fetchMedia(ctx: Context, config: AssetConfig, url: string): Promi
     if (!client.downloadMedia) continue;
     const media = await client.downloadMedia(url).catch((error: unknown) => void (failure ??= error));
     if (!media) continue;
-    return storeAsset(ctx, config, media.content, { fileName: media.fileName, mimeType: media.mimeType, kind: "remote", sourceURL: url, limit: MAX_UPLOAD_BYTES });
+    return storeAsset(ctx, config, media.content, {
+      fileName: media.fileName,
+      mimeType: media.mimeType,
+      kind: "remote",
+      sourceURL: url,
+      limit: MAX_UPLOAD_BYTES,
+    });
   }
   if (failure) throw failure;
   throw notFound(`asset ${url}`);
@@ -261,7 +301,8 @@ async function requireAsset(ctx: Context, id: string): Promise<AssetRecord> {
  * opened by path, so `..`, encoded separators and symlinks cannot reach anything else.
  */
 function assetIDFromFileURL(config: AssetConfig, url: string): string {
-  const refuse = () => new ApiError(403, "PATH_NOT_ALLOWED", "file:// URLs may only name assets inside this server's asset directory");
+  const refuse = () =>
+    new ApiError(403, "PATH_NOT_ALLOWED", "file:// URLs may only name assets inside this server's asset directory");
   if (!config.assetDir) throw refuse();
   let path: string;
   try {
@@ -272,7 +313,8 @@ function assetIDFromFileURL(config: AssetConfig, url: string): string {
     if (error instanceof ApiError) throw error;
     throw refuse();
   }
-  if (path.includes("\0") || path.includes("\\") || path.split("/").some((s) => s === ".." || s === ".")) throw refuse();
+  if (path.includes("\0") || path.includes("\\") || path.split("/").some((s) => s === ".." || s === "."))
+    throw refuse();
   const prefix = `${config.assetDir.replace(/\/+$/, "")}/`;
   if (!path.startsWith(prefix)) throw refuse();
   const [id] = path.slice(prefix.length).split("/");
@@ -284,7 +326,13 @@ function assetIDFromFileURL(config: AssetConfig, url: string): string {
 export function attachmentFor(
   config: AssetConfig,
   asset: AssetRecord,
-  overrides: { fileName?: string; mimeType?: string; duration?: number; size?: { width: number; height: number }; type?: string },
+  overrides: {
+    fileName?: string;
+    mimeType?: string;
+    duration?: number;
+    size?: { width: number; height: number };
+    type?: string;
+  },
 ): { attachment: Attachment; messageType: "IMAGE" | "VIDEO" | "VOICE" | "AUDIO" | "FILE" | "STICKER" } {
   const mimeType = overrides.mimeType ?? asset.mimeType;
   const type = overrides.type === "voice-note" ? "voiceNote" : overrides.type;
@@ -294,7 +342,13 @@ export function attachmentFor(
   const forced: Record<string, Attachment["type"]> = { image: "img", video: "video", audio: "audio", file: "unknown" };
   const kind: Attachment["type"] =
     (type ? forced[type] : undefined) ??
-    (mimeType.startsWith("image/") || isSticker ? "img" : mimeType.startsWith("video/") || (isGif && !mimeType.startsWith("image/")) ? "video" : mimeType.startsWith("audio/") || isVoiceNote ? "audio" : "unknown");
+    (mimeType.startsWith("image/") || isSticker
+      ? "img"
+      : mimeType.startsWith("video/") || (isGif && !mimeType.startsWith("image/"))
+        ? "video"
+        : mimeType.startsWith("audio/") || isVoiceNote
+          ? "audio"
+          : "unknown");
   const attachment: Attachment = {
     type: kind,
     id: mxcURL(asset),
@@ -303,14 +357,25 @@ export function attachmentFor(
     fileName: overrides.fileName ?? asset.fileName,
     fileSize: asset.size,
   };
-  const width = overrides.size?.width ?? asset.width, height = overrides.size?.height ?? asset.height;
+  const width = overrides.size?.width ?? asset.width,
+    height = overrides.size?.height ?? asset.height;
   if (width !== undefined && height !== undefined) attachment.size = { width, height };
   const duration = overrides.duration ?? asset.duration;
   if (duration !== undefined) attachment.duration = duration;
   if (isGif) attachment.isGif = true;
   if (isSticker) attachment.isSticker = true;
   if (isVoiceNote) attachment.isVoiceNote = true;
-  const messageType = isSticker ? "STICKER" : isVoiceNote ? "VOICE" : kind === "img" ? "IMAGE" : kind === "video" ? "VIDEO" : kind === "audio" ? "AUDIO" : "FILE";
+  const messageType = isSticker
+    ? "STICKER"
+    : isVoiceNote
+      ? "VOICE"
+      : kind === "img"
+        ? "IMAGE"
+        : kind === "video"
+          ? "VIDEO"
+          : kind === "audio"
+            ? "AUDIO"
+            : "FILE";
   return { attachment, messageType };
 }
 
@@ -341,7 +406,18 @@ export async function cleanupUploads(ctx: Context, config: AssetConfig): Promise
 }
 
 function extensionFor(mime: string): string {
-  const map: Record<string, string> = { "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "video/mp4": ".mp4", "audio/ogg": ".ogg", "audio/mpeg": ".mp3", "audio/wav": ".wav", "application/pdf": ".pdf", "text/plain": ".txt" };
+  const map: Record<string, string> = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "video/mp4": ".mp4",
+    "audio/ogg": ".ogg",
+    "audio/mpeg": ".mp3",
+    "audio/wav": ".wav",
+    "application/pdf": ".pdf",
+    "text/plain": ".txt",
+  };
   return map[mime] ?? "";
 }
 
@@ -357,15 +433,31 @@ export async function uploadBase64(
   at: (string | number)[],
 ): Promise<AssetRecord> {
   const bytes = decodeBase64(file.content, at);
-  if (bytes.length > MAX_BASE64_BYTES) throw new ApiError(413, "PAYLOAD_TOO_LARGE", `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`);
-  return storeBytes(ctx, config, bytes, { fileName: file.fileName, mimeType: file.mimeType, kind: "upload", limit: MAX_BASE64_BYTES });
+  if (bytes.length > MAX_BASE64_BYTES)
+    throw new ApiError(
+      413,
+      "PAYLOAD_TOO_LARGE",
+      `base64 uploads are limited to ${MAX_BASE64_BYTES} bytes; use the multipart upload`,
+    );
+  return storeBytes(ctx, config, bytes, {
+    fileName: file.fileName,
+    mimeType: file.mimeType,
+    kind: "upload",
+    limit: MAX_BASE64_BYTES,
+  });
 }
 
 function decodeBase64(text: string, at: (string | number)[]): Uint8Array {
   const clean = text.replace(/^data:[^,]*,/, "").replace(/\s+/g, "");
-  const invalid = () => badRequest("content is not base64", [{ code: "invalid_base64", message: "expected base64", path: at }]);
+  const invalid = () =>
+    badRequest("content is not base64", [{ code: "invalid_base64", message: "expected base64", path: at }]);
   // Padding only at the end, and never a length no encoder produces (one character past a group of four).
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean) || clean.replace(/=+$/, "").length % 4 === 1 || (clean.includes("=") && clean.length % 4 !== 0)) throw invalid();
+  if (
+    !/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean) ||
+    clean.replace(/=+$/, "").length % 4 === 1 ||
+    (clean.includes("=") && clean.length % 4 !== 0)
+  )
+    throw invalid();
   let binary: string;
   try {
     binary = atob(clean.replace(/-/g, "+").replace(/_/g, "/"));
@@ -378,7 +470,12 @@ function decodeBase64(text: string, at: (string | number)[]): Uint8Array {
 }
 
 /** storeAsset for bytes already in memory. */
-export function storeBytes(ctx: Context, config: AssetConfig, bytes: Uint8Array, meta: Parameters<typeof storeAsset>[3]): Promise<AssetRecord> {
+export function storeBytes(
+  ctx: Context,
+  config: AssetConfig,
+  bytes: Uint8Array,
+  meta: Parameters<typeof storeAsset>[3],
+): Promise<AssetRecord> {
   return storeAsset(ctx, config, once(bytes), meta);
 }
 

@@ -1,7 +1,7 @@
 import type { NetworkConnector } from "../bridges/connector.ts";
 import type { LoginCapable, LoginResult } from "../bridges/login.ts";
 import type { LoginSession } from "../bridges/login-sessions.ts";
-import { ApiError, badRequest, clip, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, clip, notFound } from "../errors.ts";
 import type { AccountRecord, LoginRecord } from "../store/records.ts";
 import { presentAccount } from "./accounts.ts";
 import { callNetwork, type Context } from "./context.ts";
@@ -17,13 +17,21 @@ type Bridgeable = NetworkConnector & LoginCapable;
 function requireBridge(ctx: Context, bridgeID: string): Bridgeable {
   const connector = ctx.bridges.connectors().find((c) => bridgeIDOf(c.network) === bridgeID);
   if (!connector || !("loginFlows" in connector)) {
-    const known = ctx.bridges.connectors().filter((c) => "loginFlows" in c).map((c) => bridgeIDOf(c.network));
-    throw new ApiError(404, "NOT_FOUND", `bridge ${clip(bridgeID, 100)} not found: the bridges are ${known.join(", ")} (GET /v1/bridges)`);
+    const known = ctx.bridges
+      .connectors()
+      .filter((c) => "loginFlows" in c)
+      .map((c) => bridgeIDOf(c.network));
+    throw new ApiError(
+      404,
+      "NOT_FOUND",
+      `bridge ${clip(bridgeID, 100)} not found: the bridges are ${known.join(", ")} (GET /v1/bridges)`,
+    );
   }
   return connector as Bridgeable;
 }
 
-const activeAccounts = (ctx: Context, network: string) => ctx.db.accounts.filter((a) => a.network === network && a.status !== "disabled");
+const activeAccounts = (ctx: Context, network: string) =>
+  ctx.db.accounts.filter((a) => a.network === network && a.status !== "disabled");
 
 export function presentBridge(ctx: Context, connector: Bridgeable) {
   const accounts = ctx.db.accounts.filter((a) => a.network === connector.network);
@@ -65,12 +73,19 @@ export function presentLogin(ctx: Context, login: LoginRecord) {
   const accounts = ctx.db.accounts.filter((a) => a.loginID === login.loginID);
   const statuses = new Set(accounts.map((a) => a.status));
   const status =
-    accounts.length === 0 ? "logged_out"
-    : [...statuses].every((s) => s === "connected") ? "connected"
-    : statuses.has("connecting") || statuses.has("backfilling") ? "connecting"
-    : statuses.has("reconnect_required") || statuses.has("connection_required") || statuses.has("attention_required") ? "needs_login"
-    : statuses.has("disconnected") || statuses.has("disabled") ? "logged_out"
-    : "unknown";
+    accounts.length === 0
+      ? "logged_out"
+      : [...statuses].every((s) => s === "connected")
+        ? "connected"
+        : statuses.has("connecting") || statuses.has("backfilling")
+          ? "connecting"
+          : statuses.has("reconnect_required") ||
+              statuses.has("connection_required") ||
+              statuses.has("attention_required")
+            ? "needs_login"
+            : statuses.has("disconnected") || statuses.has("disabled")
+              ? "logged_out"
+              : "unknown";
   const out: Record<string, unknown> = {
     bridgeID: bridgeIDOf(login.network),
     loginID: login.loginID,
@@ -95,11 +110,16 @@ export function listLogins(ctx: Context, bridgeID: string) {
   return { items: ctx.db.logins.filter((l) => l.network === connector.network).map((l) => presentLogin(ctx, l)) };
 }
 
-export const getLogin = (ctx: Context, bridgeID: string, loginID: string) => presentLogin(ctx, requireLogin(ctx, bridgeID, loginID));
+export const getLogin = (ctx: Context, bridgeID: string, loginID: string) =>
+  presentLogin(ctx, requireLogin(ctx, bridgeID, loginID));
 
 /** The LoginSession wire object: `currentStep` only while waiting, the account and login once complete. */
 export function presentSession(ctx: Context, session: LoginSession) {
-  const out: Record<string, unknown> = { bridgeID: session.bridgeID, loginSessionID: session.id, status: session.status };
+  const out: Record<string, unknown> = {
+    bridgeID: session.bridgeID,
+    loginSessionID: session.id,
+    status: session.status,
+  };
   if (session.step) out.currentStep = session.step;
   if (session.error) out.error = session.error;
   const loginID = session.outcome?.loginID ?? session.reauth?.loginID;
@@ -116,35 +136,65 @@ export function presentSession(ctx: Context, session: LoginSession) {
   return out;
 }
 
-export async function startLoginSession(ctx: Context, bridgeID: string, input: { flowID?: string; accountID?: string; loginID?: string; clientHTTP?: boolean }) {
+export async function startLoginSession(
+  ctx: Context,
+  bridgeID: string,
+  input: { flowID?: string; accountID?: string; loginID?: string; clientHTTP?: boolean },
+) {
   const connector = requireBridge(ctx, bridgeID);
   const flows = connector.loginFlows();
   const flowID = input.flowID ?? flows[0]?.id;
   if (!flowID || !flows.some((f) => f.id === flowID))
-    throw badRequest(`unknown flowID ${input.flowID}`, [{ code: "invalid_value", message: `one of ${flows.map((f) => f.id).join(", ")}`, path: ["body", "flowID"] }]);
+    throw badRequest(`unknown flowID ${input.flowID}`, [
+      { code: "invalid_value", message: `one of ${flows.map((f) => f.id).join(", ")}`, path: ["body", "flowID"] },
+    ]);
   let reauth: LoginSession["reauth"];
   let reauthAccounts: AccountRecord[] | undefined;
   if (input.accountID || input.loginID) {
     const account = input.accountID ? ctx.db.account(input.accountID) : undefined;
-    if (input.accountID && (!account || account.network !== connector.network)) throw notFound(`account ${input.accountID} on bridge ${bridgeID}`);
+    if (input.accountID && (!account || account.network !== connector.network))
+      throw notFound(`account ${input.accountID} on bridge ${bridgeID}`);
     const loginID = input.loginID ?? account!.loginID;
-    if (account && account.loginID !== loginID) throw badRequest("accountID and loginID do not belong together", [{ code: "invalid_value", message: "mismatch", path: ["body", "loginID"] }]);
+    if (account && account.loginID !== loginID)
+      throw badRequest("accountID and loginID do not belong together", [
+        { code: "invalid_value", message: "mismatch", path: ["body", "loginID"] },
+      ]);
     requireLogin(ctx, bridgeID, loginID);
     reauth = { accountID: input.accountID, loginID };
     reauthAccounts = ctx.db.accounts.filter((a) => a.loginID === loginID);
   } else if (activeAccounts(ctx, connector.network).length >= connector.bridge.maxAccounts) {
-    throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device; remove one first`, undefined, { "x-should-retry": "false" });
+    throw new ApiError(
+      409,
+      "LIMIT_REACHED",
+      `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device; remove one first`,
+      undefined,
+      { "x-should-retry": "false" },
+    );
   }
-  const process = await callNetwork(async () => connector.createLogin(flowID, reauthAccounts, { clientHTTP: input.clientHTTP === true }, ctx.db.accounts.filter((a) => a.network === connector.network)));
+  const process = await callNetwork(async () =>
+    connector.createLogin(
+      flowID,
+      reauthAccounts,
+      { clientHTTP: input.clientHTTP === true },
+      ctx.db.accounts.filter((a) => a.network === connector.network),
+    ),
+  );
   return presentSession(ctx, await ctx.sessions.start(bridgeID, process, reauth));
 }
 
 /** Stores what a finished login yields (called by the session machine). */
-export async function completeLogin(ctx: Context, session: LoginSession, result: LoginResult): Promise<{ loginID: string; accountIDs: string[] }> {
+export async function completeLogin(
+  ctx: Context,
+  session: LoginSession,
+  result: LoginResult,
+): Promise<{ loginID: string; accountIDs: string[] }> {
   const connector = requireBridge(ctx, session.bridgeID);
   const { db } = ctx;
-  let login = session.reauth ? db.logins.find((l) => l.loginID === session.reauth!.loginID) : db.logins.find((l) => l.network === connector.network && l.remoteID === result.remoteID);
-  if (session.reauth && !login) throw new ApiError(409, "LOGIN_REMOVED", "the login being reconnected was removed meanwhile");
+  let login = session.reauth
+    ? db.logins.find((l) => l.loginID === session.reauth!.loginID)
+    : db.logins.find((l) => l.network === connector.network && l.remoteID === result.remoteID);
+  if (session.reauth && !login)
+    throw new ApiError(409, "LOGIN_REMOVED", "the login being reconnected was removed meanwhile");
   if (session.reauth && login && login.remoteID !== result.remoteID)
     throw new ApiError(422, "WRONG_ACCOUNT", "signed in as a different account than the one being reconnected");
   const existing = login ? db.accounts.filter((a) => a.loginID === login!.loginID) : [];
@@ -156,9 +206,19 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
   }
   // Every account a login would add counts against the bridge's limit, whether the login is new or not.
   if (activeAccounts(ctx, connector.network).length + added.length > connector.bridge.maxAccounts)
-    throw new ApiError(409, "LIMIT_REACHED", `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device`);
+    throw new ApiError(
+      409,
+      "LIMIT_REACHED",
+      `${connector.displayName} allows ${connector.bridge.maxAccounts} account(s) on this device`,
+    );
   if (!login) {
-    login = { loginID: `${bridgeIDOf(connector.network)}_login_${randomID()}`, network: connector.network, remoteID: result.remoteID, user: result.user, createdAt: new Date(ctx.now()).toISOString() };
+    login = {
+      loginID: `${bridgeIDOf(connector.network)}_login_${randomID()}`,
+      network: connector.network,
+      remoteID: result.remoteID,
+      user: result.user,
+      createdAt: new Date(ctx.now()).toISOString(),
+    };
     db.logins.push(login);
   }
   login.user = result.user;
@@ -192,21 +252,26 @@ export async function completeLogin(ctx: Context, session: LoginSession, result:
 /** Connects in the background: the caller is done; the account reports backfilling, then connected. */
 function connectInBackground(ctx: Context, account: AccountRecord) {
   const { db } = ctx;
-  void ctx.bridges.attach(account).then(
-    async (client) => {
-      if (account.status === "connecting" && !client?.reportsStatus) {
-        account.status = "connected";
+  void ctx.bridges
+    .attach(account)
+    .then(
+      async (client) => {
+        if (account.status === "connecting" && !client?.reportsStatus) {
+          account.status = "connected";
+          db.saveAccounts();
+          await db.commit();
+        }
+      },
+      async (error: unknown) => {
+        account.status = "connection_required";
+        account.statusText = error instanceof Error ? error.message : "could not connect";
         db.saveAccounts();
         await db.commit();
-      }
-    },
-    async (error: unknown) => {
-      account.status = "connection_required";
-      account.statusText = error instanceof Error ? error.message : "could not connect";
-      db.saveAccounts();
-      await db.commit();
-    },
-  );
+      },
+    )
+    // Only a store that failed or closed meanwhile (the daemon stopping) gets here; the account reconnects on the
+    // next start either way.
+    .catch(() => undefined);
 }
 
 /** A new account of the login, as a finished login or the network hands it over; it connects once stored. */
@@ -226,7 +291,8 @@ function newAccount(connector: Bridgeable, loginID: string, a: LoginResult["acco
 
 /** Removing accounts deletes their chats and messages from this device: they go from every list and search. */
 async function dropChatsOf(ctx: Context, accounts: AccountRecord[]) {
-  for (const chat of [...ctx.db.chats.all()]) if (accounts.some((a) => a.accountID === chat.accountID)) await ctx.db.dropChat(chat);
+  for (const chat of [...ctx.db.chats.all()])
+    if (accounts.some((a) => a.accountID === chat.accountID)) await ctx.db.dropChat(chat);
 }
 
 /**
@@ -234,7 +300,11 @@ async function dropChatsOf(ctx: Context, accounts: AccountRecord[]) {
  * new one is stored and connected; one gone is disconnected and removed with its chats; the rest take the new
  * user, network name and origin. The bridge's account limit applies to additions as to a login.
  */
-export async function syncLoginAccounts(ctx: Context, member: AccountRecord, accounts: LoginResult["accounts"]): Promise<void> {
+export async function syncLoginAccounts(
+  ctx: Context,
+  member: AccountRecord,
+  accounts: LoginResult["accounts"],
+): Promise<void> {
   const { db } = ctx;
   const login = db.logins.find((l) => l.loginID === member.loginID);
   const connector = ctx.bridges.connectors().find((c) => c.network === member.network) as Bridgeable | undefined;
@@ -270,13 +340,21 @@ function pickCredentials(state: Record<string, unknown>): Record<string, unknown
   return rest;
 }
 
-export async function removeLogin(ctx: Context, bridgeID: string, loginID: string, scope: "current-device" | "all-devices") {
-  const login = requireLogin(ctx, bridgeID, loginID);
+export async function removeLogin(
+  ctx: Context,
+  bridgeID: string,
+  loginID: string,
+  scope: "current-device" | "all-devices",
+) {
+  const _login = requireLogin(ctx, bridgeID, loginID);
   const { db } = ctx;
   const accounts = db.accounts.filter((a) => a.loginID === loginID);
   for (const account of accounts) {
     // The network forgets this device (Matrix: POST /logout); a network that cannot be reached does not stop removal.
-    await ctx.bridges.attached(account.accountID)?.logout?.().catch(() => undefined);
+    await ctx.bridges
+      .attached(account.accountID)
+      ?.logout?.()
+      .catch(() => undefined);
     await ctx.bridges.detach(account.accountID);
   }
   await dropChatsOf(ctx, accounts);
@@ -286,10 +364,27 @@ export async function removeLogin(ctx: Context, bridgeID: string, loginID: strin
   db.saveLogins();
   await db.commit();
   const removed = accounts.map((a) => a.accountID);
-  return { bridgeID, loginID, scope, status: "removed" as const, affectedAccountIDs: removed, removedAccountIDs: removed, success: true as const };
+  return {
+    bridgeID,
+    loginID,
+    scope,
+    status: "removed" as const,
+    affectedAccountIDs: removed,
+    removedAccountIDs: removed,
+    success: true as const,
+  };
 }
 
 function randomID(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(15));
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_");
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_");
+}
+
+/** A connector's own state for an account (keys, positions in the network's history), kept with the account. */
+export async function saveAccountState(ctx: Context, account: AccountRecord, state: Record<string, unknown>) {
+  account.state = state;
+  ctx.db.saveAccounts();
+  await ctx.db.commit();
 }

@@ -1,8 +1,9 @@
 import { fileTypeFromBuffer } from "file-type/core";
 import { LocalFileRefusedError } from "../assets/local-files.ts";
-import { ApiError, unprocessable } from "../http/errors.ts";
-import { LIMITS } from "../http/limits.ts";
-import { checkAssetBytes, resolveLocalAsset, srcURL, storeBytes, takeUpload, type AssetRecord } from "./assets.ts";
+import { ApiError, unprocessable } from "../errors.ts";
+import { LIMITS } from "../schema/limits.ts";
+import { checkAssetBytes, resolveLocalAsset, srcURL, storeBytes, takeUpload } from "./assets.ts";
+import type { AssetRecord } from "../store/records.ts";
 import type { Context } from "./context.ts";
 
 /** The image formats a chat picture may be in, told by their content (the file name's extension is not trusted). */
@@ -23,28 +24,43 @@ const PICTURE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/we
 export async function findChatPicture(ctx: Context, value: string): Promise<AssetRecord> {
   const path = localPath(value);
   // A bare uploadID is the asset's own mxc:// URL; a path is a file:// URL. Only URLs of this server resolve.
-  const url = path !== undefined ? `file://${encodeURI(path)}` : /^[a-z0-9]{1,40}$/i.test(value) ? `mxc://inboxd/${value}` : value;
+  const url =
+    path !== undefined
+      ? `file://${encodeURI(path)}`
+      : /^[a-z0-9]{1,40}$/i.test(value)
+        ? `mxc://inboxd/${value}`
+        : value;
   let asset: AssetRecord | undefined;
   try {
     asset = await resolveLocalAsset(ctx, ctx.assets, url);
   } catch (error) {
     // A path outside the asset directory (403) is a local file; an unknown asset (404) is not an asset of this server.
-    if (error instanceof ApiError && error.code === "PATH_NOT_ALLOWED" && path !== undefined) return readLocalPicture(ctx, path);
+    if (error instanceof ApiError && error.code === "PATH_NOT_ALLOWED" && path !== undefined)
+      return readLocalPicture(ctx, path);
     if (error instanceof ApiError && error.status < 500) throw refuse("does not name an asset of this server");
     throw error;
   }
   if (!asset) {
-    if (!/^[a-z][a-z0-9+.-]*:/i.test(value)) throw refuse("is neither an uploadID nor an absolute path (a local file's path must start with /)");
-    throw refuse(/^(file:\/\/|(local)?mxc:\/\/inboxd\/)/i.test(url) ? "does not name an asset of this server" : "must be a local asset or file");
+    if (!/^[a-z][a-z0-9+.-]*:/i.test(value))
+      throw refuse("is neither an uploadID nor an absolute path (a local file's path must start with /)");
+    throw refuse(
+      /^(file:\/\/|(local)?mxc:\/\/inboxd\/)/i.test(url)
+        ? "does not name an asset of this server"
+        : "must be a local asset or file",
+    );
   }
   if (!asset.mimeType.startsWith("image/")) throw refuse(`must be an image (this asset is ${asset.mimeType})`);
-  if (asset.size > LIMITS.avatarBytes) throw refuse(`is larger than the ${LIMITS.avatarBytes}-byte limit for a chat picture`);
+  if (asset.size > LIMITS.avatarBytes)
+    throw refuse(`is larger than the ${LIMITS.avatarBytes}-byte limit for a chat picture`);
   await checkAssetBytes(ctx.assets, asset);
   return asset;
 }
 
 const refuse = (why: string) =>
-  unprocessable(`imgURL ${why}: send an image's uploadID or srcURL from POST /v1/assets/upload, or the absolute path of an image file on this machine`, ["body", "imgURL"]);
+  unprocessable(
+    `imgURL ${why}: send an image's uploadID or srcURL from POST /v1/assets/upload, or the absolute path of an image file on this machine`,
+    ["body", "imgURL"],
+  );
 
 /** The absolute path an `imgURL` names (`/…`, or a `file://` URL of this host), or undefined for anything else. */
 function localPath(value: string): string | undefined {
@@ -63,7 +79,10 @@ function localPath(value: string): string | undefined {
 async function readLocalPicture(ctx: Context, path: string): Promise<AssetRecord> {
   const files = ctx.assets.localFiles;
   if (!files)
-    throw unprocessable("imgURL is a local file path, which this server cannot read (a Worker has no file system): upload the image first (POST /v1/assets/upload) and send its uploadID", ["body", "imgURL"]);
+    throw unprocessable(
+      "imgURL is a local file path, which this server cannot read (a Worker has no file system): upload the image first (POST /v1/assets/upload) and send its uploadID",
+      ["body", "imgURL"],
+    );
   if (path.includes("\0")) throw refuse("is not a valid path (it contains NUL)");
   let bytes: Uint8Array;
   try {
@@ -73,9 +92,17 @@ async function readLocalPicture(ctx: Context, path: string): Promise<AssetRecord
     throw error;
   }
   const type = await fileTypeFromBuffer(bytes).catch(() => undefined);
-  if (!type || !PICTURE_TYPES.has(type.mime)) throw refuse(`names a local file that is not a PNG, JPEG, GIF or WebP image by its content${type ? ` (it is ${type.mime})` : ""}`);
+  if (!type || !PICTURE_TYPES.has(type.mime))
+    throw refuse(
+      `names a local file that is not a PNG, JPEG, GIF or WebP image by its content${type ? ` (it is ${type.mime})` : ""}`,
+    );
   const fileName = path.slice(path.lastIndexOf("/") + 1) || `picture.${type.ext}`;
-  return storeBytes(ctx, ctx.assets, bytes, { fileName, mimeType: type.mime, kind: "upload", limit: LIMITS.avatarBytes });
+  return storeBytes(ctx, ctx.assets, bytes, {
+    fileName,
+    mimeType: type.mime,
+    kind: "upload",
+    limit: LIMITS.avatarBytes,
+  });
 }
 
 /** Keeps a chat's picture for good, and answers the srcURL the chat shows as its `imgURL`. */

@@ -1,14 +1,22 @@
-import { badRequest, unprocessable } from "../http/errors.ts";
+import { badRequest, ChatsStillLoading, unprocessable } from "../errors.ts";
 import type { ChatFlags, NetworkClient } from "../bridges/connector.ts";
 import type { Chat, User } from "../schema/wire.ts";
 import { firstSeqOf, type ChatRecord } from "../store/records.ts";
 import { callNetwork, requireAccount, requireChat, unsupported, type Context } from "./context.ts";
 import { decodeCursor, encodeCursor, fingerprint } from "./cursor.ts";
 import { upsertChat } from "./ingest.ts";
-import { countUnread, findMessage, sendMessage } from "./messages.ts";
+import { countUnread, findMessage } from "./message-records.ts";
+import { sendMessage } from "./messages.ts";
 import { chatListJSON, JsonText, presentChat } from "./present.ts";
 import { findChatPicture, keepChatPicture } from "./chat-picture.ts";
-import { checkDraftReplaces, draftUploads, isEmptyDraft, releaseDraftUploads, resolveDraft, type DraftInput } from "./chat-draft.ts";
+import {
+  checkDraftReplaces,
+  draftUploads,
+  isEmptyDraft,
+  releaseDraftUploads,
+  resolveDraft,
+  type DraftInput,
+} from "./chat-draft.ts";
 import { attachmentFor, keepUploads, openAsset } from "./assets.ts";
 import { checkLabels, requireLabel } from "./labels.ts";
 
@@ -36,7 +44,12 @@ export function matchesWords(queryWords: string[], haystack: string): boolean {
 
 function chatMatcher(ctx: Context, f: ChatFilter): (c: ChatRecord) => boolean {
   const accounts = f.accountIDs ? new Set(f.accountIDs) : undefined;
-  const queryWords = f.query ? f.query.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean) : [];
+  const queryWords = f.query
+    ? f.query
+        .toLowerCase()
+        .split(/[^\p{L}\p{N}]+/u)
+        .filter(Boolean)
+    : [];
   return (c) => {
     if (accounts && !accounts.has(c.accountID)) return false;
     if (f.inbox === "primary" && (c.isArchived || c.isLowPriority)) return false;
@@ -59,7 +72,14 @@ function chatMatcher(ctx: Context, f: ChatFilter): (c: ChatRecord) => boolean {
 }
 
 /** Pages through the in-memory chat order (lastActivity desc) with cursors at (lastActivity, no). */
-function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number, cursor?: string, direction?: "before" | "after"): JsonText {
+function pageChats(
+  ctx: Context,
+  kind: string,
+  filter: ChatFilter,
+  limit: number,
+  cursor?: string,
+  direction?: "before" | "after",
+): JsonText {
   const scope = fingerprint(filter);
   const cacheKey = `${kind}\n${scope}\n${limit}\n${direction ?? ""}\n${cursor ?? ""}`;
   const cached = ctx.db.pages.get(cacheKey);
@@ -69,18 +89,27 @@ function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number
   const dir = direction ?? "before";
   const picked: ChatRecord[] = [];
   let hasMore = false;
+  // While start-up still reads the older chats only the top rows are the list's (ChatTable.trustedRows): a page
+  // found within them is the page; one that reaches past them waits for the rest (ChatsStillLoading).
+  const complete = ctx.db.chats.complete;
+  if (!complete && dir !== "before") throw new ChatsStillLoading();
   if (dir === "before") {
+    const end = ctx.db.chats.trustedRows;
     let i = 0;
     if (cursor) {
       const [at, no] = decodeCursor(cursor, kind, scope, 2) as number[];
       i = ctx.db.chats.positionAfter(at, no);
       if (order[i]?.lastActivity === at && order[i]?.no === no) i++;
     }
-    for (; i < order.length; i++) {
+    for (; i < end; i++) {
       if (!match(order[i])) continue;
-      if (picked.length === limit) { hasMore = true; break; }
+      if (picked.length === limit) {
+        hasMore = true;
+        break;
+      }
       picked.push(order[i]);
     }
+    if (i >= end && !complete) throw new ChatsStillLoading();
   } else {
     let i = order.length - 1;
     if (cursor) {
@@ -89,7 +118,10 @@ function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number
     }
     for (; i >= 0; i--) {
       if (!match(order[i])) continue;
-      if (picked.length === limit) { hasMore = true; break; }
+      if (picked.length === limit) {
+        hasMore = true;
+        break;
+      }
       picked.push(order[i]);
     }
     picked.reverse();
@@ -98,7 +130,9 @@ function pageChats(ctx: Context, kind: string, filter: ChatFilter, limit: number
   const oldest = picked.length ? at(picked[picked.length - 1]) : null;
   const newest = picked.length ? at(picked[0]) : null;
   const items = picked.map((c) => chatListJSON(ctx.db, c)).join(",");
-  const body = encoder.encode(`{"items":[${items}],"hasMore":${hasMore},"oldestCursor":${JSON.stringify(oldest)},"newestCursor":${JSON.stringify(newest)}}`);
+  const body = encoder.encode(
+    `{"items":[${items}],"hasMore":${hasMore},"oldestCursor":${JSON.stringify(oldest)},"newestCursor":${JSON.stringify(newest)}}`,
+  );
   if (ctx.db.pages.size < 256) ctx.db.pages.set(cacheKey, body);
   return new JsonText(body);
 }
@@ -118,7 +152,10 @@ export function listChats(ctx: Context, q: { accountIDs?: string[]; cursor?: str
   return pageChats(ctx, "chats", { accountIDs: q.accountIDs }, CHAT_PAGE, q.cursor, q.direction);
 }
 
-export function searchChats(ctx: Context, q: ChatFilter & { cursor?: string; direction?: "before" | "after"; limit?: number }) {
+export function searchChats(
+  ctx: Context,
+  q: ChatFilter & { cursor?: string; direction?: "before" | "after"; limit?: number },
+) {
   const { cursor, direction, limit, ...filter } = q;
   if (filter.labelID !== undefined) requireLabel(ctx, filter.labelID, ["query", "labelID"]);
   return pageChats(ctx, "chat-search", filter, limit ?? 50, cursor, direction);
@@ -139,39 +176,67 @@ export interface CreateInput {
   user?: Partial<User>;
 }
 
-export async function createChat(ctx: Context, input: CreateInput): Promise<Chat & { chatID: string; status?: "existing" | "created" }> {
+export async function createChat(
+  ctx: Context,
+  input: CreateInput,
+): Promise<Chat & { chatID: string; status?: "existing" | "created" }> {
   const account = requireAccount(ctx, input.accountID);
   const client = ctx.bridges.client(account.accountID);
   let chat: ChatRecord;
   let status: "existing" | "created" | undefined;
   if (input.mode === "start") {
     if (!input.user || Object.values(input.user).every((v) => !v))
-      throw badRequest("user is required when mode is start", [{ code: "required", message: "user is required", path: ["body", "user"] }]);
+      throw badRequest("user is required when mode is start", [
+        { code: "required", message: "user is required", path: ["body", "user"] },
+      ]);
     if (!client.resolveIdentifier) throw unsupported("starting chats");
     const user = await callNetwork(() => client.resolveIdentifier!(input.user!));
     if (!user) throw unprocessable("no user matches the given identifiers", ["body", "user"]);
     const existing = ctx.db.chats
       .all()
-      .find((c) => c.accountID === account.accountID && c.type === "single" && c.participants.some((p) => p.id === user.id && !p.isSelf));
+      .find(
+        (c) =>
+          c.accountID === account.accountID &&
+          c.type === "single" &&
+          c.participants.some((p) => p.id === user.id && !p.isSelf),
+      );
     if (existing) {
       chat = existing;
       status = "existing";
     } else {
       if (!client.createChat) throw unsupported("creating chats");
-      chat = upsertChat(ctx, account, await callNetwork(() => client.createChat!({ type: "single", participantIDs: [user.id] })));
+      chat = upsertChat(
+        ctx,
+        account,
+        await callNetwork(() => client.createChat!({ type: "single", participantIDs: [user.id] })),
+      );
       status = "created";
     }
   } else {
     const ids = input.participantIDs ?? [];
-    if (!input.type) throw badRequest("type is required when mode is create", [{ code: "required", message: "type is required", path: ["body", "type"] }]);
-    if (ids.length === 0) throw badRequest("participantIDs is required when mode is create", [{ code: "required", message: "at least one participant", path: ["body", "participantIDs"] }]);
-    if (input.type === "single" && ids.length !== 1) throw unprocessable("a single chat takes exactly one participantID", ["body", "participantIDs"]);
+    if (!input.type)
+      throw badRequest("type is required when mode is create", [
+        { code: "required", message: "type is required", path: ["body", "type"] },
+      ]);
+    if (ids.length === 0)
+      throw badRequest("participantIDs is required when mode is create", [
+        { code: "required", message: "at least one participant", path: ["body", "participantIDs"] },
+      ]);
+    if (input.type === "single" && ids.length !== 1)
+      throw unprocessable("a single chat takes exactly one participantID", ["body", "participantIDs"]);
     if (!client.createChat) throw unsupported("creating chats");
-    chat = upsertChat(ctx, account, await callNetwork(() => client.createChat!({ type: input.type!, participantIDs: ids, title: input.title })));
+    chat = upsertChat(
+      ctx,
+      account,
+      await callNetwork(() => client.createChat!({ type: input.type!, participantIDs: ids, title: input.title })),
+    );
   }
   await ctx.db.commit();
-  if (input.messageText && (status !== "existing")) await sendMessage(ctx, chat.id, { text: input.messageText });
-  const out: Chat & { chatID: string; status?: "existing" | "created" } = { ...presentChat(ctx.db, chat, { preview: true }), chatID: chat.id };
+  if (input.messageText && status !== "existing") await sendMessage(ctx, chat.id, { text: input.messageText });
+  const out: Chat & { chatID: string; status?: "existing" | "created" } = {
+    ...presentChat(ctx.db, chat, { preview: true }),
+    chatID: chat.id,
+  };
   if (status) out.status = status;
   return out;
 }
@@ -207,9 +272,13 @@ export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch)
   const network = networkChanges(ctx, chat, patch);
   const picture = network.imgURL == null ? network.imgURL : await findChatPicture(ctx, network.imgURL);
   // An empty draft is no draft: null, as 5.0.0 shows a chat without one.
-  const draft = patch.draft === undefined ? undefined : isEmptyDraft(patch.draft) ? null : await resolveDraft(ctx, patch.draft!);
+  const draft =
+    patch.draft === undefined ? undefined : isEmptyDraft(patch.draft) ? null : await resolveDraft(ctx, patch.draft!);
   if (network.client && picture !== undefined) {
-    const image = picture && { info: attachmentFor(ctx.assets, picture, {}).attachment, open: () => openAsset(ctx.assets, picture) };
+    const image = picture && {
+      info: attachmentFor(ctx.assets, picture, {}).attachment,
+      open: () => openAsset(ctx.assets, picture),
+    };
     await callNetwork(() => network.client!.setChatAvatar!(chat.networkChatID, image));
   }
   if (network.client && network.messageExpirySeconds !== undefined)
@@ -245,13 +314,19 @@ export async function updateChat(ctx: Context, chatID: string, patch: ChatPatch)
  * The fields of a PATCH the network must take (a value that changes nothing is left out), with the account's
  * client when there are any: 503 while it is not connected, 422 NOT_SUPPORTED when its network lacks the call.
  */
-function networkChanges(ctx: Context, chat: ChatRecord, patch: ChatPatch): { client?: NetworkClient; imgURL?: string | null; messageExpirySeconds?: number | null } {
+function networkChanges(
+  ctx: Context,
+  chat: ChatRecord,
+  patch: ChatPatch,
+): { client?: NetworkClient; imgURL?: string | null; messageExpirySeconds?: number | null } {
   const imgURL = patch.imgURL === null && chat.imgURL === undefined ? undefined : patch.imgURL;
   const expiry = patch.messageExpirySeconds;
-  const messageExpirySeconds = expiry === undefined || (expiry ?? undefined) === chat.messageExpirySeconds ? undefined : expiry;
+  const messageExpirySeconds =
+    expiry === undefined || (expiry ?? undefined) === chat.messageExpirySeconds ? undefined : expiry;
   if (imgURL === undefined && messageExpirySeconds === undefined) return {};
   const client = ctx.bridges.client(chat.accountID);
-  if (imgURL !== undefined && !client.setChatAvatar) throw unsupported("changing a chat's picture (imgURL)", ["body", "imgURL"]);
+  if (imgURL !== undefined && !client.setChatAvatar)
+    throw unsupported("changing a chat's picture (imgURL)", ["body", "imgURL"]);
   if (messageExpirySeconds !== undefined && !client.setMessageExpiry)
     throw unsupported("a disappearing-message timer (messageExpirySeconds)", ["body", "messageExpirySeconds"]);
   return { client, imgURL, messageExpirySeconds };
@@ -261,7 +336,8 @@ function networkChanges(ctx: Context, chat: ChatRecord, patch: ChatPatch): { cli
 function flagChanges(chat: ChatRecord, patch: ChatPatch, isMuted: boolean | undefined): ChatFlags | undefined {
   const flags: ChatFlags = {};
   if (patch.isPinned !== undefined && patch.isPinned !== chat.isPinned) flags.isPinned = patch.isPinned;
-  if (patch.isLowPriority !== undefined && patch.isLowPriority !== chat.isLowPriority) flags.isLowPriority = patch.isLowPriority;
+  if (patch.isLowPriority !== undefined && patch.isLowPriority !== chat.isLowPriority)
+    flags.isLowPriority = patch.isLowPriority;
   if (isMuted !== undefined && isMuted !== chat.isMuted) flags.isMuted = isMuted;
   if (patch.isArchived !== undefined && patch.isArchived !== chat.isArchived) flags.isArchived = patch.isArchived;
   return Object.keys(flags).length ? flags : undefined;
@@ -277,9 +353,17 @@ function muteChange(ctx: Context, patch: ChatPatch): { isMuted?: boolean; mutedU
   if (mutedUntil === undefined) return isMuted === undefined ? undefined : { isMuted, mutedUntil: undefined };
   if (mutedUntil === null) return { isMuted, mutedUntil: undefined };
   if (isMuted === false)
-    throw badRequest("mutedUntil needs isMuted true (or left out)", [{ code: "conflict", message: "a time to unmute at needs isMuted true; send isMuted false alone to unmute now", path: ["body", "mutedUntil"] }]);
+    throw badRequest("mutedUntil needs isMuted true (or left out)", [
+      {
+        code: "conflict",
+        message: "a time to unmute at needs isMuted true; send isMuted false alone to unmute now",
+        path: ["body", "mutedUntil"],
+      },
+    ]);
   if (mutedUntil <= ctx.now())
-    throw badRequest("mutedUntil is in the past", [{ code: "too_small", message: "must be in the future", path: ["body", "mutedUntil"] }]);
+    throw badRequest("mutedUntil is in the past", [
+      { code: "too_small", message: "must be in the future", path: ["body", "mutedUntil"] },
+    ]);
   return { isMuted: true, mutedUntil };
 }
 
@@ -287,7 +371,12 @@ function muteChange(ctx: Context, patch: ChatPatch): { isMuted?: boolean; mutedU
 function defaultTitle(chat: ChatRecord): string {
   const others = chat.participants.filter((p) => !p.isSelf);
   if (chat.type === "single") return others[0]?.fullName ?? others[0]?.id ?? chat.title;
-  return others.slice(0, 4).map((p) => p.fullName?.split(" ")[0] ?? p.id).join(", ") || chat.title;
+  return (
+    others
+      .slice(0, 4)
+      .map((p) => p.fullName?.split(" ")[0] ?? p.id)
+      .join(", ") || chat.title
+  );
 }
 
 export async function archiveChat(ctx: Context, chatID: string, archived: boolean) {
@@ -325,7 +414,8 @@ export async function markRead(ctx: Context, chatID: string, messageID?: string)
   await ctx.db.commit();
   const client = ctx.bridges.client(chat.accountID);
   const last = chat.lastReadSeq >= firstSeqOf(chat) ? await ctx.db.message(chat.no, chat.lastReadSeq) : undefined;
-  if (client.markRead && last?.networkID) await callNetwork(() => client.markRead!(chat.networkChatID, last.networkID!));
+  if (client.markRead && last?.networkID)
+    await callNetwork(() => client.markRead!(chat.networkChatID, last.networkID!));
   return presentChat(ctx.db, chat, { preview: true });
 }
 
@@ -345,7 +435,6 @@ export async function markUnread(ctx: Context, chatID: string, messageID?: strin
   return presentChat(ctx.db, chat, { preview: true });
 }
 
-
 /** Has the network notify the chat's participants of its latest message even where they silenced it; 422 NOT_SUPPORTED where it cannot. */
 export async function notifyAnyway(ctx: Context, chatID: string): Promise<Chat> {
   const chat = requireChat(ctx, chatID);
@@ -356,7 +445,11 @@ export async function notifyAnyway(ctx: Context, chatID: string): Promise<Chat> 
 }
 
 /** A network that keeps reminders itself (another Desktop API server) is told first; a refusal there stops the change. */
-async function remindOnNetwork(ctx: Context, chat: ChatRecord, reminder: { at: number; dismissOnIncomingMessage: boolean } | null) {
+async function remindOnNetwork(
+  ctx: Context,
+  chat: ChatRecord,
+  reminder: { at: number; dismissOnIncomingMessage: boolean } | null,
+) {
   const client = ctx.bridges.attached(chat.accountID);
   if (client?.setReminder) await callNetwork(() => client.setReminder!(chat.networkChatID, reminder));
 }

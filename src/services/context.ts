@@ -1,12 +1,27 @@
-import type { DomainEvent } from "../events/protocol.ts";
+import type { DomainEvent } from "../schema/events.ts";
 import type { LoginSessions } from "../bridges/login-sessions.ts";
 import type { BridgeRuntime } from "../bridges/runtime.ts";
-import type { WebhookDispatcher } from "./webhooks.ts";
-import type { AssetConfig } from "./assets.ts";
+import type { WebhookManager } from "./webhooks.ts";
+import type { BlobStore } from "../assets/blob-store.ts";
+import type { LocalFiles } from "../assets/local-files.ts";
 import { NetworkError, type NetworkClient } from "../bridges/connector.ts";
-import { ApiError, notFound } from "../http/errors.ts";
+import { ApiError, notFound } from "../errors.ts";
 import type { Db } from "../store/db.ts";
-import type { AccountRecord, ChatRecord } from "../store/records.ts";
+import type { AccountRecord, AssetRecord, ChatRecord } from "../store/records.ts";
+
+/** Where asset bytes live and the bounds on them (services/assets.ts). */
+export interface AssetConfig {
+  blobs: BlobStore;
+  /** Absolute directory whose file:// URLs name assets (the daemon's), or undefined (the Worker). */
+  assetDir?: string;
+  /** Files a client names by path (a chat picture): the daemon's; undefined in the Worker. */
+  localFiles?: LocalFiles;
+  maxUploadBytes: number;
+  /** Uploads never sent are deleted after this long. */
+  uploadTtlMs: number;
+  /** Network media being fetched, by URL. */
+  downloads: Map<string, Promise<AssetRecord>>;
+}
 
 /** What every service works with. Built once by `createApp`. */
 export interface Context {
@@ -16,12 +31,12 @@ export interface Context {
   now: () => number;
   /** Recomputes when the runtime must next call `App.wake` (after a reminder is set or cleared). */
   rearm: () => void;
-  webhooks: WebhookDispatcher;
+  webhooks: WebhookManager;
   assets: AssetConfig;
   /** When the oldest unsent upload expires (for the wake-up schedule). */
   nextUploadExpiry?: number;
-  /** Sends an event that changes nothing stored to the live connections (set once the event hub exists). */
-  announce?: (event: DomainEvent) => void;
+  /** Sends an event that changes nothing stored (typing) to the live connections, never logged. */
+  announce: (event: DomainEvent) => void;
 }
 
 export function requireChat(ctx: Context, chatID: string): ChatRecord {
@@ -52,11 +67,21 @@ export async function callNetwork<T>(work: () => Promise<T>): Promise<T> {
 /** 422 NOT_SUPPORTED: the account's network lacks a feature; `path` names the request field that asked for it. */
 /** 422 NOT_SUPPORTED when the network says nothing can be sent to the chat (ChatCapabilities.readOnly), with its reason. */
 export function refuseReadOnly(client: NetworkClient, chat: ChatRecord): void {
-  const why = client.capabilities({ networkChatID: chat.networkChatID, type: chat.type, title: chat.title, participants: chat.participants }).readOnly;
+  const why = client.capabilities({
+    networkChatID: chat.networkChatID,
+    type: chat.type,
+    title: chat.title,
+    participants: chat.participants,
+  }).readOnly;
   if (why) throw new ApiError(422, "NOT_SUPPORTED", why);
 }
 
 export function unsupported(feature: string, path?: (string | number)[]): ApiError {
   const message = `${feature} is not supported by this network`;
-  return new ApiError(422, "NOT_SUPPORTED", message, path ? { issues: [{ code: "not_supported", message, path }] } : undefined);
+  return new ApiError(
+    422,
+    "NOT_SUPPORTED",
+    message,
+    path ? { issues: [{ code: "not_supported", message, path }] } : undefined,
+  );
 }

@@ -1,8 +1,8 @@
 import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
-import { waitFor } from "../../test/events/kit.ts";
+import { waitFor } from "../../test/kit/common.ts";
 import { createApp } from "../app.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 import { seedDataset } from "../seed/dataset.ts";
 import { Db } from "../store/db.ts";
 import { decodeCursor, encodeCursor, fingerprint, isSortKey, seqOfSortKey, sortKeyOf } from "./cursor.ts";
@@ -31,7 +31,8 @@ describe("cursors", () => {
   });
 
   it("refuse garbage with 400", () => {
-    for (const garbage of ["", "!!!", "not a cursor", "YWJj", "e30", "bnVsbA", "%%%", "a".repeat(10_000)]) expect400(() => decodeCursor(garbage, "chats", "s", 2));
+    for (const garbage of ["", "!!!", "not a cursor", "YWJj", "e30", "bnVsbA", "%%%", "a".repeat(10_000)])
+      expect400(() => decodeCursor(garbage, "chats", "s", 2));
   });
 
   it("refuse a cursor from another endpoint, another query or with the wrong arity", () => {
@@ -107,7 +108,10 @@ describe("message-list cursors", () => {
       }
       await deleteMessage(ctx, chat.id, pendingMessageID);
       for (const cursor of [networkID, pendingMessageID])
-        await expect(listMessages(ctx, chat.id, cursor, "before")).rejects.toMatchObject({ status: 400, details: { issues: [{ code: "message_deleted" }] } });
+        await expect(listMessages(ctx, chat.id, cursor, "before")).rejects.toMatchObject({
+          status: 400,
+          details: { issues: [{ code: "message_deleted" }] },
+        });
     } finally {
       await app.close();
     }

@@ -1,5 +1,5 @@
-import { base64url, fromBase64url } from "./encoding.ts";
-import { badRequest } from "../http/errors.ts";
+import { base64url, fromBase64url } from "../util/encoding.ts";
+import { badRequest } from "../errors.ts";
 
 /**
  * Opaque pagination cursors: base64url of `[kind, scope, ...position]`. `kind` names the endpoint and `scope` a

@@ -1,8 +1,8 @@
-import { badRequest } from "../http/errors.ts";
+import { badRequest } from "../errors.ts";
 import type { Context } from "./context.ts";
 import { requireChat } from "./context.ts";
-import { findMessage } from "./messages.ts";
-import { domainEvent } from "../events/protocol.ts";
+import { findMessage } from "./message-records.ts";
+import { domainEvent } from "../schema/events.ts";
 
 export interface FocusInput {
   chatID?: string;
@@ -18,11 +18,15 @@ export interface FocusInput {
  */
 export async function focus(ctx: Context, input: FocusInput): Promise<{ success: true }> {
   if (input.messageID !== undefined && input.chatID === undefined)
-    throw badRequest("messageID needs the chatID of its chat", [{ code: "required", message: "chatID is required with messageID", path: ["body", "chatID"] }]);
+    throw badRequest("messageID needs the chatID of its chat", [
+      { code: "required", message: "chatID is required with messageID", path: ["body", "chatID"] },
+    ]);
   const chat = input.chatID === undefined ? undefined : requireChat(ctx, input.chatID);
   if (chat && input.messageID !== undefined) await findMessage(ctx, chat, input.messageID);
   const focusing = { ...input, chatID: chat?.id };
-  ctx.db.noteEvent(domainEvent("focus", new Date(ctx.now()).toISOString(), chat?.id ?? "", chat ? [chat.id] : [], { focus: focusing }));
+  ctx.db.noteEvent(
+    domainEvent("focus", new Date(ctx.now()).toISOString(), chat?.id ?? "", chat ? [chat.id] : [], { focus: focusing }),
+  );
   await ctx.db.commit();
   return { success: true };
 }

@@ -1,16 +1,16 @@
 import { keys, firstSeqOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
 import type { InboundMessage } from "../bridges/connector.ts";
 import type { Context } from "./context.ts";
-import { termsOf } from "./messages.ts";
-import { inboundRecord, type NetworkReaction } from "./ingest.ts";
-import { applyReaction } from "./reactions.ts";
+import { applyReaction, inboundRecord, termsOf, type NetworkReaction } from "./message-records.ts";
 
 /** How many older messages one fetch asks the network for. */
 export const HISTORY_BATCH = 50;
 
 /** Whether paging past the oldest stored message of the chat may still find something on the network. */
 export function canFetchOlderHistory(ctx: Context, chat: ChatRecord): boolean {
-  return !chat.historyComplete && firstSeqOf(chat) > 0 && ctx.bridges.attached(chat.accountID)?.fetchHistory !== undefined;
+  return (
+    !chat.historyComplete && firstSeqOf(chat) > 0 && ctx.bridges.attached(chat.accountID)?.fetchHistory !== undefined
+  );
 }
 
 /**
@@ -26,13 +26,19 @@ export async function fetchOlderHistory(ctx: Context, chat: ChatRecord): Promise
   const start = firstSeqOf(chat);
   const oldest = await oldestWithNetworkID(ctx, chat);
   if (!oldest) return false;
-  const page = await client.fetchHistory(chat.networkChatID, { networkMessageID: oldest.networkID!, timestamp: oldest.ts }, HISTORY_BATCH).catch(() => undefined);
+  const page = await client
+    .fetchHistory(chat.networkChatID, { networkMessageID: oldest.networkID!, timestamp: oldest.ts }, HISTORY_BATCH)
+    .catch(() => undefined);
   if (!page) return false;
   const added = await ctx.db.withChat(chat.no, async () => {
     if (firstSeqOf(chat) !== start) return 1; // someone else prepended: the caller reads on from the new start
     const fresh: InboundMessage[] = [];
     for (const m of page.messages)
-      if ((await ctx.db.kv.get<number>(keys.networkMessage(chat.no, m.networkMessageID))) === undefined && !fresh.some((f) => f.networkMessageID === m.networkMessageID)) fresh.push(m);
+      if (
+        (await ctx.db.kv.get<number>(keys.networkMessage(chat.no, m.networkMessageID))) === undefined &&
+        !fresh.some((f) => f.networkMessageID === m.networkMessageID)
+      )
+        fresh.push(m);
     const room = firstSeqOf(chat);
     const count = Math.min(fresh.length, room);
     // Newest first, each one slot further down; what does not fit below seq 0 is dropped (a billion messages in).
@@ -59,7 +65,12 @@ async function prepend(ctx: Context, chat: ChatRecord, m: InboundMessage, seq: n
   const record: MessageRecord = { ...(await inboundRecord(ctx, chat, m)), seq };
   for (const r of m.reactions ?? []) {
     applyReaction(record, r.senderID, r.reactionKey, false, true);
-    if (r.networkReactionID) ctx.db.kv.put(keys.networkReaction(chat.no, r.networkReactionID), { seq, senderID: r.senderID, reactionKey: r.reactionKey } satisfies NetworkReaction);
+    if (r.networkReactionID)
+      ctx.db.kv.put(keys.networkReaction(chat.no, r.networkReactionID), {
+        seq,
+        senderID: r.senderID,
+        reactionKey: r.reactionKey,
+      } satisfies NetworkReaction);
   }
   await ctx.db.putMessage(chat.no, record);
   ctx.db.kv.put(keys.networkMessage(chat.no, m.networkMessageID), seq);

@@ -1,8 +1,8 @@
 import { createStorage, type Storage } from "unstorage";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, type App } from "../app.ts";
-import { directChatID, ECHO_ID } from "../connectors/sandbox/sandbox.ts";
-import type { DomainEvent } from "../events/protocol.ts";
+import { directChatID, ECHO_ID } from "../connectors/sandbox/contacts.ts";
+import type { DomainEvent } from "../schema/events.ts";
 import { seedDataset } from "../seed/dataset.ts";
 import { Db } from "../store/db.ts";
 import { keys } from "../store/records.ts";
@@ -39,14 +39,22 @@ describe("ingest", () => {
     apps.push(app);
     const page = await app.events.log.read(0);
     if ("gone" in page) throw new Error("the log is gone");
-    const messages = page.events.filter((e) => typeOf(e) === "message.upserted").flatMap((e) => JSON.parse(`{${e.body}`).entries as { id: string }[]);
+    const messages = page.events
+      .filter((e) => typeOf(e) === "message.upserted")
+      .flatMap((e) => JSON.parse(`{${e.body}`).entries as { id: string }[]);
     // Six direct chats and two groups with five messages each (src/connectors/sandbox/sandbox.ts initialSync).
     expect(messages).toHaveLength(40);
     for (const chat of new Set(messages.map((m) => m.id.split(".")[0]))) {
       const stored = app.context.db.chats.get(Number(chat))!;
-      expect(page.events.some((e) => typeOf(e) === "chat.upserted" && e.chatID === stored.id), `chat.upserted for ${stored.title}`).toBe(true);
+      expect(
+        page.events.some((e) => typeOf(e) === "chat.upserted" && e.chatID === stored.id),
+        `chat.upserted for ${stored.title}`,
+      ).toBe(true);
     }
-    expect(page.events.some((e) => typeOf(e) === "account.upserted"), "the account's status changes").toBe(true);
+    expect(
+      page.events.some((e) => typeOf(e) === "account.upserted"),
+      "the account's status changes",
+    ).toBe(true);
   });
 
   it("writes and announces an inbound message whose commit failed, with no other write after it", async () => {
@@ -71,7 +79,8 @@ describe("ingest", () => {
     const account = app.context.db.accounts[0];
     const echo = app.context.db.chats.findNetwork(account.accountID, directChatID(ECHO_ID))!;
     await sendMessage(app.context, echo.id, { text: "answer me" });
-    const answered = (e: DomainEvent) => typeOf(e) === "message.upserted" && e.chatID === echo.id && e.body.includes('"text":"Echo: answer me"');
+    const answered = (e: DomainEvent) =>
+      typeOf(e) === "message.upserted" && e.chatID === echo.id && e.body.includes('"text":"Echo: answer me"');
     await vi.waitFor(() => expect(heard.some(answered)).toBe(true), { timeout: 5_000 });
     expect(failNext, "the answer's first commit failed").toBe(false);
     const logged = await app.events.log.read(0);
@@ -85,11 +94,30 @@ describe("ingest", () => {
     const echo = app.context.db.chats.findNetwork(account.accountID, directChatID(ECHO_ID))!;
     const networkChatID = echo.networkChatID;
     const emit = (event: Parameters<typeof ingest>[2]) => ingest(app.context, account, event);
-    await emit({ type: "message", networkChatID, message: { networkMessageID: "whole-1", senderID: ECHO_ID, timestamp: Date.now(), text: "first" } });
-    const stored = async () => (await app.context.db.message(echo.no, (await app.context.db.kv.get<number>(keys.networkMessage(echo.no, "whole-1")))!))!;
-    const set = (reactions: { senderID: string; reactionKey: string }[]) => emit({ type: "message-reactions", networkChatID, networkMessageID: "whole-1", reactions });
-    await set([{ senderID: ECHO_ID, reactionKey: "👍" }, { senderID: "@bob:x", reactionKey: "🎉" }, { senderID: "@bob:x", reactionKey: "👍" }]);
-    expect((await stored()).reactions!.map((r) => [r.participantID, r.reactionKey]).sort()).toEqual([["@bob:x", "🎉"], ["@bob:x", "👍"], [ECHO_ID, "👍"]].sort());
+    await emit({
+      type: "message",
+      networkChatID,
+      message: { networkMessageID: "whole-1", senderID: ECHO_ID, timestamp: Date.now(), text: "first" },
+    });
+    const stored = async () =>
+      (await app.context.db.message(
+        echo.no,
+        (await app.context.db.kv.get<number>(keys.networkMessage(echo.no, "whole-1")))!,
+      ))!;
+    const set = (reactions: { senderID: string; reactionKey: string }[]) =>
+      emit({ type: "message-reactions", networkChatID, networkMessageID: "whole-1", reactions });
+    await set([
+      { senderID: ECHO_ID, reactionKey: "👍" },
+      { senderID: "@bob:x", reactionKey: "🎉" },
+      { senderID: "@bob:x", reactionKey: "👍" },
+    ]);
+    expect((await stored()).reactions!.map((r) => [r.participantID, r.reactionKey]).sort()).toEqual(
+      [
+        ["@bob:x", "🎉"],
+        ["@bob:x", "👍"],
+        [ECHO_ID, "👍"],
+      ].sort(),
+    );
     await set([{ senderID: "@bob:x", reactionKey: "👍" }]);
     expect((await stored()).reactions!.map((r) => [r.participantID, r.reactionKey])).toEqual([["@bob:x", "👍"]]);
     await set([]);
@@ -97,11 +125,25 @@ describe("ingest", () => {
     // The same edit again (a network that repeats it with every change of the message) changes and announces nothing.
     const heard: DomainEvent[] = [];
     app.events.add({ deliver: (events) => void heard.push(...events) });
-    await emit({ type: "edit", networkChatID, networkMessageID: "whole-1", text: "second", timestamp: 5, senderID: ECHO_ID });
+    await emit({
+      type: "edit",
+      networkChatID,
+      networkMessageID: "whole-1",
+      text: "second",
+      timestamp: 5,
+      senderID: ECHO_ID,
+    });
     expect((await stored()).text).toBe("second");
     const announced = heard.length;
     expect(announced).toBeGreaterThan(0);
-    await emit({ type: "edit", networkChatID, networkMessageID: "whole-1", text: "second", timestamp: 5, senderID: ECHO_ID });
+    await emit({
+      type: "edit",
+      networkChatID,
+      networkMessageID: "whole-1",
+      text: "second",
+      timestamp: 5,
+      senderID: ECHO_ID,
+    });
     await set([]);
     expect(heard.length).toBe(announced);
   });

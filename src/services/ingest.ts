@@ -1,10 +1,22 @@
-import type { InboundEvent, InboundMessage, NetworkChat } from "../bridges/connector.ts";
-import { HISTORY_ROOM, firstSeqOf, keys, type AccountRecord, type ChatRecord, type MessageRecord } from "../store/records.ts";
+import type { InboundEvent, NetworkChat } from "../bridges/connector.ts";
+import {
+  HISTORY_ROOM,
+  firstSeqOf,
+  keys,
+  type AccountRecord,
+  type ChatRecord,
+  type MessageRecord,
+} from "../store/records.ts";
 import type { Db } from "../store/db.ts";
 import type { Context } from "./context.ts";
-import { appendMessage, countUnread, termsOf } from "./messages.ts";
-import { messageID } from "./present.ts";
-import { applyReaction } from "./reactions.ts";
+import {
+  appendMessage,
+  applyReaction,
+  countUnread,
+  inboundRecord,
+  termsOf,
+  type NetworkReaction,
+} from "./message-records.ts";
 import { announceTyping } from "./typing.ts";
 
 /**
@@ -39,7 +51,10 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
           networkChatID: event.networkChatID,
           type: "single",
           title: event.message.senderName ?? event.message.senderID,
-          participants: [{ ...account.user, isSelf: true }, { id: event.message.senderID, fullName: event.message.senderName }],
+          participants: [
+            { ...account.user, isSelf: true },
+            { id: event.message.senderID, fullName: event.message.senderName },
+          ],
         })
       : undefined);
   if (!chat) return;
@@ -52,11 +67,17 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
       db.kv.put(keys.networkMessage(chat.no, m.networkMessageID), record.seq);
       return;
     }
-    if (event.type === "delete" && (await removeNetworkReaction(ctx, chat, event.networkMessageID, event.senderID))) return;
+    if (event.type === "delete" && (await removeNetworkReaction(ctx, chat, event.networkMessageID, event.senderID)))
+      return;
     const seq = await db.kv.get<number>(keys.networkMessage(chat.no, event.networkMessageID));
     const message = seq === undefined ? undefined : await db.message(chat.no, seq);
     if (!message || message.deleted) return;
-    if ((event.type === "edit" || event.type === "delete") && event.senderID !== undefined && event.senderID !== message.senderID) return;
+    if (
+      (event.type === "edit" || event.type === "delete") &&
+      event.senderID !== undefined &&
+      event.senderID !== message.senderID
+    )
+      return;
     if (event.type === "receipt") return applyReceipt(ctx, chat, message, event);
     if (event.type === "edit") {
       // A network that hands over whole messages repeats an edit with every later change: the same edit is no change.
@@ -66,42 +87,33 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
       db.index.add(termsOf(message), [message.ts, chat.no, message.seq]);
     } else if (event.type === "delete") message.deleted = true;
     else if (event.type === "message-reactions") {
-      const key = (r: { senderID?: string; participantID?: string; reactionKey: string }) => `${r.senderID ?? r.participantID}\n${r.reactionKey}`;
+      const key = (r: { senderID?: string; participantID?: string; reactionKey: string }) =>
+        `${r.senderID ?? r.participantID}\n${r.reactionKey}`;
       const had = message.reactions ?? [];
       const wanted = new Set(event.reactions.map(key));
       const present = new Set(had.map(key));
       if (had.length === wanted.size && [...wanted].every((k) => present.has(k))) return;
       for (const r of had) if (!wanted.has(key(r))) applyReaction(message, r.participantID, r.reactionKey, true, true);
-      for (const r of event.reactions) if (!present.has(key(r))) applyReaction(message, r.senderID, r.reactionKey, false, true);
+      for (const r of event.reactions)
+        if (!present.has(key(r))) applyReaction(message, r.senderID, r.reactionKey, false, true);
     } else if (event.type === "reactions") {
       const had = (message.reactions ?? []).filter((r) => r.participantID === event.senderID).map((r) => r.reactionKey);
-      for (const key of had) if (!event.reactionKeys.includes(key)) applyReaction(message, event.senderID, key, true, true);
-      for (const key of event.reactionKeys) if (!had.includes(key)) applyReaction(message, event.senderID, key, false, true);
+      for (const key of had)
+        if (!event.reactionKeys.includes(key)) applyReaction(message, event.senderID, key, true, true);
+      for (const key of event.reactionKeys)
+        if (!had.includes(key)) applyReaction(message, event.senderID, key, false, true);
     } else {
       applyReaction(message, event.senderID, event.reactionKey, event.removed === true, true);
       if (event.networkReactionID && !event.removed)
-        db.kv.put(keys.networkReaction(chat.no, event.networkReactionID), { seq: message.seq, senderID: event.senderID, reactionKey: event.reactionKey } satisfies NetworkReaction);
+        db.kv.put(keys.networkReaction(chat.no, event.networkReactionID), {
+          seq: message.seq,
+          senderID: event.senderID,
+          reactionKey: event.reactionKey,
+        } satisfies NetworkReaction);
     }
     await db.putMessage(chat.no, message);
   });
   await db.commit();
-}
-
-/** A network's message as a stored record (its reply resolved to the stored message it answers, if any). */
-export async function inboundRecord(ctx: Context, chat: ChatRecord, m: InboundMessage): Promise<Omit<MessageRecord, "seq">> {
-  const replyTo = m.replyTo === undefined ? undefined : await ctx.db.kv.get<number>(keys.networkMessage(chat.no, m.replyTo));
-  return {
-    senderID: m.senderID,
-    senderName: m.senderName,
-    ts: m.timestamp,
-    type: m.type ?? "TEXT",
-    text: m.text,
-    editedTs: m.editedTimestamp,
-    isSender: m.isSender === true,
-    attachments: m.attachments,
-    linkedMessageID: replyTo === undefined ? undefined : messageID(chat, replyTo),
-    networkID: m.networkMessageID,
-  };
 }
 
 /** Creates the chat on first sight, or refreshes title and participants. */
@@ -125,7 +137,14 @@ export function upsertChat(ctx: Context, account: AccountRecord, network: Networ
 
 /** What the network keeps for the chat (picture, member count, flags), where it said; true if any changed. */
 function applyNetworkState(chat: ChatRecord, network: NetworkChat): boolean {
-  const before = JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived]);
+  const before = JSON.stringify([
+    chat.imgURL,
+    chat.participantCount,
+    chat.isPinned,
+    chat.isMuted,
+    chat.isLowPriority,
+    chat.isArchived,
+  ]);
   if (network.imgURL !== undefined) chat.imgURL = network.imgURL || undefined;
   if (network.participantCount !== undefined) chat.participantCount = network.participantCount;
   if (network.isPinned !== undefined) chat.isPinned = network.isPinned;
@@ -135,18 +154,26 @@ function applyNetworkState(chat: ChatRecord, network: NetworkChat): boolean {
     chat.isMuted = network.isMuted;
     chat.mutedUntil = undefined;
   }
-  return before !== JSON.stringify([chat.imgURL, chat.participantCount, chat.isPinned, chat.isMuted, chat.isLowPriority, chat.isArchived]);
-}
-
-/** Where a reaction the network identified lives, so that deleting that reaction later removes it. */
-export interface NetworkReaction {
-  seq: number;
-  senderID: string;
-  reactionKey: string;
+  return (
+    before !==
+    JSON.stringify([
+      chat.imgURL,
+      chat.participantCount,
+      chat.isPinned,
+      chat.isMuted,
+      chat.isLowPriority,
+      chat.isArchived,
+    ])
+  );
 }
 
 /** A delete naming a reaction the network identified (`networkReactionID`) removes that reaction; false if it names none. */
-async function removeNetworkReaction(ctx: Context, chat: ChatRecord, networkID: string, senderID: string | undefined): Promise<boolean> {
+async function removeNetworkReaction(
+  ctx: Context,
+  chat: ChatRecord,
+  networkID: string,
+  senderID: string | undefined,
+): Promise<boolean> {
   const key = keys.networkReaction(chat.no, networkID);
   const reaction = await ctx.db.kv.get<NetworkReaction>(key);
   if (!reaction) return false;
@@ -160,7 +187,13 @@ async function removeNetworkReaction(ctx: Context, chat: ChatRecord, networkID: 
 }
 
 /** Allocates, stores and lists a new chat with the defaults of a fresh conversation. */
-export function createChatRecord(db: Db, accountID: string, network: NetworkChat, lastActivity: number, firstSeq = 0): ChatRecord {
+export function createChatRecord(
+  db: Db,
+  accountID: string,
+  network: NetworkChat,
+  lastActivity: number,
+  firstSeq = 0,
+): ChatRecord {
   const no = db.allocateChatNo();
   const chat: ChatRecord = {
     no,
@@ -197,7 +230,12 @@ export function chatIDFor(accountID: string, networkChatID: string, no: number):
  * A delivery or read receipt for one of this account's messages. A read receipt also covers the account's earlier
  * messages up to one that person had already read (bounded: receipts for ancient messages stop there).
  */
-async function applyReceipt(ctx: Context, chat: ChatRecord, message: MessageRecord, event: Extract<InboundEvent, { type: "receipt" }>) {
+async function applyReceipt(
+  ctx: Context,
+  chat: ChatRecord,
+  message: MessageRecord,
+  event: Extract<InboundEvent, { type: "receipt" }>,
+) {
   if (event.kind === "delivered") {
     if (message.deliveredTo?.includes(event.userID)) return;
     message.deliveredTo = [...(message.deliveredTo ?? []), event.userID];

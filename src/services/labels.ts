@@ -1,5 +1,5 @@
-import { ApiError, notFound, unprocessable } from "../http/errors.ts";
-import { LIMITS } from "../http/limits.ts";
+import { ApiError, notFound, unprocessable } from "../errors.ts";
+import { LIMITS } from "../schema/limits.ts";
 import type { Label } from "../schema/wire.ts";
 import type { LabelRecord } from "../store/records.ts";
 import type { Context } from "./context.ts";
@@ -13,7 +13,8 @@ import type { Context } from "./context.ts";
 
 /** "Label 2" before "Label 10", case and accents aside; the same order on every runtime and locale. */
 const collator = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
-const byName = (a: LabelRecord, b: LabelRecord) => collator.compare(a.name, b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byName = (a: LabelRecord, b: LabelRecord) =>
+  collator.compare(a.name, b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /** Names that differ only in case, width or surrounding spaces are the same label to a person. */
 const sameName = (name: string) => name.normalize("NFKC").toLowerCase();
@@ -32,10 +33,22 @@ export async function createLabel(ctx: Context, name: string): Promise<Label> {
   const key = sameName(name);
   const existing = ctx.db.labels.find((l) => sameName(l.name) === key);
   if (existing)
-    throw new ApiError(409, "CONFLICT", `a label named "${existing.name}" already exists (${existing.id})`, { labelID: existing.id }, { "x-should-retry": "false" });
+    throw new ApiError(
+      409,
+      "CONFLICT",
+      `a label named "${existing.name}" already exists (${existing.id})`,
+      { labelID: existing.id },
+      { "x-should-retry": "false" },
+    );
   // Bounded like the labelIDs a PATCH can carry, so one request can always put every label on a chat.
   if (ctx.db.labels.length >= LIMITS.arrayItems)
-    throw new ApiError(409, "CONFLICT", `this device already has ${LIMITS.arrayItems} labels, the most it keeps; delete one first`, undefined, { "x-should-retry": "false" });
+    throw new ApiError(
+      409,
+      "CONFLICT",
+      `this device already has ${LIMITS.arrayItems} labels, the most it keeps; delete one first`,
+      undefined,
+      { "x-should-retry": "false" },
+    );
   const label: LabelRecord = { id: newLabelID(), name, createdAt: ctx.now() };
   ctx.db.labels.push(label);
   ctx.db.saveLabels();

@@ -41,7 +41,8 @@ export async function searchMessages(ctx: Context, q: MessageSearch): Promise<Me
   const scope = fingerprint(filter);
   const pageSize = Math.min(limit ?? SEARCH_PAGE, SEARCH_PAGE);
   const words = tokenize(q.query);
-  const media = q.mediaTypes && !q.mediaTypes.includes("any") ? q.mediaTypes : q.mediaTypes ? ["any" as const] : undefined;
+  const media =
+    q.mediaTypes && !q.mediaTypes.includes("any") ? q.mediaTypes : q.mediaTypes ? ["any" as const] : undefined;
 
   const candidates = [...words];
   if (media?.length === 1) candidates.push(mediaTerm(media[0]));
@@ -54,23 +55,41 @@ export async function searchMessages(ctx: Context, q: MessageSearch): Promise<Me
   let hasMore = false;
   // The other query words are checked against their own postings first (merge join), so common-word pairs
   // load only the messages that contain both.
-  const probes = words.filter((w) => w !== driver).map((w) => new PostingProbe(ctx.db.index.walk(w, dir, from, { after: q.dateAfter, before: q.dateBefore }), dir));
+  const probes = words
+    .filter((w) => w !== driver)
+    .map((w) => new PostingProbe(ctx.db.index.walk(w, dir, from, { after: q.dateAfter, before: q.dateBefore }), dir));
   try {
     if (driver) {
-      outer: for await (const batch of ctx.db.index.walk(driver, dir, from, { after: q.dateAfter, before: q.dateBefore })) {
+      outer: for await (const batch of ctx.db.index.walk(driver, dir, from, {
+        after: q.dateAfter,
+        before: q.dateBefore,
+      })) {
         for (let j = 0; j < batch.length; j += 3) {
           const ts = batch[j];
-          if (q.dateAfter !== undefined && !(ts > q.dateAfter)) { if (dir === "before") break outer; continue; }
-          if (q.dateBefore !== undefined && !(ts < q.dateBefore)) { if (dir === "after") break outer; continue; }
+          if (q.dateAfter !== undefined && !(ts > q.dateAfter)) {
+            if (dir === "before") break outer;
+            continue;
+          }
+          if (q.dateBefore !== undefined && !(ts < q.dateBefore)) {
+            if (dir === "after") break outer;
+            continue;
+          }
           const chat = ctx.db.chats.get(batch[j + 1]);
           if (!chat || !chatOk(chat)) continue;
           let inAll = true;
-          for (const probe of probes) if (!(await probe.has(batch, j))) { inAll = false; break; }
+          for (const probe of probes)
+            if (!(await probe.has(batch, j))) {
+              inAll = false;
+              break;
+            }
           if (!inAll) continue;
           const message = await ctx.db.message(chat.no, batch[j + 2]);
           if (!message || message.deleted || message.ts !== ts) continue;
           if (!messageOk(ctx, chat, message, words, q, media)) continue;
-          if (found.length === pageSize) { hasMore = true; break outer; }
+          if (found.length === pageSize) {
+            hasMore = true;
+            break outer;
+          }
           found.push({ chat, message });
         }
       }
@@ -82,7 +101,8 @@ export async function searchMessages(ctx: Context, q: MessageSearch): Promise<Me
   if (dir === "after") found.reverse();
   const chats: Record<string, Chat> = {};
   for (const { chat } of found) chats[chat.id] ??= presentChat(ctx.db, chat, { maxParticipants: 20 });
-  const at = (x: { chat: ChatRecord; message: MessageRecord }) => encodeCursor("message-search", scope, [x.message.ts, x.chat.no, x.message.seq]);
+  const at = (x: { chat: ChatRecord; message: MessageRecord }) =>
+    encodeCursor("message-search", scope, [x.message.ts, x.chat.no, x.message.seq]);
   return {
     items: found.map(({ chat, message }) => presentMessage(chat, message)),
     chats,
@@ -100,7 +120,10 @@ async function rarest(ctx: Context, terms: string[]): Promise<string | undefined
     const meta = await ctx.db.index.meta(term);
     const n = meta?.n ?? 0;
     if (n === 0) return undefined;
-    if (n < bestCount) { best = term; bestCount = n; }
+    if (n < bestCount) {
+      best = term;
+      bestCount = n;
+    }
   }
   return best;
 }
@@ -118,7 +141,14 @@ function chatFilter(ctx: Context, q: MessageSearch): (c: ChatRecord) => boolean 
     (includeMuted || !c.isMuted);
 }
 
-function messageOk(ctx: Context, chat: ChatRecord, m: MessageRecord, words: string[], q: MessageSearch, media?: string[]): boolean {
+function messageOk(
+  _ctx: Context,
+  _chat: ChatRecord,
+  m: MessageRecord,
+  words: string[],
+  q: MessageSearch,
+  media?: string[],
+): boolean {
   if (q.sender === "me" && !m.isSender) return false;
   if (q.sender === "others" && m.isSender) return false;
   if (q.sender && q.sender !== "me" && q.sender !== "others" && m.senderID !== q.sender) return false;

@@ -1,54 +1,27 @@
-import { ApiError, badRequest, clip, conflict, notFound, unprocessable } from "../http/errors.ts";
-import { LIMITS } from "../http/limits.ts";
+import { ApiError, badRequest, clip, conflict, unprocessable } from "../errors.ts";
 import type { Message, Page } from "../schema/wire.ts";
 import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type ChatRecord, type MessageRecord } from "../store/records.ts";
-import { ALL_TERM, mediaTerm, tokenize } from "../store/search-index.ts";
 import { callNetwork, refuseReadOnly, requireChat, unsupported, type Context } from "./context.ts";
-import { attachmentFor, openAsset, takeUpload, type AssetRecord } from "./assets.ts";
+import { attachmentFor, openAsset, takeUpload } from "./assets.ts";
+import type { AssetRecord } from "../store/records.ts";
 import type { Attachment } from "../schema/wire.ts";
 import { isSortKey, seqOfSortKey, sortKeyOf } from "./cursor.ts";
 import { messageID, parseMessageID, presentMessage } from "./present.ts";
 import { canFetchOlderHistory, fetchOlderHistory } from "./history.ts";
+import { appendMessage, findMessage, lookupMessage, termsOf } from "./message-records.ts";
 
 export const MESSAGE_PAGE = 20;
-
-/** Terms a message is indexed under: its words, every-message, and its media kinds. */
-export function termsOf(m: MessageRecord): string[] {
-  const terms = tokenize(m.text);
-  terms.push(ALL_TERM);
-  if (m.text && /https?:\/\/\S/i.test(m.text)) terms.push(mediaTerm("link"));
-  for (const a of m.attachments ?? []) {
-    terms.push(mediaTerm("any"));
-    terms.push(mediaTerm(a.type === "img" ? "image" : a.type === "video" ? "video" : "file"));
-  }
-  return [...new Set(terms)];
-}
-
-/** Finds a message by API ID, sortKey-free pending ID (the same thing here) or network message ID. */
-export async function findMessage(ctx: Context, chat: ChatRecord, id: string): Promise<MessageRecord> {
-  const message = await lookupMessage(ctx, chat, id);
-  if (!message || message.deleted) throw notFound(`message ${id} in chat ${chat.id}`);
-  return message;
-}
-
-/**
- * The stored record that `id` names in this chat, deleted or not: an API ID (`<chat no>.<seq>`) of this chat, or a
- * network message ID. An API ID of another chat names nothing here. Callers turn a miss into their own error.
- */
-async function lookupMessage(ctx: Context, chat: ChatRecord, id: string): Promise<MessageRecord | undefined> {
-  const parsed = parseMessageID(id);
-  if (parsed) return parsed.chatNo === chat.no ? ctx.db.message(chat.no, parsed.seq) : undefined;
-  // A network ID is looked up only if it could be one: IDs are bounded like every ID the API takes.
-  if (new TextEncoder().encode(id).length > LIMITS.idBytes) return undefined;
-  const seq = await ctx.db.kv.get<number>(keys.networkMessage(chat.no, id));
-  return seq === undefined ? undefined : ctx.db.message(chat.no, seq);
-}
 
 /**
  * A chat's messages, newest first, MESSAGE_PAGE at a time, from `cursor` (exclusive) in `direction`. The cursor is
  * a sortKey or the ID of a message in the chat (see `cursorSeq`).
  */
-export async function listMessages(ctx: Context, chatID: string, cursor: string | undefined, direction: "before" | "after" | undefined): Promise<Page<Message>> {
+export async function listMessages(
+  ctx: Context,
+  chatID: string,
+  cursor: string | undefined,
+  direction: "before" | "after" | undefined,
+): Promise<Page<Message>> {
   const chat = requireChat(ctx, chatID);
   const dir = direction ?? "before";
   const at = cursor === undefined ? undefined : await cursorSeq(ctx, chat, cursor);
@@ -59,12 +32,18 @@ export async function listMessages(ctx: Context, chatID: string, cursor: string 
     for (; ; seq--) {
       if (seq < firstSeqOf(chat)) {
         // Past the oldest stored message: a full page only needs to know whether the network has more.
-        if (items.length === MESSAGE_PAGE) { hasMore = canFetchOlderHistory(ctx, chat); break; }
+        if (items.length === MESSAGE_PAGE) {
+          hasMore = canFetchOlderHistory(ctx, chat);
+          break;
+        }
         if (seq !== firstSeqOf(chat) - 1 || !(await fetchOlderHistory(ctx, chat))) break;
       }
       const m = await ctx.db.message(chat.no, seq);
       if (!m || m.deleted) continue;
-      if (items.length === MESSAGE_PAGE) { hasMore = true; break; }
+      if (items.length === MESSAGE_PAGE) {
+        hasMore = true;
+        break;
+      }
       items.push(m);
     }
   } else {
@@ -72,7 +51,10 @@ export async function listMessages(ctx: Context, chatID: string, cursor: string 
     for (; seq < chat.nextSeq; seq++) {
       const m = await ctx.db.message(chat.no, seq);
       if (!m || m.deleted) continue;
-      if (items.length === MESSAGE_PAGE) { hasMore = true; break; }
+      if (items.length === MESSAGE_PAGE) {
+        hasMore = true;
+        break;
+      }
       items.push(m);
     }
     items.reverse();
@@ -104,11 +86,18 @@ async function cursorSeq(ctx: Context, chat: ChatRecord, cursor: string): Promis
   if (parsed && parsed.chatNo !== chat.no) {
     const other = ctx.db.chats.get(parsed.chatNo);
     if (other && (await ctx.db.message(other.no, parsed.seq)))
-      throw badCursor("message_in_another_chat", `cursor ${quoted} is a message of another chat (${other.id}), not of chat ${chat.id}`);
+      throw badCursor(
+        "message_in_another_chat",
+        `cursor ${quoted} is a message of another chat (${other.id}), not of chat ${chat.id}`,
+      );
     throw badCursor("unknown_message", `cursor ${quoted} is not the ID of a message in chat ${chat.id}`);
   }
   const message = await lookupMessage(ctx, chat, cursor);
-  if (message?.deleted) throw badCursor("message_deleted", `cursor ${quoted} is a deleted message of chat ${chat.id}: page from a message that is still listed`);
+  if (message?.deleted)
+    throw badCursor(
+      "message_deleted",
+      `cursor ${quoted} is a deleted message of chat ${chat.id}: page from a message that is still listed`,
+    );
   if (message) return message.seq;
   if (parsed) throw badCursor("unknown_message", `cursor ${quoted} is not the ID of a message in chat ${chat.id}`);
   throw badCursor(
@@ -117,55 +106,47 @@ async function cursorSeq(ctx: Context, chat: ChatRecord, cursor: string): Promis
   );
 }
 
-const badCursor = (code: string, message: string) => badRequest(message, [{ code, message, path: ["query", "cursor"] }]);
+const badCursor = (code: string, message: string) =>
+  badRequest(message, [{ code, message, path: ["query", "cursor"] }]);
 
 export async function getMessage(ctx: Context, chatID: string, id: string): Promise<Message> {
   const chat = requireChat(ctx, chatID);
   return presentMessage(chat, await findMessage(ctx, chat, id));
 }
 
-/**
- * Appends a message to a chat and updates the chat (activity, preview, unread, reminder). Caller holds the chat
- * lock and commits.
- */
-export async function appendMessage(ctx: Context, chat: ChatRecord, message: Omit<MessageRecord, "seq">): Promise<MessageRecord> {
-  const record: MessageRecord = { ...message, seq: chat.nextSeq };
-  await ctx.db.putMessage(chat.no, record);
-  ctx.db.chats.update(chat, (c) => {
-    c.nextSeq = record.seq + 1;
-    c.lastActivity = Math.max(c.lastActivity, record.ts);
-    c.preview = previewOf(record);
-    if (record.isSender) {
-      c.lastReadSeq = record.seq;
-      c.unreadCount = 0;
-      c.markedUnread = false;
-    } else {
-      c.unreadCount++;
-      if (c.reminder?.dismissOnIncomingMessage) c.reminder = undefined;
-    }
-  });
-  ctx.db.saveChat(chat);
-  ctx.db.index.add(termsOf(record), [record.ts, chat.no, record.seq]);
-  return record;
-}
-
 export interface SendInput {
   text?: string;
   replyToMessageID?: string;
-  attachment?: { uploadID: string; fileName?: string; mimeType?: string; duration?: number; size?: { width: number; height: number }; type?: string };
+  attachment?: {
+    uploadID: string;
+    fileName?: string;
+    mimeType?: string;
+    duration?: number;
+    size?: { width: number; height: number };
+    type?: string;
+  };
 }
 
-export async function sendMessage(ctx: Context, chatID: string, input: SendInput): Promise<{ chatID: string; pendingMessageID: string }> {
+export async function sendMessage(
+  ctx: Context,
+  chatID: string,
+  input: SendInput,
+): Promise<{ chatID: string; pendingMessageID: string }> {
   const chat = requireChat(ctx, chatID);
   if (!input.attachment && (!input.text || input.text.trim() === ""))
-    throw badRequest("text or an attachment is required", [{ code: "required", message: "text must not be empty", path: ["body", "text"] }]);
+    throw badRequest("text or an attachment is required", [
+      { code: "required", message: "text must not be empty", path: ["body", "text"] },
+    ]);
   const client = ctx.bridges.client(chat.accountID);
   refuseReadOnly(client, chat);
   const account = ctx.db.account(chat.accountID)!;
   let replyTo: MessageRecord | undefined;
   if (input.replyToMessageID) {
     replyTo = await findMessage(ctx, chat, input.replyToMessageID).catch(() => {
-      throw unprocessable(`replyToMessageID ${input.replyToMessageID} is not a message of this chat`, ["body", "replyToMessageID"]);
+      throw unprocessable(`replyToMessageID ${input.replyToMessageID} is not a message of this chat`, [
+        "body",
+        "replyToMessageID",
+      ]);
     });
   }
   let sent: { attachment: Attachment; messageType: MessageRecord["type"]; asset: AssetRecord } | undefined;
@@ -198,7 +179,10 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
     .send(chat.networkChatID, { text: input.text || undefined, replyTo: replyTo?.networkID, attachment })
     .then(
       (receipt) => settleSend(ctx, chat, record.seq, { networkID: receipt.networkMessageID }),
-      (error: unknown) => settleSend(ctx, chat, record.seq, { failed: error instanceof Error ? error.message : "the network refused the message" }),
+      (error: unknown) =>
+        settleSend(ctx, chat, record.seq, {
+          failed: error instanceof Error ? error.message : "the network refused the message",
+        }),
     )
     .catch(() => undefined);
   if (client.holdsConnection) await turnOfTheEventLoop();
@@ -207,9 +191,15 @@ export async function sendMessage(ctx: Context, chatID: string, input: SendInput
 }
 
 /** Lets pending I/O callbacks run (setImmediate where the runtime has it: no timer clamp). */
-const turnOfTheEventLoop = () => new Promise<void>((resolve) => (typeof setImmediate === "function" ? setImmediate(resolve) : setTimeout(resolve, 0)));
+const turnOfTheEventLoop = () =>
+  new Promise<void>((resolve) => (typeof setImmediate === "function" ? setImmediate(resolve) : setTimeout(resolve, 0)));
 
-async function settleSend(ctx: Context, chat: ChatRecord, seq: number, outcome: { networkID?: string; failed?: string }) {
+async function settleSend(
+  ctx: Context,
+  chat: ChatRecord,
+  seq: number,
+  outcome: { networkID?: string; failed?: string },
+) {
   await ctx.db.withChat(chat.no, async () => {
     const m = await ctx.db.message(chat.no, seq);
     if (!m) return;
@@ -225,7 +215,12 @@ async function settleSend(ctx: Context, chat: ChatRecord, seq: number, outcome: 
   await ctx.db.commit();
 }
 
-export async function editMessage(ctx: Context, chatID: string, id: string, text: string): Promise<Message & { messageID: string; success: true }> {
+export async function editMessage(
+  ctx: Context,
+  chatID: string,
+  id: string,
+  text: string,
+): Promise<Message & { messageID: string; success: true }> {
   const chat = requireChat(ctx, chatID);
   const client = ctx.bridges.client(chat.accountID);
   const updated = await ctx.db.withChat(chat.no, async () => {
@@ -252,14 +247,25 @@ export async function editMessage(ctx: Context, chatID: string, id: string, text
  * `forEveryone: false` deletes it on this device alone — the network is not told, so the other party keeps it —
  * which needs nothing from the network (not even a connected client).
  */
-export async function deleteMessage(ctx: Context, chatID: string, id: string, options: { forEveryone?: boolean } = {}): Promise<void> {
+export async function deleteMessage(
+  ctx: Context,
+  chatID: string,
+  id: string,
+  options: { forEveryone?: boolean } = {},
+): Promise<void> {
   const chat = requireChat(ctx, chatID);
   const forEveryone = options.forEveryone ?? true;
   const client = forEveryone ? ctx.bridges.client(chat.accountID) : undefined;
   await ctx.db.withChat(chat.no, async () => {
     const m = await findMessage(ctx, chat, id);
-    if (m.sendStatus === "pending") throw unprocessable("a message cannot be deleted while it is being sent", ["path", "messageID"]);
-    if (client && !client.delete) throw new ApiError(422, "NOT_SUPPORTED", "deleting messages for everyone is not supported by this network (forEveryone=false deletes it on this device)");
+    if (m.sendStatus === "pending")
+      throw unprocessable("a message cannot be deleted while it is being sent", ["path", "messageID"]);
+    if (client && !client.delete)
+      throw new ApiError(
+        422,
+        "NOT_SUPPORTED",
+        "deleting messages for everyone is not supported by this network (forEveryone=false deletes it on this device)",
+      );
     if (client && m.networkID) await callNetwork(() => client.delete!(chat.networkChatID, m.networkID!));
     m.deleted = true;
     await ctx.db.putMessage(chat.no, m);
@@ -277,18 +283,4 @@ async function newestVisible(ctx: Context, chat: ChatRecord, below: number): Pro
     if (m && !m.deleted) return m;
   }
   return undefined;
-}
-
-/**
- * How many messages from others are unread after a read position (what unreadCount shows); the chat's own by
- * default. Callers that move the position count first and then change the chat in one step with saveChat: a
- * commit that another request triggers during the count must not store (or snapshot) half a change.
- */
-export async function countUnread(ctx: Context, chat: ChatRecord, lastReadSeq = chat.lastReadSeq): Promise<number> {
-  let n = 0;
-  for (let seq = lastReadSeq + 1; seq < chat.nextSeq; seq++) {
-    const m = await ctx.db.message(chat.no, seq);
-    if (m && !m.deleted && !m.isSender) n++;
-  }
-  return n;
 }

@@ -49,7 +49,11 @@ function presentSeen(chat: ChatRecord, seenBy: Record<string, number>): string |
   return Object.fromEntries(entries);
 }
 
-export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants?: number; preview?: boolean } = {}): Chat {
+export function presentChat(
+  db: Db,
+  chat: ChatRecord,
+  options: { maxParticipants?: number; preview?: boolean } = {},
+): Chat {
   const max = options.maxParticipants ?? -1;
   const all = chat.participants;
   const items = (max < 0 ? all : all.slice(0, max)).map(presentUser);
@@ -61,7 +65,11 @@ export function presentChat(db: Db, chat: ChatRecord, options: { maxParticipants
     network: account?.networkName ?? "Unknown",
     title: chat.title,
     type: chat.type,
-    participants: { items, hasMore: items.length < Math.max(all.length, chat.participantCount ?? 0), total: Math.max(all.length, chat.participantCount ?? 0) },
+    participants: {
+      items,
+      hasMore: items.length < Math.max(all.length, chat.participantCount ?? 0),
+      total: Math.max(all.length, chat.participantCount ?? 0),
+    },
     lastActivity: new Date(chat.lastActivity).toISOString(),
     unreadCount: chat.unreadCount,
     isArchived: chat.isArchived,

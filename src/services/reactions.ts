@@ -1,32 +1,32 @@
-import type { Reaction } from "../schema/wire.ts";
-import type { ChatRecord, MessageRecord } from "../store/records.ts";
+import type { ChatRecord } from "../store/records.ts";
 import { callNetwork, refuseReadOnly, requireChat, unsupported, type Context } from "./context.ts";
-import { findMessage } from "./messages.ts";
+import { applyReaction, findMessage } from "./message-records.ts";
 import { messageID } from "./present.ts";
 
-const EMOJI = /\p{Extended_Pictographic}/u;
-
-/** Adds or removes one participant's reaction on a stored message (caller holds the chat lock). */
-export function applyReaction(message: MessageRecord, participantID: string, reactionKey: string, removed: boolean, multiple: boolean) {
-  const id = multiple ? `${participantID}${reactionKey}` : participantID;
-  const rest = (message.reactions ?? []).filter((r) => r.id !== id);
-  if (!removed) {
-    const reaction: Reaction = { id, participantID, reactionKey, emoji: EMOJI.test(reactionKey) };
-    rest.push(reaction);
-  }
-  message.reactions = rest;
-}
-
-async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reactionKey: string, removed: boolean, transactionID?: string) {
+async function changeReaction(
+  ctx: Context,
+  chat: ChatRecord,
+  id: string,
+  reactionKey: string,
+  removed: boolean,
+  transactionID?: string,
+) {
   const client = ctx.bridges.client(chat.accountID);
   const account = ctx.db.account(chat.accountID)!;
   const method = removed ? client.unreact : client.react;
   if (!method) throw unsupported("reactions");
   refuseReadOnly(client, chat);
-  const multiple = client.capabilities({ networkChatID: chat.networkChatID, type: chat.type, title: chat.title, participants: chat.participants }).multipleReactions;
+  const multiple = client.capabilities({
+    networkChatID: chat.networkChatID,
+    type: chat.type,
+    title: chat.title,
+    participants: chat.participants,
+  }).multipleReactions;
   const message = await ctx.db.withChat(chat.no, async () => {
     const m = await findMessage(ctx, chat, id);
-    const mine = (m.reactions ?? []).filter((r) => r.participantID === account.user.id && r.reactionKey !== reactionKey).map((r) => r.reactionKey);
+    const mine = (m.reactions ?? [])
+      .filter((r) => r.participantID === account.user.id && r.reactionKey !== reactionKey)
+      .map((r) => r.reactionKey);
     if (!removed) mine.push(reactionKey);
     if (m.networkID) await callNetwork(() => method.call(client, chat.networkChatID, m.networkID!, reactionKey, mine));
     applyReaction(m, account.user.id, reactionKey, removed, multiple);
@@ -38,11 +38,23 @@ async function changeReaction(ctx: Context, chat: ChatRecord, id: string, reacti
   return message;
 }
 
-export async function addReaction(ctx: Context, chatID: string, id: string, reactionKey: string, transactionID?: string) {
+export async function addReaction(
+  ctx: Context,
+  chatID: string,
+  id: string,
+  reactionKey: string,
+  transactionID?: string,
+) {
   const chat = requireChat(ctx, chatID);
   const txn = transactionID ?? `txn_${crypto.randomUUID()}`;
   const m = await changeReaction(ctx, chat, id, reactionKey, false, txn);
-  return { success: true as const, chatID: chat.id, messageID: messageID(chat, m.seq), reactionKey, transactionID: txn };
+  return {
+    success: true as const,
+    chatID: chat.id,
+    messageID: messageID(chat, m.seq),
+    reactionKey,
+    transactionID: txn,
+  };
 }
 
 export async function removeReaction(ctx: Context, chatID: string, id: string, reactionKey: string) {

@@ -1,4 +1,4 @@
-import { randomSecret } from "./encoding.ts";
+import { randomSecret } from "../util/encoding.ts";
 import type { Storage } from "unstorage";
 import { keys, type TokenRecord } from "../store/records.ts";
 
@@ -22,13 +22,20 @@ export interface TokenOptions {
   clientName?: string;
 }
 
-export async function createToken(storage: Storage, options: TokenOptions = {}): Promise<{ token: string; record: TokenRecord; id: string }> {
+export async function createToken(
+  storage: Storage,
+  options: TokenOptions = {},
+): Promise<{ token: string; record: TokenRecord; id: string }> {
   const token = randomSecret("inbx");
   const { id, record } = await storeToken(storage, token, options);
   return { token, record, id };
 }
 
-async function storeToken(storage: Storage, token: string, options: TokenOptions): Promise<{ id: string; record: TokenRecord }> {
+async function storeToken(
+  storage: Storage,
+  token: string,
+  options: TokenOptions,
+): Promise<{ id: string; record: TokenRecord }> {
   const id = await hashToken(token);
   const record: TokenRecord = {
     name: options.name ?? "token",
@@ -42,7 +49,11 @@ async function storeToken(storage: Storage, token: string, options: TokenOptions
   return { id, record };
 }
 
-export async function verifyToken(storage: Storage, token: string, now = Date.now()): Promise<(TokenRecord & { id: string }) | undefined> {
+export async function verifyToken(
+  storage: Storage,
+  token: string,
+  now = Date.now(),
+): Promise<(TokenRecord & { id: string }) | undefined> {
   if (!token || token.length > 200) return undefined;
   const id = await hashToken(token);
   const record = await storage.getItem<TokenRecord>(keys.token(id));
@@ -60,6 +71,12 @@ export async function listTokens(storage: Storage): Promise<(TokenRecord & { id:
   return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
 
+/** Removes the token whose ID (its hash) is `id`, if there is one: OAuth revocation, the token routes, the Worker. */
+export const removeTokenByID = (storage: Storage, id: string) => storage.removeItem(keys.token(id));
+
+/** Whether a token with this ID (its hash) exists, expired or not. */
+export const tokenExists = (storage: Storage, id: string) => storage.hasItem(keys.token(id));
+
 /** Revokes by id (the hash, or an unambiguous prefix of it) or by name. Returns how many were revoked. */
 export async function revokeToken(storage: Storage, idOrName: string): Promise<number> {
   const all = await listTokens(storage);
@@ -67,12 +84,16 @@ export async function revokeToken(storage: Storage, idOrName: string): Promise<n
   if (matches.length === 0 && idOrName.length >= 6) matches = all.filter((t) => t.id.startsWith(idOrName));
   // An ID prefix shared by several tokens revokes none: which was meant is a guess.
   if (matches.length > 1 && !matches.some((t) => t.name === idOrName)) return 0;
-  for (const t of matches) await storage.removeItem(keys.token(t.id));
+  for (const t of matches) await removeTokenByID(storage, t.id);
   return matches.length;
 }
 
 /** Makes sure a known token (e.g. a Worker secret) is accepted; stores only its hash. */
-export async function ensureToken(storage: Storage, token: string, options: { name?: string; scopes?: Scope[] } = {}): Promise<void> {
+export async function ensureToken(
+  storage: Storage,
+  token: string,
+  options: { name?: string; scopes?: Scope[] } = {},
+): Promise<void> {
   if (await storage.hasItem(keys.token(await hashToken(token)))) return;
   await storeToken(storage, token, options);
 }
@@ -92,7 +113,10 @@ export class TokenVerifier {
 
   async verify(token: string): Promise<(TokenRecord & { id: string }) | undefined> {
     const hit = this.recent.get(token);
-    if (hit && this.now() - hit.at < this.ttlMs) return hit.record && !(hit.record.expiresAt !== undefined && hit.record.expiresAt <= this.now()) ? hit.record : undefined;
+    if (hit && this.now() - hit.at < this.ttlMs)
+      return hit.record && !(hit.record.expiresAt !== undefined && hit.record.expiresAt <= this.now())
+        ? hit.record
+        : undefined;
     const record = await verifyToken(this.storage, token, this.now());
     if (this.recent.size >= 1000) this.recent.clear();
     this.recent.set(token, { record, at: this.now() });

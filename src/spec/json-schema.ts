@@ -11,7 +11,11 @@ export type { JsonSchema };
  */
 export function jsonSchemaOf(
   schema: v.GenericSchema,
-  options: { mode: "input" | "output"; definitions?: Record<string, v.GenericSchema>; ref?: (name: string) => string } = { mode: "input" },
+  options: {
+    mode: "input" | "output";
+    definitions?: Record<string, v.GenericSchema>;
+    ref?: (name: string) => string;
+  } = { mode: "input" },
 ): JsonSchema {
   const { ref } = options;
   const out = toJsonSchema(schema, {

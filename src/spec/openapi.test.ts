@@ -8,7 +8,9 @@ import { createToken } from "../services/tokens.ts";
 type Json = Record<string, any>;
 
 /** The official 5.0.0 document (a copy kept as a test fixture): what our document is compared with. */
-const reference: Json = JSON.parse(readFileSync(new URL("../../test/fixtures/desktop-api-v5.openapi.json", import.meta.url), "utf8"));
+const reference: Json = JSON.parse(
+  readFileSync(new URL("../../test/fixtures/desktop-api-v5.openapi.json", import.meta.url), "utf8"),
+);
 
 /**
  * 5.0.0 fields inboxd does not serve yet, each with what adds it. The comparison fails on any other
@@ -40,7 +42,9 @@ beforeAll(async () => {
   const storage = createStorage();
   app = await createApp({ storage });
   token = (await createToken(storage, { scopes: ["read"] })).token;
-  const res = await app.fetch(new Request("http://127.0.0.1:23373/v1/spec", { headers: { authorization: `Bearer ${token}` } }));
+  const res = await app.fetch(
+    new Request("http://127.0.0.1:23373/v1/spec", { headers: { authorization: `Bearer ${token}` } }),
+  );
   expect(res.status).toBe(200);
   doc = await res.json();
 });
@@ -63,7 +67,11 @@ describe("GET /v1/spec", () => {
   it("names each operation once, with at least one answer of its own beside the shared error ranges", () => {
     const ids = operations(doc).map(([, , op]) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
-    for (const [method, path, op] of operations(doc)) expect(Object.keys(op.responses).some((s) => /^\d{3}$/.test(s)), `${method} ${path}`).toBe(true);
+    for (const [method, path, op] of operations(doc))
+      expect(
+        Object.keys(op.responses).some((s) => /^\d{3}$/.test(s)),
+        `${method} ${path}`,
+      ).toBe(true);
   });
 });
 
@@ -79,16 +87,23 @@ describe("compared with the official 5.0.0 document", () => {
         gaps.push(where);
         continue;
       }
-      const names = (op: Json) => new Map<string, Json>((op.parameters ?? []).map((p: Json) => [`${p.in}.${p.name}`, p]));
+      const names = (op: Json) =>
+        new Map<string, Json>((op.parameters ?? []).map((p: Json) => [`${p.in}.${p.name}`, p]));
       const theirParams = names(theirs);
       const ourParams = names(ours);
       for (const key of theirParams.keys()) if (!ourParams.has(key)) gaps.push(`${where} ${key}`);
-      for (const [key, p] of ourParams) if (!theirParams.has(key) && !p.schema?.["x-inboxd-extension"]) extensionsUnmarked.push(`${where} ${key}`);
+      for (const [key, p] of ourParams)
+        if (!theirParams.has(key) && !p.schema?.["x-inboxd-extension"]) extensionsUnmarked.push(`${where} ${key}`);
       compareFields(`${where} body`, bodySchema(reference, theirs), bodySchema(doc, ours));
       compareFields(`${where} response`, okSchema(reference, theirs), okSchema(doc, ours));
     }
     for (const name of ["Chat", "Message", "User", "Account", "Attachment", "Reaction"])
-      compareFields(name, reference.components.schemas[theirComponent[name] ?? name], doc.components.schemas[name], ".");
+      compareFields(
+        name,
+        reference.components.schemas[theirComponent[name] ?? name],
+        doc.components.schemas[name],
+        ".",
+      );
     gaps.splice(0, gaps.length, ...new Set(gaps));
   });
 
@@ -104,9 +119,15 @@ describe("compared with the official 5.0.0 document", () => {
     for (const [name, schema] of a) {
       const owner = components.find((c) => reference.components.schemas[c]?.properties?.[name]);
       if (!b.has(name)) gaps.push(owner && where !== owner ? `${owner}.${name}` : `${where}${sep}${name}`);
-      else expect(compatible(reference, schema, doc, b.get(name)!), `${where}${sep}${name}: ${JSON.stringify(schema)} vs ${JSON.stringify(b.get(name))}`).toBe(true);
+      else
+        expect(
+          compatible(reference, schema, doc, b.get(name)!),
+          `${where}${sep}${name}: ${JSON.stringify(schema)} vs ${JSON.stringify(b.get(name))}`,
+        ).toBe(true);
     }
-    for (const [name, schema] of b) if (!a.has(name) && !marked(doc, schema) && !knownToReference(ours, name)) extensionsUnmarked.push(`${where}${sep}${name}`);
+    for (const [name, schema] of b)
+      if (!a.has(name) && !marked(doc, schema) && !knownToReference(ours, name))
+        extensionsUnmarked.push(`${where}${sep}${name}`);
     // Lists and pages: the shapes are in their items.
     const itemsOf = (document: Json, s: Json) => {
       const r = resolve(document, s);
@@ -119,18 +140,25 @@ describe("compared with the official 5.0.0 document", () => {
   /** A field of one of our components that the same component of 5.0.0 (or its counterpart) has. */
   function knownToReference(ours: Json, name: string): boolean {
     const owner = refsOf(doc, ours).find((c) => doc.components.schemas[c]?.properties?.[name]);
-    return owner !== undefined && properties(reference, { $ref: `#/components/schemas/${theirComponent[owner] ?? owner}` }).has(name);
+    return (
+      owner !== undefined &&
+      properties(reference, { $ref: `#/components/schemas/${theirComponent[owner] ?? owner}` }).has(name)
+    );
   }
 
   it("has every 5.0.0 operation, parameter and field, except the ones listed as not yet served", () => {
     expect(gaps.filter((g) => !NOT_YET[g])).toEqual([]);
-    expect(Object.keys(NOT_YET).filter((k) => !gaps.includes(k)), "served now: remove from NOT_YET").toEqual([]);
+    expect(
+      Object.keys(NOT_YET).filter((k) => !gaps.includes(k)),
+      "served now: remove from NOT_YET",
+    ).toEqual([]);
   });
 
   it("marks what it serves beyond 5.0.0 (x-inboxd-extension)", () => {
     expect(extensionsUnmarked).toEqual([]);
     const extra = operations(doc).filter(([method, path]) => !reference.paths[path]?.[method]);
-    for (const [method, path, op] of extra) expect(op["x-inboxd-extension"] === true || op.deprecated === true, `${method} ${path}`).toBe(true);
+    for (const [method, path, op] of extra)
+      expect(op["x-inboxd-extension"] === true || op.deprecated === true, `${method} ${path}`).toBe(true);
   });
 });
 
@@ -158,7 +186,7 @@ function resolve(document: Json, schema: Json): Json {
   return s;
 }
 
-function bodySchema(document: Json, op: Json): Json | undefined {
+function bodySchema(_document: Json, op: Json): Json | undefined {
   return op.requestBody?.content?.["application/json"]?.schema;
 }
 
@@ -171,7 +199,8 @@ function properties(document: Json, schema: Json): Map<string, Json> {
   const s = resolve(document, schema);
   if (!s) return out;
   for (const [name, p] of Object.entries((s.properties ?? {}) as Json)) out.set(name, p as Json);
-  for (const part of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])]) for (const [k, p] of properties(document, part)) out.set(k, p);
+  for (const part of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])])
+    for (const [k, p] of properties(document, part)) out.set(k, p);
   return out;
 }
 
@@ -183,7 +212,8 @@ function types(document: Json, schema: Json): Set<string> {
   if (s.nullable) out.add("null");
   if (s.enum) for (const e of s.enum) out.add(e === null ? "null" : typeof e);
   if (s.const !== undefined) out.add(typeof s.const);
-  for (const part of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])]) for (const t of types(document, part)) out.add(t);
+  for (const part of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])])
+    for (const t of types(document, part)) out.add(t);
   if (!out.size && s.properties) out.add("object");
   return out;
 }

@@ -40,7 +40,11 @@ export type OpenApiDocument = {
   openapi: "3.1.0";
   info: Record<string, unknown>;
   paths: Record<string, Record<string, OperationObject>>;
-  components: { schemas: Record<string, JsonSchema>; responses: Record<string, unknown>; securitySchemes: Record<string, unknown> };
+  components: {
+    schemas: Record<string, JsonSchema>;
+    responses: Record<string, unknown>;
+    securitySchemes: Record<string, unknown>;
+  };
   [key: string]: unknown;
 };
 type OperationObject = Record<string, unknown> & { responses: Record<string, unknown> };
@@ -65,7 +69,10 @@ export function openApiDocument(operations: readonly Operation[], options: Docum
     delete out.$defs;
     schemas[name] = out;
   }
-  const errorResponse = (name: string) => ({ description: "An error.", content: { "application/json": { schema: { $ref: ref(name) } } } });
+  const errorResponse = (name: string) => ({
+    description: "An error.",
+    content: { "application/json": { schema: { $ref: ref(name) } } },
+  });
   const responses: Record<string, unknown> = { Error: errorResponse("Error") };
   for (const name of Object.keys(options.errorBodies ?? {})) responses[name] = errorResponse(name);
 
@@ -85,11 +92,21 @@ export function openApiDocument(operations: readonly Operation[], options: Docum
       responses: {},
     };
     if (!(entry.parameters as unknown[]).length) delete entry.parameters;
-    if (op.body) entry.requestBody = { required: false, content: { "application/json": { schema: convert(op.body, "input") } } };
+    if (op.body)
+      entry.requestBody = { required: false, content: { "application/json": { schema: convert(op.body, "input") } } };
     if (op.requestBody)
-      entry.requestBody = { description: op.requestBody.description, required: op.requestBody.required ?? true, content: mediaTypes(op.requestBody.content, convert, "input") };
-    if (op.response) entry.responses["200"] = { description: "OK", content: { "application/json": { schema: convert(op.response, "output") } } };
-    for (const [status, doc] of Object.entries(op.responses ?? {})) entry.responses[status] = responseObject(doc, convert);
+      entry.requestBody = {
+        description: op.requestBody.description,
+        required: op.requestBody.required ?? true,
+        content: mediaTypes(op.requestBody.content, convert, "input"),
+      };
+    if (op.response)
+      entry.responses["200"] = {
+        description: "OK",
+        content: { "application/json": { schema: convert(op.response, "output") } },
+      };
+    for (const [status, doc] of Object.entries(op.responses ?? {}))
+      entry.responses[status] = responseObject(doc, convert);
     const error = { $ref: `#/components/responses/${op.errorBody ?? "Error"}` };
     entry.responses["4XX"] = error;
     entry.responses["5XX"] = error;
@@ -114,20 +131,30 @@ export function openApiDocument(operations: readonly Operation[], options: Docum
     components: {
       schemas,
       responses,
-      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An access token: `inboxd token create`." } },
+      securitySchemes: {
+        bearerAuth: { type: "http", scheme: "bearer", description: "An access token: `inboxd token create`." },
+      },
     },
   };
 }
 
 function pathParameters(path: string) {
-  return [...path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+  return [...path.matchAll(/:(\w+)/g)].map((m) => ({
+    name: m[1],
+    in: "path",
+    required: true,
+    schema: { type: "string" },
+  }));
 }
 
 /**
  * One parameter per field of the query schema. A field that takes one value or several (`accountIDs=a&accountIDs=b`)
  * is documented as an array in the form style, the way OpenAPI clients send it.
  */
-function queryParameters(query: v.GenericSchema | undefined, convert: (s: v.GenericSchema, mode: "input" | "output") => JsonSchema) {
+function queryParameters(
+  query: v.GenericSchema | undefined,
+  convert: (s: v.GenericSchema, mode: "input" | "output") => JsonSchema,
+) {
   if (!query) return [];
   const object = convert(query, "input") as { properties?: Record<string, JsonSchema>; required?: string[] };
   return Object.entries(object.properties ?? {}).map(([name, schema]) => {
@@ -145,14 +172,29 @@ function queryParameters(query: v.GenericSchema | undefined, convert: (s: v.Gene
   });
 }
 
-function mediaTypes(content: Record<string, v.GenericSchema | null>, convert: (s: v.GenericSchema, mode: "input" | "output") => JsonSchema, mode: "input" | "output") {
-  return Object.fromEntries(Object.entries(content).map(([type, schema]) => [type, schema ? { schema: convert(schema, mode) } : {}]));
+function mediaTypes(
+  content: Record<string, v.GenericSchema | null>,
+  convert: (s: v.GenericSchema, mode: "input" | "output") => JsonSchema,
+  mode: "input" | "output",
+) {
+  return Object.fromEntries(
+    Object.entries(content).map(([type, schema]) => [type, schema ? { schema: convert(schema, mode) } : {}]),
+  );
 }
 
 function responseObject(doc: ResponseDoc, convert: (s: v.GenericSchema, mode: "input" | "output") => JsonSchema) {
   return {
     description: doc.description,
     ...(doc.content ? { content: mediaTypes(doc.content, convert, "output") } : {}),
-    ...(doc.headers ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([name, description]) => [name, { description, schema: { type: "string" } }])) } : {}),
+    ...(doc.headers
+      ? {
+          headers: Object.fromEntries(
+            Object.entries(doc.headers).map(([name, description]) => [
+              name,
+              { description, schema: { type: "string" } },
+            ]),
+          ),
+        }
+      : {}),
   };
 }

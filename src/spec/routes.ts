@@ -16,10 +16,12 @@ export function specRoutes(api: Api, document: () => OpenApiDocument) {
     {
       method: "GET",
       path: "/v1/spec",
-      operationId: "getSpec", extension: true,
+      operationId: "getSpec",
+      extension: true,
       summary: "This API's OpenAPI document",
       tag: "Server",
-      description: "The OpenAPI 3.1 document of every operation this server answers, generated from the schemas it validates with.",
+      description:
+        "The OpenAPI 3.1 document of every operation this server answers, generated from the schemas it validates with.",
       responses: { 200: { description: "The OpenAPI 3.1 document.", content: { "application/json": null } } },
     },
     ({ rc }) => {

@@ -1,4 +1,4 @@
-import type { DomainEvent } from "../events/protocol.ts";
+import type { DomainEvent } from "../schema/events.ts";
 import type { ChatRecord, MessageRecord } from "./records.ts";
 
 /**
@@ -19,7 +19,10 @@ export class ChangeSet {
   accounts = false;
 
   get empty(): boolean {
-    return this.chats.size + this.deletedChats.size + this.messages.size + this.deletedMessages.size + this.events.length === 0 && !this.accounts;
+    return (
+      this.chats.size + this.deletedChats.size + this.messages.size + this.deletedMessages.size + this.events.length ===
+        0 && !this.accounts
+    );
   }
 
   chat(chat: ChatRecord) {

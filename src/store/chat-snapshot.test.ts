@@ -12,11 +12,22 @@ function addChat(db: Db, n: number): ChatRecord {
   const no = db.allocateChatNo();
   const members = [self, contacts[n % 50], contacts[(n * 7) % 50]];
   const chat: ChatRecord = {
-    no, id: `!c${no}:x`, accountID: "acc", networkChatID: `net-${no}`, type: "group", title: `Chat ${n}`,
+    no,
+    id: `!c${no}:x`,
+    accountID: "acc",
+    networkChatID: `net-${no}`,
+    type: "group",
+    title: `Chat ${n}`,
     // Fresh objects, as a network hands them over: the snapshot stores equal users once all the same.
     participants: members.map((u) => ({ ...u })),
-    isArchived: false, isMuted: false, isPinned: false, isLowPriority: false, unreadCount: 0, lastReadSeq: -1,
-    lastActivity: 1_000 + n, nextSeq: 0,
+    isArchived: false,
+    isMuted: false,
+    isPinned: false,
+    isLowPriority: false,
+    unreadCount: 0,
+    lastReadSeq: -1,
+    lastActivity: 1_000 + n,
+    nextSeq: 0,
   };
   db.chats.insert(chat);
   db.saveChat(chat);
@@ -42,15 +53,20 @@ async function writer(storage: Storage, snapshotLayout?: SnapshotLayout): Promis
 const STEPPED: SnapshotLayout = { partBytes: 8 * 1024, partsPerCommit: 4 };
 
 type StoredHead = { gen: number; parts: number; dirty: number[] };
-const storedHead = async (storage: Storage) => (await storage.getItem<StoredHead>(keys.chatSnapshot)) ?? { gen: -1, parts: 0, dirty: [] };
-const partKeys = async (storage: Storage) => (await storage.getKeys("chatsnap:")).filter((k) => k !== keys.chatSnapshot).sort();
-const namedParts = (head: StoredHead) => Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)).sort();
+const storedHead = async (storage: Storage) =>
+  (await storage.getItem<StoredHead>(keys.chatSnapshot)) ?? { gen: -1, parts: 0, dirty: [] };
+const partKeys = async (storage: Storage) =>
+  (await storage.getKeys("chatsnap:")).filter((k) => k !== keys.chatSnapshot).sort();
+const namedParts = (head: StoredHead) =>
+  Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)).sort();
 
 const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 /** Commits, and goes on until a snapshot being written is done (as the writer's own timer would, between requests). */
 async function finishBuild(db: Db, storage: Storage) {
-  const done = async () => (await storage.getItem(keys.chatSnapshot)) !== null && (await partKeys(storage)).length === (await storedHead(storage)).parts;
+  const done = async () =>
+    (await storage.getItem(keys.chatSnapshot)) !== null &&
+    (await partKeys(storage)).length === (await storedHead(storage)).parts;
   for (let i = 0; i === 0 || (i < 10_000 && !(await done())); i++) {
     await db.commit();
     await nextTurn(); // the writer takes one step per turn of the event loop
@@ -71,48 +87,104 @@ async function snapshotDue() {
   return { storage, db, chats, first };
 }
 
+/**
+ * Opens the store as the app does (`early`) and checks what it has before and after the rest is read: the trusted
+ * rows are exactly the top of `whole` (the list as a full start-up has it), nothing may change a chat meanwhile, and
+ * afterwards the table is `whole`. Returns how many rows were trusted before the rest was read.
+ */
+async function expectEarlyStart(storage: Storage, whole: readonly ChatRecord[]): Promise<number> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const db = await Db.open(storage, { early: { pause: () => held } });
+  const trusted = db.chats.trustedRows;
+  const top = (chats: readonly ChatRecord[]) => chats.slice(0, trusted).map((c) => [c.no, c.lastActivity, c.title]);
+  expect(top(db.chats.all())).toEqual(top(whole));
+  if (db.loading) {
+    expect(db.chats.complete).toBe(false);
+    expect(() => db.saveChat(db.chats.all()[0])).toThrow(/before every chat was loaded/);
+    expect(() => db.chats.update(db.chats.all()[0], () => undefined)).toThrow(/before every chat was loaded/);
+    release();
+    await db.loading;
+  }
+  expect(db.loading).toBeUndefined();
+  expect(db.chats.complete).toBe(true);
+  expect(byNo(db.chats.all())).toEqual(byNo(whole));
+  expect(db.chats.all().map((c) => c.no)).toEqual(whole.map((c) => c.no));
+  return trusted;
+}
+
 describe("chat snapshot", () => {
   it.each([
     ["in one commit", undefined],
     ["in steps over many commits", STEPPED],
-  ] as [string, SnapshotLayout | undefined][])("gives a restart exactly the committed chats, through changes, removals and re-snapshots written %s", async (_, layout) => {
+  ] as [string, SnapshotLayout | undefined][])(
+    "gives a restart exactly the committed chats, through changes, removals and re-snapshots written %s",
+    async (_, layout) => {
+      const storage = createStorage();
+      const db = await writer(storage, layout);
+      let random = 7;
+      const next = () => (random = (random * 48271) % 2147483647) / 2147483647;
+      const chats: ChatRecord[] = [];
+      let early = 0;
+      // Enough distinct changes to pass the limit twice, so snapshots are replaced while chats keep changing.
+      for (let round = 0; round < 4 * DIRTY_LIMIT; round++) {
+        const roll = next();
+        if (roll < 0.5 || chats.length < 10) chats.push(addChat(db, round));
+        else if (roll < 0.9) {
+          const chat = chats[Math.floor(next() * chats.length)];
+          db.chats.update(chat, (c) => (c.lastActivity = 10_000 + round));
+          chat.title = `Renamed ${round}`;
+          db.saveChat(chat);
+        } else {
+          const [chat] = chats.splice(Math.floor(next() * chats.length), 1);
+          await db.dropChat(chat);
+        }
+        if (round % 13 === 0) {
+          await db.commit();
+          await nextTurn();
+        }
+        if (round % 97 === 0) {
+          await db.commit();
+          const restarted = await Db.open(storage);
+          expect(byNo(restarted.chats.all())).toEqual(byNo(await storedChats(storage)));
+          expect(restarted.chats.all().map((c) => c.no)).toEqual(db.chats.all().map((c) => c.no));
+          early += await expectEarlyStart(storage, restarted.chats.all());
+        }
+      }
+      await finishBuild(db, storage);
+      const restarted = await Db.open(storage);
+      expect(byNo(restarted.chats.all())).toEqual(byNo(db.chats.all()));
+      // Only the live snapshot's parts are kept.
+      const head = await storedHead(storage);
+      expect(head.gen).toBeGreaterThanOrEqual(2);
+      if (layout) expect(head.parts).toBeGreaterThan(20 * layout.partsPerCommit);
+      expect(await partKeys(storage)).toEqual(namedParts(head));
+      // The restarts above began early from several snapshots, with chats changed since each.
+      expect(early).toBeGreaterThan(layout ? 30 : 5);
+    },
+  );
+
+  it("begins early with the top of the list from the first part, reads the rest after, and falls back if a later part is gone", async () => {
     const storage = createStorage();
-    const db = await writer(storage, layout);
-    let random = 7;
-    const next = () => (random = (random * 48271) % 2147483647) / 2147483647;
-    const chats: ChatRecord[] = [];
-    // Enough distinct changes to pass the limit twice, so snapshots are replaced while chats keep changing.
-    for (let round = 0; round < 4 * DIRTY_LIMIT; round++) {
-      const roll = next();
-      if (roll < 0.5 || chats.length < 10) chats.push(addChat(db, round));
-      else if (roll < 0.9) {
-        const chat = chats[Math.floor(next() * chats.length)];
-        db.chats.update(chat, (c) => (c.lastActivity = 10_000 + round));
-        chat.title = `Renamed ${round}`;
-        db.saveChat(chat);
-      } else {
-        const [chat] = chats.splice(Math.floor(next() * chats.length), 1);
-        await db.dropChat(chat);
-      }
-      if (round % 13 === 0) {
-        await db.commit();
-        await nextTurn();
-      }
-      if (round % 97 === 0) {
-        await db.commit();
-        const restarted = await Db.open(storage);
-        expect(byNo(restarted.chats.all())).toEqual(byNo(await storedChats(storage)));
-        expect(restarted.chats.all().map((c) => c.no)).toEqual(db.chats.all().map((c) => c.no));
-      }
-    }
+    const db = await writer(storage, STEPPED);
+    const chats = Array.from({ length: 1000 }, (_, n) => addChat(db, n));
     await finishBuild(db, storage);
-    const restarted = await Db.open(storage);
-    expect(byNo(restarted.chats.all())).toEqual(byNo(db.chats.all()));
-    // Only the live snapshot's parts are kept.
+    // Changed since the snapshot: one of the oldest becomes the newest, the 39 newest but one become the oldest
+    // (the first part, about 25 chats, keeps one unchanged chat: the newest), and one goes.
+    db.chats.update(chats[3], (c) => (c.lastActivity = 50_000));
+    db.saveChat(chats[3]);
+    for (let n = 960; n < 998; n++) {
+      db.chats.update(chats[n], (c) => (c.lastActivity = n - 959));
+      db.saveChat(chats[n]);
+    }
+    await db.dropChat(chats[998]);
+    await db.commit();
+    const whole = (await Db.open(storage)).chats.all();
+    // Trusted: the chat made newest, and the first part's one unchanged chat; every other chat waits for the rest.
+    expect(await expectEarlyStart(storage, whole)).toBe(2);
     const head = await storedHead(storage);
-    expect(head.gen).toBeGreaterThanOrEqual(2);
-    if (layout) expect(head.parts).toBeGreaterThan(20 * layout.partsPerCommit);
-    expect(await partKeys(storage)).toEqual(namedParts(head));
+    await storage.removeItem(keys.chatSnapshotPart(head.gen, head.parts - 1));
+    expect(await expectEarlyStart(storage, whole)).toBe(2);
   });
 
   it("writes a new snapshot a few parts per commit, going on by itself, and keeps the old one until the last part", async () => {
@@ -140,7 +212,7 @@ describe("chat snapshot", () => {
   });
 
   it("starts from the committed snapshot after a crash in the middle of writing a new one, and removes the parts it left", async () => {
-    const { storage, db, chats, first } = await snapshotDue();
+    const { storage, db, first } = await snapshotDue();
     const unnamed = async () => (await partKeys(storage)).length - first.parts;
     while ((await unnamed()) < 3 * STEPPED.partsPerCommit) {
       await db.commit();
@@ -179,12 +251,32 @@ describe("chat snapshot", () => {
     db.writeChatSnapshot();
     await db.commit();
     const head = (await storage.getItem<{ gen: number; parts: number }>(keys.chatSnapshot))!;
-    const parts = await storage.getItems<{ u: User[] }>(Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)));
+    const parts = await storage.getItems<{ u: User[] }>(
+      Array.from({ length: head.parts }, (_, i) => keys.chatSnapshotPart(head.gen, i)),
+    );
     expect(parts.flatMap(({ value }) => (value as { u: User[] }).u).length).toBe(51);
     const restarted = await Db.open(storage);
     const selves = new Set(restarted.chats.all().map((c) => c.participants.find((p) => p.isSelf)));
     expect(selves.size).toBe(1);
     expect(Object.isFrozen([...selves][0])).toBe(true);
+  });
+
+  it("writes its parts as ASCII JSON, and emoji, accents and other scripts come back as they were", async () => {
+    const storage = createStorage();
+    const db = await writer(storage);
+    const chat = addChat(db, 0);
+    chat.title = "Café 🙏 Zürich 東京";
+    chat.participants[1] = { id: "@zoe:x", fullName: "Zoë Ōkubo 😀" };
+    db.saveChat(chat);
+    db.writeChatSnapshot();
+    await db.commit();
+    const head = await storedHead(storage);
+    const text = String(await storage.getItemRaw(keys.chatSnapshotPart(head.gen, 0)));
+    expect(text).toContain("Caf\\u00e9 \\ud83d\\ude4f");
+    expect(/[\u007f-\uffff]/.test(text)).toBe(false);
+    const restarted = await Db.open(storage);
+    expect(restarted.chats.get(chat.no)!.title).toBe("Café 🙏 Zürich 東京");
+    expect(restarted.chats.get(chat.no)!.participants[1].fullName).toBe("Zoë Ōkubo 😀");
   });
 
   it("turns a store without a snapshot (read record by record) into one with a snapshot at the writer's first commit", async () => {

@@ -59,6 +59,18 @@ interface Build {
   bytes: number;
 }
 
+/** The top of the chat list, read first at start-up (ChatSnapshot.loadNewest). */
+export interface NewestChats {
+  /** The first part's chats and every chat changed since the snapshot, as committed. */
+  chats: ChatRecord[];
+  /** Every chat not in `chats` sorts after this one; undefined when none is known to (each was changed since). */
+  through: ChatRecord | undefined;
+  /** The parts rest() reads: 0 when the snapshot had one part, and `chats` is every chat. */
+  partsLeft: number;
+  /** Every chat, reading the other parts, each after `pause`; undefined when a part is gone. */
+  rest(pause?: () => Promise<void>): Promise<ChatRecord[] | undefined>;
+}
+
 export interface SnapshotLayout {
   partBytes: number;
   partsPerCommit: number;
@@ -85,28 +97,36 @@ export class ChatSnapshot {
   }
 
   /**
-   * The chats as committed, from the snapshot and the chats changed since; undefined when the store has no whole
-   * snapshot (one written before snapshots existed, or a part gone), which the caller reads record by record.
+   * The chats as committed, from the snapshot and the chats changed since (undefined when the store has no whole
+   * snapshot: one written before snapshots existed, or a part gone; the caller reads the chat records instead).
+   *
+   * The first part and the chats changed since the snapshot come first: the top of the chat list, before the other
+   * parts are read (at 100,000 chats those take over a second). Parts are in list order as it was when the snapshot
+   * was written, and every chat that changed since is read from its own record, so every chat the first part does
+   * not hold sorts after the oldest unchanged chat it does hold (`through`). `rest()` reads the other parts, pausing
+   * before each, and gives every chat.
    */
-  async load(storage: Storage): Promise<ChatRecord[] | undefined> {
+  async loadNewest(storage: Storage): Promise<NewestChats | undefined> {
     this.dirty.clear();
     this.cancelBuild();
     this.head = (await storage.getItem<Head>(keys.chatSnapshot)) ?? undefined;
     if (!this.head) return undefined;
-    const { gen, parts, dirty } = this.head;
-    this.lastGen = gen;
-    const partKeys = Array.from({ length: parts }, (_, i) => keys.chatSnapshotPart(gen, i));
+    const head = this.head;
+    this.lastGen = head.gen;
     const byNo = new Map<number, ChatRecord>();
     const users: User[] = [];
     // One part at a time: each part's text is garbage once parsed, so the start-up never holds the whole text.
-    for (const key of partKeys) {
-      const part = await readPart(storage, key);
+    const readInto = async (i: number) => {
+      const part = await readPart(storage, keys.chatSnapshotPart(head.gen, i));
       if (!part) {
         // A reader beside the daemon (a CLI command) can see a head whose parts a newer snapshot has just replaced.
         // Either way the chat records have it all: read those, and the writer makes a new snapshot.
-        this.broken = this.head;
-        this.head = undefined;
-        return undefined;
+        if (this.head === head) {
+          this.broken = head;
+          this.head = undefined;
+          this.dirty.clear();
+        }
+        return false;
       }
       for (const user of part.u) users.push(Object.freeze(user));
       for (const [indices, record] of part.c) {
@@ -114,13 +134,34 @@ export class ChatSnapshot {
         chat.participants = indices.map((i) => users[i]);
         byNo.set(chat.no, chat);
       }
-    }
-    await readChatRecords(storage, dirty, (no, chat) => {
-      if (chat) byNo.set(no, chat);
-      else byNo.delete(no);
+      return true;
+    };
+    if (!(await readInto(0))) return undefined;
+    const changed = new Map<number, ChatRecord | undefined>();
+    await readChatRecords(storage, head.dirty, (no, chat) => {
+      changed.set(no, chat);
       this.dirty.add(no);
     });
-    return [...byNo.values()];
+    let through: ChatRecord | undefined;
+    for (const chat of byNo.values()) if (!changed.has(chat.no)) through = chat; // in part order: the oldest
+    const overlay = (chats: Map<number, ChatRecord>) => {
+      for (const [no, chat] of changed)
+        if (chat) chats.set(no, chat);
+        else chats.delete(no);
+      return [...chats.values()];
+    };
+    return {
+      chats: overlay(new Map(byNo)),
+      through,
+      partsLeft: head.parts - 1,
+      rest: async (pause) => {
+        for (let i = 1; i < head.parts; i++) {
+          await pause?.();
+          if (!(await readInto(i))) return undefined;
+        }
+        return overlay(byNo);
+      },
+    };
   }
 
   /**
@@ -196,7 +237,10 @@ export class ChatSnapshot {
   private writeParts(chatOf: (no: number) => ChatRecord | undefined, maxParts: number): void {
     const build = this.build!;
     const flush = () => {
-      this.kv.putUncached(keys.chatSnapshotPart(build.gen, build.parts++), new RawJson(`{"u":[${build.users.join(",")}],"c":[${build.rows.join(",")}]}`));
+      this.kv.putUncached(
+        keys.chatSnapshotPart(build.gen, build.parts++),
+        new RawJson(asciiJson(`{"u":[${build.users.join(",")}],"c":[${build.rows.join(",")}]}`)),
+      );
       build.users = [];
       build.rows = [];
       build.bytes = 0;
@@ -259,9 +303,22 @@ export class ChatSnapshot {
    */
   private async removeStrayParts(): Promise<void> {
     const named = new Set<string>();
-    for (const head of [this.head, this.broken]) if (head) for (let i = 0; i < head.parts; i++) named.add(keys.chatSnapshotPart(head.gen, i));
+    for (const head of [this.head, this.broken])
+      if (head) for (let i = 0; i < head.parts; i++) named.add(keys.chatSnapshotPart(head.gen, i));
     for (const key of await this.kv.storage.getKeys(`${keys.chatSnapshot}:`)) if (!named.has(key)) this.kv.remove(key);
   }
+}
+
+/**
+ * JSON text with every character past ASCII written as a \u escape (valid anywhere JSON has non-ASCII: inside
+ * strings). Why: one emoji in a 512 KB part makes the text V8 reads back a two-byte string, decoded from UTF-8 on a
+ * slow path and parsed more slowly; all-ASCII parts read about 10 % faster at start-up (1.56 s → 1.40 s for the
+ * 140 parts of 100,000 chats here). Parts written before this are read as they are.
+ */
+function asciiJson(text: string): string {
+  return /[\u007f-\uffff]/.test(text)
+    ? text.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+    : text;
 }
 
 /**
@@ -280,7 +337,11 @@ async function readPart(storage: Storage, key: string): Promise<Part | undefined
  * Reads the stored records of these chat numbers, 2,000 keys per read (one query each on SQLite, and few enough
  * values per call for a Durable Object), and hands each to `each` in order: undefined for a chat that is gone.
  */
-export async function readChatRecords(storage: Storage, nos: number[], each: (no: number, chat: ChatRecord | undefined) => void): Promise<void> {
+export async function readChatRecords(
+  storage: Storage,
+  nos: number[],
+  each: (no: number, chat: ChatRecord | undefined) => void,
+): Promise<void> {
   for (let i = 0; i < nos.length; i += 2000) {
     const batch = nos.slice(i, i + 2000);
     const values = await storage.getItems<ChatRecord>(batch.map(keys.chat));

@@ -14,8 +14,18 @@ export class ChatTable {
   private readonly byNetwork = new Map<string, ChatRecord>();
   /** list order: newest activity first */
   private order: ChatRecord[] = [];
+  /**
+   * How many rows at the top of `order` are the whole list's first rows. Infinity once every chat is loaded; while
+   * start-up still reads the older chats (Db.reload with `early`), only these rows may be answered from.
+   */
+  private trusted = Infinity;
 
-  load(records: ChatRecord[]) {
+  /**
+   * Every chat, or with `partial` only the newest ones: then the rows down to `partial.through` (the oldest chat
+   * known to have every newer chat among `records`) are all that is trusted, and nothing may change the table until
+   * it is loaded whole.
+   */
+  load(records: ChatRecord[], partial?: { through: ChatRecord | undefined }) {
     this.byNo.clear();
     this.byId.clear();
     this.byNetwork.clear();
@@ -25,6 +35,18 @@ export class ChatTable {
       this.byNetwork.set(networkKey(r.accountID, r.networkChatID), r);
     }
     this.order = [...records].sort(compareChats);
+    const through = partial?.through;
+    this.trusted = !partial ? Infinity : through ? this.positionAfter(through.lastActivity, through.no) + 1 : 0;
+  }
+
+  /** False while only the newest chats are loaded (see load). */
+  get complete(): boolean {
+    return this.trusted === Infinity;
+  }
+
+  /** The number of rows at the top of all() that are the whole list's, every row once the table is complete. */
+  get trustedRows(): number {
+    return Math.min(this.trusted, this.order.length);
   }
 
   get size() {
@@ -52,6 +74,7 @@ export class ChatTable {
   }
 
   insert(chat: ChatRecord) {
+    this.mustBeComplete();
     this.byNo.set(chat.no, chat);
     this.byId.set(chat.id, chat);
     this.byNetwork.set(networkKey(chat.accountID, chat.networkChatID), chat);
@@ -64,6 +87,7 @@ export class ChatTable {
    * a remove-and-insert would move the whole list (100,000 rows at a time was a quarter of a send's CPU time).
    */
   update(chat: ChatRecord, change: (c: ChatRecord) => void) {
+    this.mustBeComplete();
     const at = this.indexOf(chat);
     change(chat);
     if (at < 0) {
@@ -78,6 +102,7 @@ export class ChatTable {
   }
 
   remove(chat: ChatRecord) {
+    this.mustBeComplete();
     const at = this.indexOf(chat);
     if (at >= 0) this.order.splice(at, 1);
     this.byNo.delete(chat.no);
@@ -90,7 +115,8 @@ export class ChatTable {
    * were not there (update() looks for a chat's new place while its old row is still in the list).
    */
   positionAfter(lastActivity: number, no: number, skip = -1): number {
-    let lo = 0, hi = skip < 0 ? this.order.length : this.order.length - 1;
+    let lo = 0,
+      hi = skip < 0 ? this.order.length : this.order.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       const c = this.order[skip >= 0 && mid >= skip ? mid + 1 : mid];
@@ -98,6 +124,10 @@ export class ChatTable {
       else hi = mid;
     }
     return lo;
+  }
+
+  private mustBeComplete() {
+    if (this.trusted !== Infinity) throw new Error("a chat changed before every chat was loaded at start-up");
   }
 
   private position(chat: ChatRecord) {

@@ -1,11 +1,31 @@
 import type { Storage } from "unstorage";
 import { ChatTable } from "./chat-table.ts";
 import { Kv } from "./kv.ts";
-import { CHUNK_SIZE, firstSeqOf, keys, previewOf, type AccountRecord, type ChatRecord, type LabelRecord, type LoginRecord, type MessageRecord, type MetaRecord } from "./records.ts";
+import {
+  CHUNK_SIZE,
+  firstSeqOf,
+  keys,
+  previewOf,
+  type AccountRecord,
+  type ChatRecord,
+  type LabelRecord,
+  type LoginRecord,
+  type MessageRecord,
+  type MetaRecord,
+} from "./records.ts";
 import { SearchIndex } from "./search-index.ts";
 import { ChangeSet } from "./changes.ts";
 import { ChatSnapshot, readChatRecords, type SnapshotLayout } from "./chat-snapshot.ts";
-import type { DomainEvent } from "../events/protocol.ts";
+import type { DomainEvent } from "../schema/events.ts";
+
+/**
+ * Watches the store's commits (the event hub): `snapshot` runs at the instant a commit takes its batch, so what it
+ * derives matches exactly what is being written; `committed` gets that result once the batch is durable.
+ */
+export interface CommitObserver {
+  snapshot(changes: ChangeSet): unknown;
+  committed(result: unknown): void;
+}
 
 /**
  * The device's data: typed access to records over one unstorage `Storage`, plus the in-memory indexes rebuilt at
@@ -29,11 +49,7 @@ export class Db {
   private readonly locks = new Map<number, Promise<unknown>>();
   private changes = new ChangeSet();
   private snapshotStep: ReturnType<typeof setTimeout> | undefined;
-  /**
-   * Commit observers (the event hub): `snapshot` runs at the instant a commit takes its batch, so what it derives
-   * matches exactly what is being written; `committed` gets that result once the batch is durable.
-   */
-  observer?: { snapshot(changes: ChangeSet): unknown; committed(result: unknown): void };
+  private observer?: CommitObserver;
   /** Serialised list form of chats, by chat no (see services/present.ts chatListJSON). */
   readonly presented = new Map<number, string>();
   /**
@@ -42,27 +58,61 @@ export class Db {
    */
   readonly pages = new Map<string, Uint8Array>();
 
-  private constructor(readonly storage: Storage, cacheBytes?: number, snapshotLayout?: SnapshotLayout) {
-    this.kv = new Kv(storage, { cacheBytes });
+  private constructor(
+    readonly storage: Storage,
+    cacheBytes?: number,
+    snapshotLayout?: SnapshotLayout,
+    gatherWrites?: () => Promise<void>,
+  ) {
+    this.kv = new Kv(storage, {
+      cacheBytes,
+      gatherWrites,
+      beforeCommit: () => this.beforeCommit(),
+      takeBatchNotes: () => this.takeChanges(),
+      afterCommit: (observed) => this.observer?.committed(observed),
+    });
     this.index = new SearchIndex(this.kv);
     this.snapshot = new ChatSnapshot(this.kv, snapshotLayout);
-    this.kv.beforeCommit = async () => {
-      await this.index.applyQueued();
-      // One step of a snapshot being written per turn of the event loop at most: commits can follow each other
-      // without one (sends joining them), and a step in each would hold requests up as one big snapshot did.
-      if (this.keepsChatSnapshot && this.snapshotStep === undefined && (await this.snapshot.advance(this.chats))) this.commitSnapshotStepSoon();
-    };
-    this.kv.takeBatchNotes = () => {
-      const taken = this.changes;
-      this.changes = new ChangeSet();
-      return taken.empty || !this.observer ? undefined : this.observer.snapshot(taken);
-    };
-    this.kv.afterCommit = (result) => this.observer?.committed(result);
   }
 
-  static async open(storage: Storage, options: { cacheBytes?: number; snapshotLayout?: SnapshotLayout } = {}): Promise<Db> {
-    const db = new Db(storage, options.cacheBytes, options.snapshotLayout);
-    await db.reload();
+  /** The one observer of commits (the event hub, src/events/hub.ts), set once as the app is composed. */
+  observeCommits(observer: CommitObserver): void {
+    if (this.observer) throw new Error("the store's commits already have an observer");
+    this.observer = observer;
+  }
+
+  private async beforeCommit(): Promise<void> {
+    await this.index.applyQueued();
+    // One step of a snapshot being written per turn of the event loop at most: commits can follow each other
+    // without one (sends joining them), and a step in each would hold requests up as one big snapshot did.
+    if (
+      this.keepsChatSnapshot &&
+      this.chats.complete &&
+      this.snapshotStep === undefined &&
+      (await this.snapshot.advance(this.chats))
+    )
+      this.commitSnapshotStepSoon();
+  }
+
+  /** The changes since the last commit, as the commit takes its batch: what the observer turns into events. */
+  private takeChanges(): unknown {
+    const taken = this.changes;
+    this.changes = new ChangeSet();
+    return taken.empty || !this.observer ? undefined : this.observer.snapshot(taken);
+  }
+
+  static async open(
+    storage: Storage,
+    options: {
+      cacheBytes?: number;
+      snapshotLayout?: SnapshotLayout;
+      gatherWrites?: () => Promise<void>;
+      /** Return once the newest chats are read, reading the rest in the background (see reload). */
+      early?: { pause: () => Promise<void> };
+    } = {},
+  ): Promise<Db> {
+    const db = new Db(storage, options.cacheBytes, options.snapshotLayout, options.gatherWrites);
+    await db.reload(options.early);
     return db;
   }
 
@@ -75,16 +125,40 @@ export class Db {
     return this.meta.instanceID;
   }
 
-  /** (Re)reads meta, accounts and every chat: from the chat snapshot where there is one, else record by record. */
-  async reload(): Promise<void> {
+  /**
+   * (Re)reads meta, accounts and every chat: from the chat snapshot where there is one, else record by record.
+   *
+   * With `early` (the app's start), it returns once the snapshot's first part is read: the table then holds the
+   * newest chats (ChatTable.load's `partial`), enough for the first pages of the chat list, and `loading` reads the
+   * rest, `pause` before each part so that requests are answered meanwhile. At 100,000 chats the first part took
+   * about 0.15 s of a 10M start-up's CPU profile, the whole snapshot about 1.4 s. Until `loading` settles nothing may change a chat (the table
+   * refuses it), and the app holds every request that needs more than the top of the list (see route-kit.ts).
+   */
+  async reload(early?: { pause: () => Promise<void> }): Promise<void> {
     this.meta = (await this.storage.getItem<MetaRecord>(keys.meta)) ?? { schema: 1, nextChatNo: 0 };
     this.accounts = (await this.storage.getItem<AccountRecord[]>(keys.accounts)) ?? [];
     this.logins = (await this.storage.getItem<LoginRecord[]>(keys.logins)) ?? [];
     this.labels = (await this.storage.getItem<LabelRecord[]>(keys.labels)) ?? [];
-    const records = (await this.snapshot.load(this.storage)) ?? (await this.readEveryChat());
-    this.chats.load(records);
+    const newest = await this.snapshot.loadNewest(this.storage);
+    if (early && newest && newest.partsLeft > 0) {
+      this.chats.load(newest.chats, { through: newest.through });
+      this.forgetPresented();
+      const loaded = (async () => {
+        this.chats.load((await newest.rest(early.pause)) ?? (await this.readEveryChat()));
+        this.forgetPresented();
+        this.loading = undefined;
+      })();
+      // A failure stays in `loading` for whoever waits on it (the app logs it); it is not an unhandled rejection.
+      loaded.catch(() => undefined);
+      this.loading = loaded;
+      return;
+    }
+    this.chats.load((await newest?.rest()) ?? (await this.readEveryChat()));
     this.forgetPresented();
   }
+
+  /** While start-up still reads the older chats (reload with `early`): settles once every chat is in the table. */
+  loading: Promise<void> | undefined;
 
   /**
    * A snapshot being written goes on in the first commit after a timer, with or without other writes, so that
@@ -121,6 +195,13 @@ export class Db {
 
   commit(): Promise<void> {
     return this.kv.commit();
+  }
+
+  /** After the last commit: no more writes (see Kv.close), no snapshot step pending. */
+  close(): void {
+    clearTimeout(this.snapshotStep);
+    this.snapshotStep = undefined;
+    this.kv.close();
   }
 
   account(accountID: string): AccountRecord | undefined {
@@ -169,7 +250,8 @@ export class Db {
     this.changes.chatDeleted(chat);
     this.snapshot.changed(chat.no);
     this.kv.remove(keys.chat(chat.no));
-    for (let i = Math.floor(firstSeqOf(chat) / CHUNK_SIZE); i * CHUNK_SIZE < chat.nextSeq; i++) this.kv.remove(keys.chunk(chat.no, i));
+    for (let i = Math.floor(firstSeqOf(chat) / CHUNK_SIZE); i * CHUNK_SIZE < chat.nextSeq; i++)
+      this.kv.remove(keys.chunk(chat.no, i));
     for (const key of await this.storage.getKeys(`nid:${chat.no}:`)) this.kv.remove(key);
   }
 
@@ -180,6 +262,7 @@ export class Db {
   }
 
   saveChat(chat: ChatRecord) {
+    if (!this.chats.complete) throw new Error("a chat changed before every chat was loaded at start-up");
     this.forgetPresented(chat.no);
     this.changes.chat(chat);
     this.snapshot.changed(chat.no);

@@ -8,7 +8,7 @@ import { openSqliteStorage } from "../../adapters/node/sqlite-storage.ts";
 import { Kv } from "./kv.ts";
 
 /** The memory driver's own Map: what is in it has reached storage. */
-const driverData = (storage: Storage) => (storage.getMount("").driver.getInstance!() as Map<string, unknown>);
+const driverData = (storage: Storage) => storage.getMount("").driver.getInstance!() as Map<string, unknown>;
 
 /** Counts storage.setItems calls (one per commit) while delegating to the real storage. */
 function countBatches(storage: Storage): number[] {
@@ -153,7 +153,8 @@ describe("Kv", () => {
       other.exec("COMMIT");
       kv.put("second", { attempt: 2 });
       await kv.commit();
-      const committed = (key: string) => other.prepare("SELECT value FROM inboxd WHERE key = ?").get(key) as { value: string } | undefined;
+      const committed = (key: string) =>
+        other.prepare("SELECT value FROM inboxd WHERE key = ?").get(key) as { value: string } | undefined;
       expect(JSON.parse(committed("first")!.value)).toEqual({ attempt: 1 });
       expect(JSON.parse(committed("second")!.value)).toEqual({ attempt: 2 });
     } finally {
@@ -164,11 +165,9 @@ describe("Kv", () => {
 
   it("confirms the notes of a failed commit with the next one that succeeds, in order", async () => {
     const storage = createStorage();
-    const kv = new Kv(storage);
     const confirmed: unknown[] = [];
     let note = 0;
-    kv.takeBatchNotes = () => ++note;
-    kv.afterCommit = (n) => confirmed.push(n);
+    const kv = new Kv(storage, { takeBatchNotes: () => ++note, afterCommit: (n) => confirmed.push(n) });
     const setItems = storage.setItems.bind(storage);
     let fail = true;
     storage.setItems = (items, options) => {
@@ -188,14 +187,13 @@ describe("Kv", () => {
 
   it("commits a failed batch again on its own: what it holds does not wait for another write", async () => {
     const storage = createStorage();
-    const kv = new Kv(storage);
     const confirmed: unknown[] = [];
     const notes = ["an inbound message's event"];
-    kv.takeBatchNotes = () => notes.shift();
-    kv.afterCommit = (n) => confirmed.push(n);
+    const kv = new Kv(storage, { takeBatchNotes: () => notes.shift(), afterCommit: (n) => confirmed.push(n) });
     const setItems = storage.setItems.bind(storage);
     let failures = 3;
-    storage.setItems = (items, options) => (failures-- > 0 ? Promise.reject(new Error("storage unavailable")) : setItems(items, options));
+    storage.setItems = (items, options) =>
+      failures-- > 0 ? Promise.reject(new Error("storage unavailable")) : setItems(items, options);
     kv.put("inbound", { text: "nobody writes after me" });
     await expect(kv.commit()).rejects.toThrow("storage unavailable");
     // No put and no commit from here on: the retries (sooner, then later) write the batch and confirm its notes.

@@ -19,6 +19,18 @@ export interface KvOptions {
   cacheBytes?: number;
   /** Runs just before each commit writes; the search index uses it to fold queued postings into segments. */
   beforeCommit?: () => Promise<void>;
+  /** Taken at the instant a commit takes its batch (puts made here join it); handed to `afterCommit` once durable. */
+  takeBatchNotes?: () => unknown;
+  afterCommit?: (notes: unknown) => void;
+  /**
+   * Resolves when a commit that was asked for may take its batch; without it, at once (the next microtask). The
+   * daemon passes one turn of Node's event loop (setImmediate). Why: its SQLite writes synchronously, so a commit
+   * that started at once would always carry one request's puts — with 16 concurrent sends, 16 transactions, each
+   * rewriting the same index segments. Requests whose bytes arrived in the same turn (Node's poll phase hands them
+   * over together) reach commit() first and share the commit. A Durable Object's storage is asynchronous, so there
+   * commits queue behind the one in flight and share anyway.
+   */
+  gatherWrites?: () => Promise<void>;
 }
 
 interface Entry {
@@ -40,19 +52,26 @@ export class Kv {
   private writing?: Map<string, unknown>;
   private tail: Promise<unknown> = Promise.resolve();
   private queued: Promise<void> | null = null;
-  beforeCommit?: () => Promise<void>;
-  /** Taken at the instant a commit takes its batch (puts made here join it); handed to `afterCommit` once durable. */
-  takeBatchNotes?: () => unknown;
+  private readonly beforeCommit?: () => Promise<void>;
+  private readonly takeBatchNotes?: () => unknown;
+  private readonly afterCommit?: (notes: unknown) => void;
+  private readonly gatherWrites?: () => Promise<void>;
   /** Notes of commits that failed: their batches were put back, so they are confirmed by the next commit that succeeds. */
   private readonly unconfirmed: unknown[] = [];
-  afterCommit?: (notes: unknown) => void;
   /** The retry of a failed commit (see retrySoon), and the wait before the next one. */
   private retryTimer?: ReturnType<typeof setTimeout>;
   private retryMs = 0;
+  private closed = false;
 
-  constructor(readonly storage: Storage, options: KvOptions = {}) {
+  constructor(
+    readonly storage: Storage,
+    options: KvOptions = {},
+  ) {
     this.cacheBytes = options.cacheBytes ?? 32 * 1024 * 1024;
     this.beforeCommit = options.beforeCommit;
+    this.takeBatchNotes = options.takeBatchNotes;
+    this.afterCommit = options.afterCommit;
+    this.gatherWrites = options.gatherWrites;
   }
 
   async get<T>(key: string): Promise<T | undefined> {
@@ -109,9 +128,11 @@ export class Kv {
    * joins the commit that has not started yet (it will snapshot after the caller's puts) or queues a new one.
    */
   commit(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("the store is closed: nothing more is written"));
     if (this.queued) return this.queued;
     let started = 0;
-    const run = this.tail.then(() => {
+    const gather = this.gatherWrites;
+    const run = (gather ? this.tail.then(gather) : this.tail).then(() => {
       this.queued = null;
       started = Date.now();
       return this.runCommit();
@@ -132,6 +153,7 @@ export class Kv {
    * for seconds, holding the daemon meanwhile: retries must leave it time to answer in between).
    */
   private retrySoon(failedAfterMs: number): void {
+    if (this.closed) return;
     if (this.retryTimer !== undefined || (this.dirty.size === 0 && this.unconfirmed.length === 0)) return;
     this.retryMs = Math.min(Math.max(this.retryMs ? this.retryMs * 2 : RETRY_FIRST_MS, failedAfterMs), RETRY_MAX_MS);
     const timer = setTimeout(() => {
@@ -180,6 +202,17 @@ export class Kv {
     for (const earlier of this.unconfirmed.splice(0)) this.afterCommit?.(earlier);
     if (notes !== undefined) this.afterCommit?.(notes);
     for (const key of removals) if (!this.dirty.has(key)) await this.storage.removeItem(key).catch(() => undefined);
+  }
+
+  /**
+   * Called after the last commit, before the storage is closed: a commit asked for later (a network's sync still
+   * finishing as the daemon stops) fails with an error that says so instead of reaching a closed database, and a
+   * pending retry is dropped.
+   */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
   }
 
   private remember(key: string, value: unknown, size: number) {

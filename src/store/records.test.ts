@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { encodeKeyPart, PREVIEW_CHARS, previewOf, type MessageRecord } from "./records.ts";
 
-const message = (text: string): MessageRecord => ({ seq: 1, senderID: "u", ts: 0, type: "TEXT", text }) as MessageRecord;
+const message = (text: string): MessageRecord =>
+  ({ seq: 1, senderID: "u", ts: 0, type: "TEXT", text }) as MessageRecord;
 
 describe("previewOf", () => {
   it("keeps short texts as they are and cuts long ones to PREVIEW_CHARS with an ellipsis", () => {

@@ -1,3 +1,4 @@
+import { LIMITS } from "../schema/limits.ts";
 import type { Attachment, ChatDraft, Reaction, User } from "../schema/wire.ts";
 
 /** Persisted shapes. Wire objects are derived from these in `services/present.ts`. */
@@ -11,7 +12,15 @@ export interface AccountRecord {
   loginID: string;
   /** The network's ID of this account (stable across reconnects). */
   remoteID?: string;
-  status: "connected" | "connecting" | "backfilling" | "connection_required" | "reconnect_required" | "attention_required" | "disconnected" | "disabled";
+  status:
+    | "connected"
+    | "connecting"
+    | "backfilling"
+    | "connection_required"
+    | "reconnect_required"
+    | "attention_required"
+    | "disconnected"
+    | "disabled";
   statusText?: string;
   /** Connector-owned state (e.g. a sandbox seed); never returned by the API. */
   state?: Record<string, unknown>;
@@ -180,8 +189,8 @@ export interface MetaRecord {
 
 export const CHUNK_SIZE = 32;
 
-/** Characters of text a chat's preview keeps (LIMITS.previewChars): chat records live in memory and fill every list. */
-export const PREVIEW_CHARS = 500;
+/** Characters of text a chat's preview keeps. */
+export const PREVIEW_CHARS = LIMITS.previewChars;
 
 /** A chat's preview: a copy of its newest message, with the text cut to PREVIEW_CHARS (never splitting a pair). */
 export function previewOf(message: MessageRecord): MessageRecord;
@@ -190,4 +199,22 @@ export function previewOf(message: MessageRecord | undefined): MessageRecord | u
   if (!message?.text || message.text.length <= PREVIEW_CHARS) return message;
   const cut = /[\uD800-\uDBFF]/.test(message.text[PREVIEW_CHARS - 1]) ? PREVIEW_CHARS - 1 : PREVIEW_CHARS;
   return { ...message, text: `${message.text.slice(0, cut)}…` };
+}
+
+/** `asset:<id>`: an uploaded file, or network media fetched once (src/services/assets.ts); its bytes are a BlobStore's. */
+export interface AssetRecord {
+  id: string;
+  fileName: string;
+  mimeType: string;
+  size: number;
+  chunks: number;
+  width?: number;
+  height?: number;
+  duration?: number;
+  createdAt: number;
+  kind: "upload" | "remote";
+  /** Set when an upload was sent; an upload is used once. */
+  usedAt?: number;
+  /** For network media: the URL it was fetched from. */
+  sourceURL?: string;
 }

@@ -3,7 +3,18 @@ import { describe, expect, it } from "vitest";
 import { prng } from "../connectors/sandbox/corpus.ts";
 import { Kv } from "./kv.ts";
 import { keys } from "./records.ts";
-import { HEAD, PAGE, PostingProbe, SEGMENT, SearchIndex, TAIL, tokenize, type Posting, type SegmentRef, type TermMeta } from "./search-index.ts";
+import {
+  HEAD,
+  PAGE,
+  PostingProbe,
+  SEGMENT,
+  SearchIndex,
+  TAIL,
+  tokenize,
+  type Posting,
+  type SegmentRef,
+  type TermMeta,
+} from "./search-index.ts";
 
 const TERM = "word";
 
@@ -11,9 +22,9 @@ type Layout = { tail: number; page: number };
 
 /** A Kv + SearchIndex wired as Db wires them: queued postings are folded in by each commit. */
 function openTestIndex(storage: Storage = createStorage(), layout?: Layout) {
-  const kv = new Kv(storage);
-  const index = new SearchIndex(kv, layout);
-  kv.beforeCommit = () => index.applyQueued();
+  let index!: SearchIndex;
+  const kv = new Kv(storage, { beforeCommit: () => index.applyQueued() });
+  index = new SearchIndex(kv, layout);
   return { kv, index, storage };
 }
 
@@ -25,7 +36,11 @@ function makePostings(n: number, seed = 1): Posting[] {
   const seen = new Set<string>();
   const out: Posting[] = [];
   while (out.length < n) {
-    const p: Posting = [1_600_000_000_000 + Math.floor(random() * n * 10) * 1000, Math.floor(random() * 5), Math.floor(random() * 100_000)];
+    const p: Posting = [
+      1_600_000_000_000 + Math.floor(random() * n * 10) * 1000,
+      Math.floor(random() * 5),
+      Math.floor(random() * 100_000),
+    ];
     if (seen.has(String(p))) continue;
     seen.add(String(p));
     out.push(p);
@@ -50,7 +65,12 @@ async function insert(ix: ReturnType<typeof openTestIndex>, postings: Posting[],
   }
 }
 
-async function walk(index: SearchIndex, direction: "before" | "after", from: Posting | null = null, bounds = {}): Promise<Posting[]> {
+async function walk(
+  index: SearchIndex,
+  direction: "before" | "after",
+  from: Posting | null = null,
+  bounds = {},
+): Promise<Posting[]> {
   const out: Posting[] = [];
   for await (const batch of index.walk(TERM, direction, from, bounds))
     for (let j = 0; j < batch.length; j += 3) out.push([batch[j], batch[j + 1], batch[j + 2]]);
@@ -58,7 +78,10 @@ async function walk(index: SearchIndex, direction: "before" | "after", from: Pos
 }
 
 /** The stored layout: each segment sorted, its ref's min is its first posting, and it ends before the next one starts. */
-async function expectLayoutConsistent(ix: ReturnType<typeof openTestIndex>, layout: Layout = { tail: TAIL, page: PAGE }) {
+async function expectLayoutConsistent(
+  ix: ReturnType<typeof openTestIndex>,
+  layout: Layout = { tail: TAIL, page: PAGE },
+) {
   const meta = (await ix.kv.get<TermMeta>(keys.term(TERM)))!;
   expect(meta.segs.length).toBeLessThanOrEqual(layout.tail + layout.page);
   const refs: SegmentRef[] = [];
@@ -72,9 +95,12 @@ async function expectLayoutConsistent(ix: ReturnType<typeof openTestIndex>, layo
   // Nothing stored that the term no longer names: a split's old segment or page goes at the first commit without
   // a walk running (this one, if the test left none open).
   await ix.kv.commit();
-  const stored = async (prefix: string) => (await ix.storage.getKeys(prefix)).map((key) => Number(key.slice(prefix.length))).sort((a, b) => a - b);
+  const stored = async (prefix: string) =>
+    (await ix.storage.getKeys(prefix)).map((key) => Number(key.slice(prefix.length))).sort((a, b) => a - b);
   expect(await stored(`ixs:${TERM}:`), "stored segments").toEqual(refs.map((ref) => ref.id).sort((a, b) => a - b));
-  expect(await stored(`ixd:${TERM}:`), "stored pages").toEqual((meta.pages ?? []).map((page) => page.id).sort((a, b) => a - b));
+  expect(await stored(`ixd:${TERM}:`), "stored pages").toEqual(
+    (meta.pages ?? []).map((page) => page.id).sort((a, b) => a - b),
+  );
   let previousMax: Posting | null = null;
   for (const ref of refs) {
     expect(ref.n).toBeLessThanOrEqual(2 * SEGMENT);
@@ -83,7 +109,8 @@ async function expectLayoutConsistent(ix: ReturnType<typeof openTestIndex>, layo
     for (let j = 0; j < data.length; j += 3) postings.push([data[j], data[j + 1], data[j + 2]]);
     expect(postings, `segment ${ref.id} is sorted`).toEqual([...postings].sort(cmp));
     expect([ref.t, ref.c, ref.s], `segment ${ref.id} min`).toEqual(postings[0]);
-    if (previousMax) expect(cmp(previousMax, postings[0]), `segment ${ref.id} starts after the previous one ends`).toBeLessThan(0);
+    if (previousMax)
+      expect(cmp(previousMax, postings[0]), `segment ${ref.id} starts after the previous one ends`).toBeLessThan(0);
     previousMax = postings[postings.length - 1];
   }
 }
@@ -191,7 +218,9 @@ describe.each([
     for (const ix of [written, inserted])
       for (const direction of ["before", "after"] as const) {
         const walked = await walk(ix.index, direction, null, { after, before });
-        expect(walked.filter((p) => p[0] > after && p[0] < before)).toEqual(direction === "after" ? inside : [...inside].reverse());
+        expect(walked.filter((p) => p[0] > after && p[0] < before)).toEqual(
+          direction === "after" ? inside : [...inside].reverse(),
+        );
       }
     // With whole 1,024-posting segments, most of the 8 segments lie outside the bounds and are skipped.
     for (const direction of ["before", "after"] as const)
@@ -253,7 +282,10 @@ describe("SearchIndex directory pages", () => {
       const walker = ix.index.walk(TERM, direction, null);
       const seen: number[] = [...(await walker.next()).value!];
       // Enough newer postings that the term record sheds refs into new pages while the walk is paused.
-      const later = Array.from({ length: 12 * HEAD }, (_, i): Posting => [postings[postings.length - 1][0] + 1 + i + (direction === "after" ? 0 : 1e9), 0, 0]);
+      const later = Array.from(
+        { length: 12 * HEAD },
+        (_, i): Posting => [postings[postings.length - 1][0] + 1 + i + (direction === "after" ? 0 : 1e9), 0, 0],
+      );
       await insert(ix, later, HEAD);
       for await (const batch of walker) seen.push(...batch);
       const walked: Posting[] = [];
@@ -271,34 +303,37 @@ describe("SearchIndex directory pages", () => {
     ["refs in the term record", undefined],
     ["refs in directory pages", { tail: 2, page: 3 }],
     ["refs in pages of one", { tail: 1, page: 1 }],
-  ] as [string, Layout | undefined][])("finishes a walk paused while a back-fill splits the segments and pages ahead of it (%s)", async (_, layout) => {
-    const original = Array.from({ length: 24 * HEAD }, (_, i): Posting => [1_700_000_000_000 + i * 10_000, 0, i]);
-    for (const direction of ["before", "after"] as const) {
-      const ix = openTestIndex(createStorage(), layout);
-      await insert(ix, original, HEAD);
-      const walker = ix.index.walk(TERM, direction, null);
-      const seen: number[] = [...(await walker.next()).value!];
-      // Ahead of the walk: older than everything for a walk from the newest, just below the newest for one from
-      // the oldest. Newest first, as a back-fill sends them.
-      const edge = direction === "before" ? original[0][0] - 1 : original[original.length - 1][0] - 1;
-      const backfill = Array.from({ length: 3 * SEGMENT }, (_, i): Posting => [edge - i, 1, i]);
-      const segmentsBefore = (await ix.index.meta(TERM))!.next;
-      await insert(ix, backfill, 256);
-      for await (const batch of walker) seen.push(...batch);
+  ] as [string, Layout | undefined][])(
+    "finishes a walk paused while a back-fill splits the segments and pages ahead of it (%s)",
+    async (_, layout) => {
+      const original = Array.from({ length: 24 * HEAD }, (_, i): Posting => [1_700_000_000_000 + i * 10_000, 0, i]);
+      for (const direction of ["before", "after"] as const) {
+        const ix = openTestIndex(createStorage(), layout);
+        await insert(ix, original, HEAD);
+        const walker = ix.index.walk(TERM, direction, null);
+        const seen: number[] = [...(await walker.next()).value!];
+        // Ahead of the walk: older than everything for a walk from the newest, just below the newest for one from
+        // the oldest. Newest first, as a back-fill sends them.
+        const edge = direction === "before" ? original[0][0] - 1 : original[original.length - 1][0] - 1;
+        const backfill = Array.from({ length: 3 * SEGMENT }, (_, i): Posting => [edge - i, 1, i]);
+        const segmentsBefore = (await ix.index.meta(TERM))!.next;
+        await insert(ix, backfill, 256);
+        for await (const batch of walker) seen.push(...batch);
 
-      const walked: Posting[] = [];
-      for (let j = 0; j < seen.length; j += 3) walked.push([seen[j], seen[j + 1], seen[j + 2]]);
-      const ordered = direction === "before" ? [...walked].sort(cmp).reverse() : [...walked].sort(cmp);
-      expect(walked, "in walk order, each posting once").toEqual(ordered);
-      expect(new Set(walked.map(String)).size).toBe(walked.length);
-      const expected = direction === "before" ? [...original].reverse() : original;
-      expect(walked.filter((p) => p[1] === 0)).toEqual(expected);
-      // The back-fill did split segments while the walk was paused (a split adds at least one).
-      expect((await ix.index.meta(TERM))!.next - segmentsBefore).toBeGreaterThanOrEqual(2);
-      await expectLayoutConsistent(ix, layout);
-      expect(await walk(ix.index, "after")).toEqual([...original, ...backfill].sort(cmp));
-    }
-  });
+        const walked: Posting[] = [];
+        for (let j = 0; j < seen.length; j += 3) walked.push([seen[j], seen[j + 1], seen[j + 2]]);
+        const ordered = direction === "before" ? [...walked].sort(cmp).reverse() : [...walked].sort(cmp);
+        expect(walked, "in walk order, each posting once").toEqual(ordered);
+        expect(new Set(walked.map(String)).size).toBe(walked.length);
+        const expected = direction === "before" ? [...original].reverse() : original;
+        expect(walked.filter((p) => p[1] === 0)).toEqual(expected);
+        // The back-fill did split segments while the walk was paused (a split adds at least one).
+        expect((await ix.index.meta(TERM))!.next - segmentsBefore).toBeGreaterThanOrEqual(2);
+        await expectLayoutConsistent(ix, layout);
+        expect(await walk(ix.index, "after")).toEqual([...original, ...backfill].sort(cmp));
+      }
+    },
+  );
 
   it("drops what a split replaced once the walks that could read it are closed, also a probe's unfinished walk", async () => {
     const layout = { tail: 1, page: 1 };

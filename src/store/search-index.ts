@@ -75,10 +75,15 @@ const minOf = (ref: { t: number; c: number; s: number }): Posting => [ref.t, ref
 
 /** Index of the last ref whose smallest posting is ≤ p (-1 if p precedes them all). */
 function lastAtOrBefore(refs: readonly { t: number; c: number; s: number }[], p: ArrayLike<number>): number {
-  let lo = 0, hi = refs.length - 1, found = -1;
+  let lo = 0,
+    hi = refs.length - 1,
+    found = -1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    if (comparePosting(minOf(refs[mid]), 0, p, 0) <= 0) { found = mid; lo = mid + 1; } else hi = mid - 1;
+    if (comparePosting(minOf(refs[mid]), 0, p, 0) <= 0) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
   }
   return found;
 }
@@ -88,7 +93,11 @@ function lastAtOrBefore(refs: readonly { t: number; c: number; s: number }[], p:
  * last block). Pages are read through the cache when first needed.
  */
 class Blocks {
-  constructor(private readonly kv: Kv, private readonly term: string, readonly meta: TermMeta) {}
+  constructor(
+    private readonly kv: Kv,
+    private readonly term: string,
+    readonly meta: TermMeta,
+  ) {}
 
   get pages(): PageRef[] {
     return this.meta.pages ?? [];
@@ -115,7 +124,7 @@ class Blocks {
   /** The block and position of the last segment whose smallest posting is ≤ p; block -1 if p precedes them all. */
   async locate(p: ArrayLike<number>): Promise<{ block: number; at: number }> {
     const first = this.meta.segs[0];
-    let block = first && comparePosting(minOf(first), 0, p, 0) <= 0 ? this.last : lastAtOrBefore(this.pages, p);
+    const block = first && comparePosting(minOf(first), 0, p, 0) <= 0 ? this.last : lastAtOrBefore(this.pages, p);
     if (block < 0) return { block: -1, at: -1 };
     return { block, at: lastAtOrBefore(await this.refs(block), p) };
   }
@@ -270,7 +279,12 @@ export class SearchIndex {
    * Yields batches of postings (flat triples) in walk order, strictly past `from`.
    * `before` walks newest → oldest, `after` oldest → newest. `bounds` prunes whole segments by time.
    */
-  async *walk(term: string, direction: "before" | "after", from: Posting | null, bounds: { after?: number; before?: number } = {}): AsyncGenerator<number[]> {
+  async *walk(
+    term: string,
+    direction: "before" | "after",
+    from: Posting | null,
+    bounds: { after?: number; before?: number } = {},
+  ): AsyncGenerator<number[]> {
     // Counted until it ends or its consumer closes it (for await does on break; PostingProbe.close otherwise).
     this.walking++;
     try {
@@ -280,7 +294,12 @@ export class SearchIndex {
     }
   }
 
-  private async *walkSegments(term: string, direction: "before" | "after", from: Posting | null, bounds: { after?: number; before?: number }): AsyncGenerator<number[]> {
+  private async *walkSegments(
+    term: string,
+    direction: "before" | "after",
+    from: Posting | null,
+    bounds: { after?: number; before?: number },
+  ): AsyncGenerator<number[]> {
     const meta = await this.meta(term);
     if (!meta) return;
     // The lists as they are now: a commit during the walk replaces them rather than changing them (insert() only

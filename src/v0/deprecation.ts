@@ -38,7 +38,10 @@ export function v0Response(response: Response, url: URL): Response {
   response.headers.set("deprecation", DEPRECATED_SINCE);
   if (!response.headers.has("link")) {
     const name = endpointAt(url.pathname);
-    response.headers.set("link", name ? successorLink(name, Object.fromEntries(url.searchParams)) : SUCCESSOR_GENERATION);
+    response.headers.set(
+      "link",
+      name ? successorLink(name, Object.fromEntries(url.searchParams)) : SUCCESSOR_GENERATION,
+    );
   }
   return response;
 }

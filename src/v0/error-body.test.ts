@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { ApiError, badRequest, conflict, notFound, unauthorized } from "../http/errors.ts";
+import { ApiError, badRequest, conflict, notFound, unauthorized } from "../errors.ts";
 import { V0ErrorBody, v0ErrorBody, v0ErrorResponse } from "./error-body.ts";
 
 const issue = (path: (string | number)[], message: string) => ({ code: "invalid", message, path });
@@ -18,15 +18,29 @@ describe("the v0 error body", () => {
 
   it("turns validation issues into details by place, the first message per place winning", () => {
     const body = v0ErrorBody(
-      badRequest("invalid query.limit", [issue(["query", "limit"], "too big"), issue(["query", "limit"], "second"), issue(["body", "reminder", "remindAtMs"], "not a number")]),
+      badRequest("invalid query.limit", [
+        issue(["query", "limit"], "too big"),
+        issue(["query", "limit"], "second"),
+        issue(["body", "reminder", "remindAtMs"], "not a number"),
+      ]),
     );
-    expect(body).toEqual({ error: "invalid query.limit", code: "INVALID_REQUEST", details: { "query.limit": "too big", "body.reminder.remindAtMs": "not a number" } });
+    expect(body).toEqual({
+      error: "invalid query.limit",
+      code: "INVALID_REQUEST",
+      details: { "query.limit": "too big", "body.reminder.remindAtMs": "not a number" },
+    });
   });
 
   it("writes other details as text, and a field named like an Object property as any other place", () => {
-    expect(v0ErrorBody(new ApiError(422, "X", "m", { count: 3, why: "because" })).details).toEqual({ count: "3", why: "because" });
+    expect(v0ErrorBody(new ApiError(422, "X", "m", { count: 3, why: "because" })).details).toEqual({
+      count: "3",
+      why: "because",
+    });
     const proto = v0ErrorBody(badRequest("m", [issue(["__proto__"], "odd"), issue(["constructor"], "odder")])).details!;
-    expect(Object.entries(proto)).toEqual([["__proto__", "odd"], ["constructor", "odder"]]);
+    expect(Object.entries(proto)).toEqual([
+      ["__proto__", "odd"],
+      ["constructor", "odder"],
+    ]);
   });
 
   it("bounds what it quotes: long messages are cut and at most 20 places are listed", () => {
@@ -44,7 +58,13 @@ describe("the v0 error body", () => {
   });
 
   it("matches its own schema (what the OpenAPI document publishes) in every case above", () => {
-    for (const error of [unauthorized(), notFound("x"), badRequest("m", [issue(["query", "q"], "bad")]), new ApiError(422, "X", "m", { n: 1 }), new Error()])
+    for (const error of [
+      unauthorized(),
+      notFound("x"),
+      badRequest("m", [issue(["query", "q"], "bad")]),
+      new ApiError(422, "X", "m", { n: 1 }),
+      new Error(),
+    ])
       expect(v.safeParse(V0ErrorBody, v0ErrorBody(error)).success).toBe(true);
   });
 });

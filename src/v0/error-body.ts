@@ -4,16 +4,23 @@
  * and headers /v1 would send.
  */
 import * as v from "valibot";
-import { ApiError, clip, type Issue } from "../http/errors.ts";
+import { ApiError, clip, type Issue } from "../errors.ts";
 
 export const V0ErrorBody = v.pipe(
   v.strictObject({
     error: v.pipe(v.string(), v.description("What went wrong, for a person to read.")),
-    code: v.optional(v.pipe(v.string(), v.description("Machine-readable code, the same as /v1's: INVALID_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND…"))),
+    code: v.optional(
+      v.pipe(
+        v.string(),
+        v.description("Machine-readable code, the same as /v1's: INVALID_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND…"),
+      ),
+    ),
     details: v.optional(
       v.pipe(
         v.record(v.string(), v.string()),
-        v.description("For an invalid request: where each problem is (`query.limit`, `body.chatID`) → what is wrong with it."),
+        v.description(
+          "For an invalid request: where each problem is (`query.limit`, `body.chatID`) → what is wrong with it.",
+        ),
       ),
     ),
   }),
@@ -39,7 +46,10 @@ export function v0ErrorBody(error: unknown): V0ErrorBody {
 export function v0ErrorResponse(error: unknown): Response {
   const status = error instanceof ApiError ? error.status : 500;
   const headers = error instanceof ApiError ? error.headers : undefined;
-  return new Response(JSON.stringify(v0ErrorBody(error)), { status, headers: { "content-type": "application/json", ...headers } });
+  return new Response(JSON.stringify(v0ErrorBody(error)), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
 }
 
 /**
@@ -56,7 +66,7 @@ function flatten(details: NonNullable<ApiError["details"]>): Record<string, stri
   for (const [key, value] of entries) {
     if (Object.keys(out).length === MAX_DETAILS) break;
     const place = clip(key || "request", 200);
-    out[place] ??= clip(typeof value === "string" ? value : JSON.stringify(value) ?? String(value), MAX_TEXT_CHARS);
+    out[place] ??= clip(typeof value === "string" ? value : (JSON.stringify(value) ?? String(value)), MAX_TEXT_CHARS);
   }
   return out;
 }

@@ -1,5 +1,5 @@
 /**
- * The deprecated /v0 generation: 13 endpoints as one thin layer over the /v1 services (see README, "/v0").
+ * The deprecated /v0 generation: 13 endpoints as one thin layer over the /v1 services (see docs/v0.md).
  * Plugged into the app by src/app.ts: `v0Routes(api)`, and every answer under `isV0Path` goes through
  * `v0Response` (the Deprecation/Link headers) and every failure through `v0ErrorResponse` (the v0 error body).
  *

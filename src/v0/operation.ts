@@ -9,7 +9,10 @@ import { successorLink } from "./deprecation.ts";
 import { V0_ENDPOINTS, type V0Name } from "./endpoints.ts";
 import { V0_ERROR_COMPONENT } from "./error-body.ts";
 
-type Described<Q extends v.GenericSchema | undefined, B extends v.GenericSchema | undefined> = Pick<Operation<Q, B>, "summary" | "query" | "body"> & {
+type Described<Q extends v.GenericSchema | undefined, B extends v.GenericSchema | undefined> = Pick<
+  Operation<Q, B>,
+  "summary" | "query" | "body"
+> & {
   /** Schema of the 200 JSON answer (the scenario suite checks every answer against it). */
   response: v.GenericSchema;
   /** What differs from the successor, if anything. */
@@ -19,12 +22,10 @@ type Described<Q extends v.GenericSchema | undefined, B extends v.GenericSchema 
 /** `get-chat` → `v0GetChat`. */
 const operationId = (name: string) => `v0${name.replace(/(^|-)(\w)/g, (_, _dash, c: string) => c.toUpperCase())}`;
 
-export function addV0<Q extends v.GenericSchema | undefined = undefined, B extends v.GenericSchema | undefined = undefined>(
-  api: Api,
-  name: V0Name,
-  doc: Described<Q, B>,
-  handler: (call: Call<Q, B>) => unknown,
-): void {
+export function addV0<
+  Q extends v.GenericSchema | undefined = undefined,
+  B extends v.GenericSchema | undefined = undefined,
+>(api: Api, name: V0Name, doc: Described<Q, B>, handler: (call: Call<Q, B>) => unknown): void {
   const { method, successor } = V0_ENDPOINTS[name];
   const { notes, ...described } = doc;
   api.add<Q, B>(
@@ -40,7 +41,10 @@ export function addV0<Q extends v.GenericSchema | undefined = undefined, B exten
     },
     async (call) => {
       const data = await handler(call);
-      const given = { ...(call.query as object | undefined), ...(call.body as object | undefined) } as Record<string, unknown>;
+      const given = { ...(call.query as object | undefined), ...(call.body as object | undefined) } as Record<
+        string,
+        unknown
+      >;
       return new Response(JSON.stringify(data), {
         status: 200,
         headers: { "content-type": "application/json", link: successorLink(name, given) },

@@ -8,19 +8,25 @@ import * as v from "valibot";
 import { Account, Chat, Message, User, type Page } from "../schema/wire.ts";
 import type { MessageSearchResult } from "../services/message-search.ts";
 
-const stringOrInteger = (description: string) => v.pipe(v.union([v.string(), v.pipe(v.number(), v.integer())]), v.description(description));
+const stringOrInteger = (description: string) =>
+  v.pipe(v.union([v.string(), v.pipe(v.number(), v.integer())]), v.description(description));
 
 export const V0Message = v.strictObject({
   ...Message.entries,
   messageID: v.pipe(v.string(), v.description("The message's ID again (equal to `id`), where v0 clients read it.")),
-  sortKey: stringOrInteger("Sortable position of the message in its chat; opaque (a string here, an integer in some v0 servers)."),
+  sortKey: stringOrInteger(
+    "Sortable position of the message in its chat; opaque (a string here, an integer in some v0 servers).",
+  ),
 });
 export type V0Message = v.InferOutput<typeof V0Message>;
 
 export const V0Chat = v.strictObject({
   ...Chat.entries,
   network: v.pipe(v.string(), v.description("Display-only network name; actions take `accountID`.")),
-  localChatID: v.pipe(v.nullable(v.string()), v.description("This device's short number for the chat; v0 actions accept it as `chatID`.")),
+  localChatID: v.pipe(
+    v.nullable(v.string()),
+    v.description("This device's short number for the chat; v0 actions accept it as `chatID`."),
+  ),
   lastReadMessageSortKey: v.optional(stringOrInteger("sortKey of the last message read.")),
   preview: v.optional(v.pipe(V0Message, v.description("The last message."))),
 });
@@ -62,8 +68,13 @@ export const V0SearchResult = v.strictObject({
  */
 export const actionResult = <E extends v.ObjectEntries>(entries: E) =>
   v.strictObject({
-    success: v.pipe(v.boolean(), v.description("true: the action was done (a failure answers an error status instead).")),
-    error: v.optional(v.pipe(v.string(), v.description("Not sent by inboxd: failures answer an error status with the v0 error body."))),
+    success: v.pipe(
+      v.boolean(),
+      v.description("true: the action was done (a failure answers an error status instead)."),
+    ),
+    error: v.optional(
+      v.pipe(v.string(), v.description("Not sent by inboxd: failures answer an error status with the v0 error body.")),
+    ),
     ...entries,
   });
 

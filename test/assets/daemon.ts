@@ -12,8 +12,8 @@ import { createApp, type App } from "../../src/app.ts";
 import { seedDataset } from "../../src/seed/dataset.ts";
 import { ensureToken } from "../../src/services/tokens.ts";
 import { Db } from "../../src/store/db.ts";
-import { MiB } from "./env.ts";
-import { Api, randomToken } from "./kit.ts";
+import { randomToken } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
 
 /** Every file under `dir` (relative paths, sorted; directories left out). */
 export function listing(dir: string): string[] {
@@ -21,7 +21,11 @@ export function listing(dir: string): string[] {
 }
 /** Every file and directory under `dir`, directories with a trailing slash. */
 export function entries(dir: string): string[] {
-  return existsSync(dir) ? (readdirSync(dir, { recursive: true }) as string[]).map((p) => (statSync(join(dir, p)).isDirectory() ? `${p}/` : p)).sort() : [];
+  return existsSync(dir)
+    ? (readdirSync(dir, { recursive: true }) as string[])
+        .map((p) => (statSync(join(dir, p)).isDirectory() ? `${p}/` : p))
+        .sort()
+    : [];
 }
 
 /**
@@ -41,7 +45,12 @@ export async function startTuned(options: { maxUploadBytes?: number; uploadTtlMs
     allowedHosts: [],
     now: options.now,
     schedule: (at) => scheduled.push(at),
-    assets: { storage: assetStorage(assetDir), dir: assetDir, maxUploadBytes: options.maxUploadBytes, uploadTtlMs: options.uploadTtlMs },
+    assets: {
+      storage: assetStorage(assetDir),
+      dir: assetDir,
+      maxUploadBytes: options.maxUploadBytes,
+      uploadTtlMs: options.uploadTtlMs,
+    },
   });
   const server = await listenApp(app, 0, "127.0.0.1");
   const address = server.node!.server!.address();

@@ -5,7 +5,10 @@
  */
 import { expect } from "vitest";
 import { sha256 } from "./fixtures.ts";
-import type { Api, Chat, StartOptions, Upload } from "./kit.ts";
+import type { Chat } from "../../src/schema/wire.ts";
+import type { StartOptions } from "../kit/common.ts";
+import type { Api } from "../kit/http.ts";
+import { serveAsset, type Upload } from "./kit.ts";
 
 export interface Server {
   url: string;
@@ -59,7 +62,7 @@ export function createEnv<S extends Server>(runtime: Runtime<S>): AssetEnv<S> {
     /** Serves an upload by its srcURL, mxc:// and localmxc:// URLs; each must give exactly `bytes`. */
     async expectServed(up: Upload, bytes: Uint8Array, mimeType = up.mimeType) {
       for (const url of [up.srcURL, `mxc://inboxd/${up.uploadID}`, `localmxc://inboxd/${up.uploadID}`]) {
-        const r = await env.api.serve(url);
+        const r = await serveAsset(env.api, url);
         expect(r.status, url).toBe(200);
         expect(r.h("content-type"), url).toBe(mimeType);
         env.expectLength(r, bytes.length, url);

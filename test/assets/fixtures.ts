@@ -59,16 +59,41 @@ export function png(width: number, height: number): Bytes {
       raw[row + 3 + x * 3] = 128;
     }
   }
-  return concat(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk("IHDR", ihdr), pngChunk("IDAT", deflateSync(raw)), pngChunk("IEND", new Uint8Array(0)));
+  return concat(
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk("IHDR", ihdr),
+    pngChunk("IDAT", deflateSync(raw)),
+    pngChunk("IEND", new Uint8Array(0)),
+  );
 }
 
 /** A baseline JPEG header: SOI, APP0 JFIF, DQT, SOF0 (the dimensions), then filler and EOI. */
 export function jpeg(width: number, height: number): Bytes {
-  const app0 = concat(new Uint8Array([0xff, 0xe0]), u16be(16), ascii("JFIF\0"), new Uint8Array([1, 1, 0, 0, 1, 0, 1, 0, 0]));
+  const app0 = concat(
+    new Uint8Array([0xff, 0xe0]),
+    u16be(16),
+    ascii("JFIF\0"),
+    new Uint8Array([1, 1, 0, 0, 1, 0, 1, 0, 0]),
+  );
   const dqt = concat(new Uint8Array([0xff, 0xdb]), u16be(67), new Uint8Array([0]), new Uint8Array(64).fill(1));
-  const sof0 = concat(new Uint8Array([0xff, 0xc0]), u16be(17), new Uint8Array([8]), u16be(height), u16be(width), new Uint8Array([3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]));
+  const sof0 = concat(
+    new Uint8Array([0xff, 0xc0]),
+    u16be(17),
+    new Uint8Array([8]),
+    u16be(height),
+    u16be(width),
+    new Uint8Array([3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]),
+  );
   const sos = concat(new Uint8Array([0xff, 0xda]), u16be(12), new Uint8Array([3, 1, 0, 2, 0x11, 3, 0x11, 0, 0x3f, 0]));
-  return concat(new Uint8Array([0xff, 0xd8]), app0, dqt, sof0, sos, new Uint8Array(256).fill(0x55), new Uint8Array([0xff, 0xd9]));
+  return concat(
+    new Uint8Array([0xff, 0xd8]),
+    app0,
+    dqt,
+    sof0,
+    sos,
+    new Uint8Array(256).fill(0x55),
+    new Uint8Array([0xff, 0xd9]),
+  );
 }
 
 /** A GIF89a with a global colour table and one 1-colour image (logical screen width × height). */
@@ -95,7 +120,8 @@ export function wav(seconds: number, rate = 8000): Bytes {
   const samples = Math.round(seconds * rate);
   const data = new Uint8Array(samples * 2);
   const view = new DataView(data.buffer);
-  for (let i = 0; i < samples; i++) view.setInt16(i * 2, Math.round(Math.sin((i / rate) * 2 * Math.PI * 440) * 12000), true);
+  for (let i = 0; i < samples; i++)
+    view.setInt16(i * 2, Math.round(Math.sin((i / rate) * 2 * Math.PI * 440) * 12000), true);
   const fmt = concat(ascii("fmt "), u32le(16), u16le(1), u16le(1), u32le(rate), u32le(rate * 2), u16le(2), u16le(16));
   const body = concat(ascii("WAVE"), fmt, ascii("data"), u32le(data.length), data);
   return concat(ascii("RIFF"), u32le(body.length), body);
@@ -116,7 +142,10 @@ export function mp3(frames: number): Bytes {
 /** The start of an MP4 (an `ftyp` box, as the sandbox's seeded videos have) plus filler. */
 export function mp4(bytes = 4096): Bytes {
   const out = new Uint8Array(bytes);
-  out.set([0x00, 0x00, 0x00, 0x18, 0x66, 0x74, 0x79, 0x70, 0x6d, 0x70, 0x34, 0x32, 0x00, 0x00, 0x00, 0x00, 0x6d, 0x70, 0x34, 0x32, 0x69, 0x73, 0x6f, 0x6d]);
+  out.set([
+    0x00, 0x00, 0x00, 0x18, 0x66, 0x74, 0x79, 0x70, 0x6d, 0x70, 0x34, 0x32, 0x00, 0x00, 0x00, 0x00, 0x6d, 0x70, 0x34,
+    0x32, 0x69, 0x73, 0x6f, 0x6d,
+  ]);
   for (let i = 24; i < bytes; i++) out[i] = (i * 7) & 0xff;
   return out;
 }
@@ -173,7 +202,8 @@ export function jpegSize(bytes: Uint8Array): { width: number; height: number } |
   while (at + 9 < bytes.length && bytes[at] === 0xff) {
     const marker = bytes[at + 1];
     const length = (bytes[at + 2] << 8) | bytes[at + 3];
-    if (marker === 0xc0) return { height: (bytes[at + 5] << 8) | bytes[at + 6], width: (bytes[at + 7] << 8) | bytes[at + 8] };
+    if (marker === 0xc0)
+      return { height: (bytes[at + 5] << 8) | bytes[at + 6], width: (bytes[at + 7] << 8) | bytes[at + 8] };
     at += 2 + length;
   }
   return undefined;

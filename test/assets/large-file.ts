@@ -7,7 +7,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { AssetEnv } from "./env.ts";
 import { MiB } from "./env.ts";
 import { bytesOf, hashOfGenerated, hashOfRange, sha256, text } from "./fixtures.ts";
-import { ECHO_ID, multipartType, sdk, streamedUpload, waitFor, type Upload } from "./kit.ts";
+import { ECHO_ID, waitFor } from "../kit/common.ts";
+import { multipartType, sdk, serveAsset, serveHash, streamedUpload, uploadBytes, type Upload } from "./kit.ts";
 
 export function largeFileCases(env: AssetEnv) {
   describe("a 50 MB file: streamed upload, byte-exact download, ranges, validators", () => {
@@ -24,7 +25,7 @@ export function largeFileCases(env: AssetEnv) {
       });
       if (r.status !== 200) throw new Error(`50 MB upload → ${r.status}: ${r.text}`);
       up = r.body;
-      const first = await env.api.serve(up.srcURL, { range: "bytes=0-0" });
+      const first = await serveAsset(env.api, up.srcURL, { range: "bytes=0-0" });
       etag = first.h("etag")!;
       lastModified = first.h("last-modified")!;
     }, 120_000);
@@ -35,7 +36,7 @@ export function largeFileCases(env: AssetEnv) {
     });
 
     it("GET serves it whole and byte-exact (SHA-256), with type, length, ETag, Last-Modified, Accept-Ranges", async () => {
-      const r = await env.api.serveHash(up.srcURL);
+      const r = await serveHash(env.api, up.srcURL);
       expect(r.status).toBe(200);
       expect(r.length).toBe(SIZE);
       expect(r.sha256).toBe(hashOfGenerated(SIZE));
@@ -65,7 +66,7 @@ export function largeFileCases(env: AssetEnv) {
     ];
     for (const [label, start, end] of ranges)
       it(`Range bytes=${start}-${end} (${label}) → 206 with exactly those bytes`, async () => {
-        const r = await env.api.serve(up.srcURL, { range: `bytes=${start}-${end}` });
+        const r = await serveAsset(env.api, up.srcURL, { range: `bytes=${start}-${end}` });
         expect(r.status).toBe(206);
         expect(r.h("content-range")).toBe(`bytes ${start}-${end}/${SIZE}`);
         expect(r.h("content-type")).toBe("application/x-big");
@@ -74,14 +75,14 @@ export function largeFileCases(env: AssetEnv) {
       });
 
     it("suffix range bytes=-100 → the last 100 bytes", async () => {
-      const r = await env.api.serve(up.srcURL, { range: "bytes=-100" });
+      const r = await serveAsset(env.api, up.srcURL, { range: "bytes=-100" });
       expect(r.status).toBe(206);
       expect(r.h("content-range")).toBe(`bytes ${SIZE - 100}-${SIZE - 1}/${SIZE}`);
       expect(sha256(r.bytes)).toBe(sha256(bytesOf(SIZE - 100, SIZE)));
     });
 
     it("open range bytes=100- → everything from byte 100", async () => {
-      const r = await env.api.serveHash(up.srcURL, { range: "bytes=100-" });
+      const r = await serveHash(env.api, up.srcURL, { range: "bytes=100-" });
       expect(r.status).toBe(206);
       expect(r.headers.get("content-range")).toBe(`bytes 100-${SIZE - 1}/${SIZE}`);
       expect(r.length).toBe(SIZE - 100);
@@ -89,7 +90,7 @@ export function largeFileCases(env: AssetEnv) {
     }, 120_000);
 
     it("a range ending past the file is clamped", async () => {
-      const r = await env.api.serve(up.srcURL, { range: `bytes=${SIZE - 10}-${SIZE + 1000}` });
+      const r = await serveAsset(env.api, up.srcURL, { range: `bytes=${SIZE - 10}-${SIZE + 1000}` });
       expect(r.status).toBe(206);
       expect(r.h("content-range")).toBe(`bytes ${SIZE - 10}-${SIZE - 1}/${SIZE}`);
       expect(r.bytes.length).toBe(10);
@@ -97,50 +98,54 @@ export function largeFileCases(env: AssetEnv) {
 
     it("416 with content-range bytes */size for a start at or past the end", async () => {
       for (const range of [`bytes=${SIZE}-`, `bytes=${SIZE + 5}-${SIZE + 10}`]) {
-        const r = await env.api.serve(up.srcURL, { range });
+        const r = await serveAsset(env.api, up.srcURL, { range });
         expect(r.status, range).toBe(416);
         expect(r.h("content-range")).toBe(`bytes */${SIZE}`);
       }
     });
 
     it("several ranges → 200 with the whole file", async () => {
-      const r = await env.api.serveHash(up.srcURL, { range: "bytes=0-9,100-109" });
+      const r = await serveHash(env.api, up.srcURL, { range: "bytes=0-9,100-109" });
       expect(r.status).toBe(200);
       expect(r.length).toBe(SIZE);
     }, 120_000);
 
     it("If-None-Match with the ETag → 304 without a body; another ETag → 200", async () => {
-      const r = await env.api.serve(up.srcURL, { "if-none-match": etag });
+      const r = await serveAsset(env.api, up.srcURL, { "if-none-match": etag });
       expect(r.status).toBe(304);
       expect(r.bytes.length).toBe(0);
       expect(r.h("etag")).toBe(etag);
-      const other = await env.api.serve(up.srcURL, { "if-none-match": '"something-else"', range: "bytes=0-9" });
+      const other = await serveAsset(env.api, up.srcURL, { "if-none-match": '"something-else"', range: "bytes=0-9" });
       expect(other.status).toBe(206);
     });
 
     it("If-Modified-Since with Last-Modified → 304; an older date → 200", async () => {
-      expect((await env.api.serve(up.srcURL, { "if-modified-since": lastModified })).status).toBe(304);
+      expect((await serveAsset(env.api, up.srcURL, { "if-modified-since": lastModified })).status).toBe(304);
       const older = new Date(Date.parse(lastModified) - 86_400_000).toUTCString();
-      expect((await env.api.serve(up.srcURL, { "if-modified-since": older, range: "bytes=0-0" })).status).toBe(206);
+      expect((await serveAsset(env.api, up.srcURL, { "if-modified-since": older, range: "bytes=0-0" })).status).toBe(
+        206,
+      );
     });
 
     it("the ETag is the same on every URL form of the asset", async () => {
       for (const url of [`mxc://inboxd/${up.uploadID}`, `localmxc://inboxd/${up.uploadID}`]) {
-        const r = await env.api.serve(url, { range: "bytes=0-0" });
+        const r = await serveAsset(env.api, url, { range: "bytes=0-0" });
         expect(r.h("etag")).toBe(etag);
       }
     });
 
     it("Content-Length is declared: on 200 (the file's size) and on 206 (the range's length)", async () => {
-      const whole = await fetch(`${env.server.url}/v1/assets/serve?url=${encodeURIComponent(up.srcURL)}`, { headers: { authorization: `Bearer ${env.rwToken}` } });
+      const whole = await fetch(`${env.server.url}/v1/assets/serve?url=${encodeURIComponent(up.srcURL)}`, {
+        headers: { authorization: `Bearer ${env.rwToken}` },
+      });
       expect(whole.status).toBe(200);
       await whole.body?.cancel();
       expect(whole.headers.get("content-length")).toBe(String(SIZE));
-      const part = await env.api.serve(up.srcURL, { range: "bytes=1048570-1048589" });
+      const part = await serveAsset(env.api, up.srcURL, { range: "bytes=1048570-1048589" });
       expect(part.status).toBe(206);
       expect(part.h("content-length")).toBe("20");
-      const small = await env.api.uploadBytes(text("twelve bytes"), "twelve.txt");
-      const served = await env.api.serve(small.srcURL);
+      const small = await uploadBytes(env.api, text("twelve bytes"), "twelve.txt");
+      const served = await serveAsset(env.api, small.srcURL);
       // Text types may be compressed on the way out (Cloudflare's edge does it, and Miniflare mimics it even with
       // no-transform); then the length is the compressed one, sent chunked. Otherwise it is the file's.
       if (served.h("content-encoding")) expect(served.h("content-encoding")).toMatch(/^(gzip|br)$/);
@@ -148,7 +153,7 @@ export function largeFileCases(env: AssetEnv) {
     });
 
     it("HEAD → 200 with Content-Length and ETag, no body", async () => {
-      const r = await env.api.serve(up.srcURL, {}, "HEAD");
+      const r = await serveAsset(env.api, up.srcURL, {}, "HEAD");
       expect(r.status).toBe(200);
       expect(r.h("content-length")).toBe(String(SIZE));
       expect(r.h("etag")).toBe(etag);
@@ -156,14 +161,19 @@ export function largeFileCases(env: AssetEnv) {
     });
 
     it("sent as an attachment: the network receives all 50 MB (Echo answers), and it stays servable", async () => {
-      const sent = await env.api.send(env.echo.id, { attachment: { uploadID: up.uploadID } });
+      const sent = await env.api.postMessage(env.echo.id, { attachment: { uploadID: up.uploadID } });
       expect(sent.status).toBe(200);
       const m = await env.api.settled(env.echo.id, sent.body.pendingMessageID);
       expect(m.sendStatus?.status).toBe("SUCCESS");
       expect(m.type).toBe("FILE");
       expect(m.attachments![0]).toMatchObject({ type: "unknown", fileSize: SIZE, fileName: "big.bin" });
-      await waitFor("Echo's reply", async () => (await env.api.recent(env.echo.id)).find((r) => r.senderID === ECHO_ID && r.text === "Echo: [big.bin]"), 30_000);
-      expect((await env.api.serve(up.srcURL, { range: "bytes=-1" })).bytes[0]).toBe(bytesOf(SIZE - 1, SIZE)[0]);
+      await waitFor(
+        "Echo's reply",
+        async () =>
+          (await env.api.recent(env.echo.id)).find((r) => r.senderID === ECHO_ID && r.text === "Echo: [big.bin]"),
+        30_000,
+      );
+      expect((await serveAsset(env.api, up.srcURL, { range: "bytes=-1" })).bytes[0]).toBe(bytesOf(SIZE - 1, SIZE)[0]);
     }, 120_000);
   });
 
@@ -179,7 +189,7 @@ export function largeFileCases(env: AssetEnv) {
       expect(r.headers.get("content-type")).toMatch(/^application\/json/);
       expect(r.body).toMatchObject({ code: "PAYLOAD_TOO_LARGE", message: expect.any(String) });
       if (before) expect(env.runtime.chunkFiles!(env.server)).toEqual(before);
-      expect((await env.api.uploadBytes(text("after the limit"), "after.txt")).fileSize).toBe(15);
+      expect((await uploadBytes(env.api, text("after the limit"), "after.txt")).fileSize).toBe(15);
     }, 180_000);
   });
 }

@@ -8,7 +8,9 @@
 import { afterAll, beforeAll, describe } from "vitest";
 import { attachmentCases } from "./attachments.ts";
 import { createEnv, type Runtime, type Server } from "./env.ts";
-import { Api, randomToken } from "./kit.ts";
+import { randomToken } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { quietChat } from "./kit.ts";
 import { largeFileCases } from "./large-file.ts";
 import { mediaCases } from "./media.ts";
 import { uploadCases } from "./uploads.ts";
@@ -25,12 +27,18 @@ export function assetSuite<S extends Server>(runtime: Runtime<S>) {
     beforeAll(async () => {
       env.rwToken = randomToken("rw");
       env.roToken = randomToken("ro");
-      env.server = await runtime.start({ seed: SEED, tokens: [{ token: env.rwToken, scopes: ["read", "write"] }, { token: env.roToken, scopes: ["read"] }] });
+      env.server = await runtime.start({
+        seed: SEED,
+        tokens: [
+          { token: env.rwToken, scopes: ["read", "write"] },
+          { token: env.roToken, scopes: ["read"] },
+        ],
+      });
       env.api = new Api(env.server.url, env.rwToken);
       env.ro = env.api.withToken(env.roToken);
       env.anon = env.api.withToken(null);
       env.echo = await env.api.echoChat();
-      env.quiet = await env.api.quietChat();
+      env.quiet = await quietChat(env.api);
     });
     afterAll(() => env.server?.stop());
 

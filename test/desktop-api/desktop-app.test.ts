@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDaemonRuntime } from "../harness/bridge-runtime.ts";
-import { BRIDGE, Client, randomToken, waitFor, type Runtime } from "./kit.ts";
+import { BRIDGE, Client, randomToken, type Runtime } from "./kit.ts";
 
 const TOKEN = "app-token";
 const ACCOUNT = "whatsapp";
@@ -39,17 +39,46 @@ const sockets = new Set<WebSocket>();
 let counter = 0;
 
 function message(text: string, from: typeof me | typeof bob, id = `$m${++counter}`): AppMessage {
-  const m: AppMessage = { id, chatID: CHAT, accountID: ACCOUNT, senderID: from.id, senderName: from.fullName, timestamp: new Date(Date.now() + counter).toISOString(), sortKey: String(1000 + counter), type: "TEXT", text, isSender: from === me };
+  const m: AppMessage = {
+    id,
+    chatID: CHAT,
+    accountID: ACCOUNT,
+    senderID: from.id,
+    senderName: from.fullName,
+    timestamp: new Date(Date.now() + counter).toISOString(),
+    sortKey: String(1000 + counter),
+    type: "TEXT",
+    text,
+    isSender: from === me,
+  };
   messages.push(m);
   return m;
 }
 
 function announce(m: AppMessage) {
-  const frame = JSON.stringify({ type: "message.upserted", seq: counter, ts: new Date().toISOString(), chatID: m.chatID, ids: [m.id], entries: [m] });
+  const frame = JSON.stringify({
+    type: "message.upserted",
+    seq: counter,
+    ts: new Date().toISOString(),
+    chatID: m.chatID,
+    ids: [m.id],
+    entries: [m],
+  });
   for (const s of sockets) s.send(frame);
 }
 
-const chat = () => ({ id: CHAT, accountID: ACCOUNT, network: "WhatsApp", title: "Bob", type: "single", participants: { items: [me, bob], hasMore: false, total: 2 }, unreadCount: 0, isArchived: false, isMuted: false, isPinned: false });
+const chat = () => ({
+  id: CHAT,
+  accountID: ACCOUNT,
+  network: "WhatsApp",
+  title: "Bob",
+  type: "single",
+  participants: { items: [me, bob], hasMore: false, total: 2 },
+  unreadCount: 0,
+  isArchived: false,
+  isMuted: false,
+  isPinned: false,
+});
 
 async function body(req: IncomingMessage): Promise<any> {
   const chunks: Buffer[] = [];
@@ -62,13 +91,27 @@ function startApp(): Promise<Server> {
     const url = new URL(req.url!, "http://app");
     // Chat IDs arrive with `!` and `:` raw or escaped, as clients encode them: compared decoded.
     const path = decodeURIComponent(url.pathname);
-    const json = (status: number, value: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
-    if (url.pathname === "/v1/info") return json(200, { app: { name: "Desktop", version: "4.2.0", bundle_id: "app" }, server: { status: "running" } });
-    if (req.headers.authorization !== `Bearer ${TOKEN}`) return json(401, { code: "UNAUTHORIZED", message: "no token" });
-    if (url.pathname === "/v1/accounts") return json(200, [{ accountID: ACCOUNT, network: "WhatsApp", bridge: { id: "local-whatsapp", provider: "local", type: "whatsapp" }, user: me }]);
-    if (url.pathname === "/v1/chats") return json(200, { items: [chat()], hasMore: false, oldestCursor: null, newestCursor: null });
+    const json = (status: number, value: unknown) =>
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+    if (url.pathname === "/v1/info")
+      return json(200, { app: { name: "Desktop", version: "4.2.0", bundle_id: "app" }, server: { status: "running" } });
+    if (req.headers.authorization !== `Bearer ${TOKEN}`)
+      return json(401, { code: "UNAUTHORIZED", message: "no token" });
+    if (url.pathname === "/v1/accounts")
+      return json(200, [
+        {
+          accountID: ACCOUNT,
+          network: "WhatsApp",
+          bridge: { id: "local-whatsapp", provider: "local", type: "whatsapp" },
+          user: me,
+        },
+      ]);
+    if (url.pathname === "/v1/chats")
+      return json(200, { items: [chat()], hasMore: false, oldestCursor: null, newestCursor: null });
     if (path === `/v1/chats/${CHAT}`) return json(200, chat());
-    const single = path.startsWith(`/v1/chats/${CHAT}/messages/`) ? path.slice(`/v1/chats/${CHAT}/messages/`.length) : undefined;
+    const single = path.startsWith(`/v1/chats/${CHAT}/messages/`)
+      ? path.slice(`/v1/chats/${CHAT}/messages/`.length)
+      : undefined;
     if (single && req.method === "GET") {
       const id = pending.get(single) ?? single;
       const found = messages.find((m) => m.id === id);
@@ -88,13 +131,21 @@ function startApp(): Promise<Server> {
       return;
     }
     if (path.startsWith(`/v1/chats/${CHAT}/messages/`) && path.endsWith("/reactions") && req.method === "POST")
-      return json(422, { code: "NOT_SUPPORTED", message: "WhatsApp allows one reaction per message, and it is already there" });
+      return json(422, {
+        code: "NOT_SUPPORTED",
+        message: "WhatsApp allows one reaction per message, and it is already there",
+      });
     if (path === `/v1/chats/${CHAT}/messages`) {
       const newestFirst = [...messages].reverse();
       const cursor = url.searchParams.get("cursor");
       const from = cursor ? newestFirst.findIndex((m) => m.id === cursor) + 1 : 0;
       const items = newestFirst.slice(from, from + 20);
-      return json(200, { items, hasMore: from + 20 < newestFirst.length, oldestCursor: items.at(-1)?.id ?? null, newestCursor: items[0]?.id ?? null });
+      return json(200, {
+        items,
+        hasMore: from + 20 < newestFirst.length,
+        oldestCursor: items.at(-1)?.id ?? null,
+        newestCursor: items[0]?.id ?? null,
+      });
     }
     json(404, { code: "NOT_FOUND", message: `no route for ${req.method} ${url.pathname}` });
   });
@@ -108,7 +159,8 @@ function startApp(): Promise<Server> {
       ws.on("message", (data) => {
         const frame = JSON.parse(String(data));
         subscriptions.push(frame);
-        if ("since" in frame) return ws.send(JSON.stringify({ type: "error", code: "INVALID_PAYLOAD", message: "unknown property since" }));
+        if ("since" in frame)
+          return ws.send(JSON.stringify({ type: "error", code: "INVALID_PAYLOAD", message: "unknown property since" }));
         ws.send(JSON.stringify({ type: "subscriptions.updated", chatIDs: frame.chatIDs }));
       });
     });
@@ -140,11 +192,18 @@ describe("desktop-api connector against an upstream without an event log (as the
   });
 
   it("signs in without an instance ID, loads the chat, and pages its older messages", async () => {
-    const session = await api.login({ baseURL: appURL, accessToken: TOKEN }, undefined, { bridgeID: BRIDGE, flowID: "token" });
+    const session = await api.login({ baseURL: appURL, accessToken: TOKEN }, undefined, {
+      bridgeID: BRIDGE,
+      flowID: "token",
+    });
     expect(session.status).toBe("complete");
     accountID = session.accountID;
     const account = await api.accountStatus(accountID, "connected");
-    expect(account).toMatchObject({ network: "WhatsApp", bridge: { id: BRIDGE, provider: "self-hosted", type: "whatsapp" }, via: { accountID: ACCOUNT, servers: [] } });
+    expect(account).toMatchObject({
+      network: "WhatsApp",
+      bridge: { id: BRIDGE, provider: "self-hosted", type: "whatsapp" },
+      via: { accountID: ACCOUNT, servers: [] },
+    });
     chatID = (await api.chatTitled(accountID, "Bob")).id;
     expect(await texts()).toEqual([...messages].reverse().map((m) => m.text));
     // With no event log to resume from (GET /v1/events is 404 here), it subscribes without `since`.
@@ -164,7 +223,11 @@ describe("desktop-api connector against an upstream without an event log (as the
 
   it("refuses what the upstream refuses, with the upstream's reason", async () => {
     const [newest] = await api.messages(chatID);
-    const refused = await api.raw("POST", `/v1/chats/${encodeURIComponent(chatID)}/messages/${encodeURIComponent(newest!.id)}/reactions`, { reactionKey: "👍" });
+    const refused = await api.raw(
+      "POST",
+      `/v1/chats/${encodeURIComponent(chatID)}/messages/${encodeURIComponent(newest!.id)}/reactions`,
+      { reactionKey: "👍" },
+    );
     expect(refused.status).toBe(422);
     expect(refused.body.message).toContain("WhatsApp allows one reaction per message, and it is already there");
     expect((await api.messages(chatID))[0]!.reactions ?? []).toEqual([]);

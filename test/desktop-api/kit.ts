@@ -36,12 +36,24 @@ export interface Upstream {
  */
 export async function startUpstream(options: { accessTokenTtlMs?: number } = {}): Promise<Upstream> {
   const token = randomToken();
-  const node = await startNode({ seed: { chats: 6, messages: 240, accounts: 2, seed: 11 }, tokens: [{ token, scopes: ["read", "write"] }], accessTokenTtlMs: options.accessTokenTtlMs });
+  const node = await startNode({
+    seed: { chats: 6, messages: 240, accounts: 2, seed: 11 },
+    tokens: [{ token, scopes: ["read", "write"] }],
+    accessTokenTtlMs: options.accessTokenTtlMs,
+  });
   const runtime: Runtime = { url: node.url, token, restart: () => node.restart(), stop: () => node.stop() };
   const api = new Client(runtime);
   api.spec = officialFirst(new ResponseChecker(await api.ok("GET", "/v1/spec")));
   const info = await api.ok("GET", "/v1/info");
-  return { url: node.url, token, node, api, instanceID: info.server.instance_id, restart: () => node.restart(), stop: () => node.stop() };
+  return {
+    url: node.url,
+    token,
+    node,
+    api,
+    instanceID: info.server.instance_id,
+    restart: () => node.restart(),
+    stop: () => node.stop(),
+  };
 }
 
 /** A loopback port nothing listens on (taken from the kernel, then let go). */
@@ -57,12 +69,15 @@ export async function closedPort(): Promise<number> {
  * The official 5.0.0 document, its OpenAPI 3.0 `nullable` written as JSON Schema's (a `null` type beside the
  * other), and a `nullable` without a type (any value) dropped.
  */
-const OFFICIAL: Record<string, any> = JSON.parse(readFileSync(new URL("../fixtures/desktop-api-v5.openapi.json", import.meta.url), "utf8"), (_key, value) => {
-  if (!value || typeof value !== "object" || Array.isArray(value) || !("nullable" in value)) return value;
-  const { nullable, ...rest } = value;
-  if (nullable !== true || !("type" in rest)) return rest;
-  return { ...rest, type: [...(Array.isArray(rest.type) ? rest.type : [rest.type]), "null"] };
-});
+const OFFICIAL: Record<string, any> = JSON.parse(
+  readFileSync(new URL("../fixtures/desktop-api-v5.openapi.json", import.meta.url), "utf8"),
+  (_key, value) => {
+    if (!value || typeof value !== "object" || Array.isArray(value) || !("nullable" in value)) return value;
+    const { nullable, ...rest } = value;
+    if (nullable !== true || !("type" in rest)) return rest;
+    return { ...rest, type: [...(Array.isArray(rest.type) ? rest.type : [rest.type]), "null"] };
+  },
+);
 
 /**
  * The upstream is checked as the connector meets it: every answer an operation of the official 5.0.0 document gives

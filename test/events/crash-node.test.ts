@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareDataDir } from "../harness/node.ts";
 import { killAll, startServing, type ServingProcess } from "../harness/process.ts";
 import { crashScenario } from "./crash.ts";
-import { randomToken } from "./kit.ts";
+import { randomToken } from "../kit/common.ts";
 
 describe("the event log across kill -9 of the daemon", () => {
   const token = randomToken("rw");
@@ -15,10 +15,24 @@ describe("the event log across kill -9 of the daemon", () => {
   let daemon: ServingProcess;
   /** node itself (not npm), so SIGKILL hits the process that holds the data; no rate limit, as for any load test. */
   const serve = (port: number) =>
-    startServing(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", String(port), "--rate-limit", "off"]);
+    startServing(process.execPath, [
+      "--import",
+      "tsx",
+      "adapters/node/cli.ts",
+      "serve",
+      "--data-dir",
+      dataDir,
+      "--port",
+      String(port),
+      "--rate-limit",
+      "off",
+    ]);
 
   beforeAll(async () => {
-    dataDir = await prepareDataDir({ seed: { chats: 6, messages: 60, accounts: 1, seed: 14 }, tokens: [{ token, scopes: ["read", "write"] }] });
+    dataDir = await prepareDataDir({
+      seed: { chats: 6, messages: 60, accounts: 1, seed: 14 },
+      tokens: [{ token, scopes: ["read", "write"] }],
+    });
     daemon = await serve(0);
   });
   afterAll(async () => {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { startWorkerd, type WorkerdServer } from "../harness/workerd.ts";
 import { crashScenario } from "./crash.ts";
-import { randomToken } from "./kit.ts";
+import { randomToken } from "../kit/common.ts";
 
 describe("the event log across a Durable Object restart", () => {
   const token = randomToken("rw");

@@ -13,7 +13,10 @@
 import { createHash } from "node:crypto";
 import WebSocket from "ws";
 import { expect } from "vitest";
-import { Api, chatPath, sleep, waitFor, wsURL, type Chat } from "./kit.ts";
+import type { Chat } from "../../src/schema/wire.ts";
+import { chatPath, sleep, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { wsURL } from "./kit.ts";
 
 /** A server the scenario can kill and bring back on the same storage. */
 export interface CrashTarget {
@@ -49,7 +52,12 @@ const FRAME_START = /^\{"seq":(\d+),"type":"([^"]+)"(?:,"eventID":(\d+))?/;
 function frameHead(start: string): { seq: number; type: string; eventID?: number; bodyAt: number } | undefined {
   const match = FRAME_START.exec(start);
   if (!match) return undefined;
-  return { seq: Number(match[1]), type: match[2]!, eventID: match[3] === undefined ? undefined : Number(match[3]), bodyAt: `{"seq":${match[1]},`.length };
+  return {
+    seq: Number(match[1]),
+    type: match[2]!,
+    eventID: match[3] === undefined ? undefined : Number(match[3]),
+    bodyAt: `{"seq":${match[1]},`.length,
+  };
 }
 
 /**
@@ -114,7 +122,10 @@ abstract class Consumer {
 
   /** Records one event frame; `seq` is checked against the connection's own count. */
   protected event(frame: { seq: number; type: string; eventID?: number }, expectedSeq: number, body: Uint8Array) {
-    if (frame.seq !== expectedSeq) this.problems.push(`${this.label}: seq ${frame.seq} where ${expectedSeq} was due (connection ${this.connections})`);
+    if (frame.seq !== expectedSeq)
+      this.problems.push(
+        `${this.label}: seq ${frame.seq} where ${expectedSeq} was due (connection ${this.connections})`,
+      );
     if (frame.eventID === undefined) {
       this.problems.push(`${this.label}: a ${frame.type} event without eventID`);
       return;
@@ -131,14 +142,18 @@ class WsConsumer extends Consumer {
 
   protected session(): Promise<void> {
     return new Promise((resolve) => {
-      const ws = new WebSocket(wsURL(this.target.url()), { headers: { authorization: `Bearer ${this.target.token}` }, perMessageDeflate: false });
+      const ws = new WebSocket(wsURL(this.target.url()), {
+        headers: { authorization: `Bearer ${this.target.token}` },
+        perMessageDeflate: false,
+      });
       this.ws = ws;
       let seq = 0;
       ws.on("message", (data: Buffer) => {
         const head = frameHead(data.toString("latin1", 0, Math.min(data.length, 120)));
         if (head) return this.event(head, seq++, data.subarray(head.bodyAt));
         const frame = JSON.parse(data.toString()) as { type: string };
-        if (frame.type === "ready") ws.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"], since: this.last }));
+        if (frame.type === "ready")
+          ws.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"], since: this.last }));
         else if (frame.type === "subscriptions.updated") this.connected();
         else this.problems.push(`${this.label}: unexpected frame ${data.toString().slice(0, 200)}`);
       });
@@ -188,13 +203,19 @@ class SseConsumer extends Consumer {
 
 /** GET /v1/events as Server-Sent Events, resuming after `lastEventID`. */
 export const openSse = (url: string, token: string, lastEventID: number, signal?: AbortSignal) =>
-  fetch(`${url}/v1/events`, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", "last-event-id": String(lastEventID) }, signal });
+  fetch(`${url}/v1/events`, {
+    headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", "last-event-id": String(lastEventID) },
+    signal,
+  });
 
 /**
  * Reads a Server-Sent Events body, handing `each` every event's data line and its `id:` (comment and `retry:` lines
  * are skipped); resolves when the stream ends or once `each` answers true (which cancels the stream).
  */
-export async function readSse(body: ReadableStream<Uint8Array>, each: (data: string, id: number | undefined) => boolean | void): Promise<void> {
+export async function readSse(
+  body: ReadableStream<Uint8Array>,
+  each: (data: string, id: number | undefined) => boolean | void,
+): Promise<void> {
   const decoder = new TextDecoder();
   let buffer = "";
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
@@ -272,7 +293,13 @@ class Load {
         });
         const beforeCrash = !this.crashing;
         const body = await response.text();
-        if (response.ok) this.acked.push({ chatID: chat.id, messageID: (JSON.parse(body) as { pendingMessageID: string }).pendingMessageID, text, beforeCrash });
+        if (response.ok)
+          this.acked.push({
+            chatID: chat.id,
+            messageID: (JSON.parse(body) as { pendingMessageID: string }).pendingMessageID,
+            text,
+            beforeCrash,
+          });
         else this.count(`HTTP ${response.status}`);
       } catch (error) {
         const cause = (error as Error).cause as { code?: string; message?: string } | undefined;
@@ -313,7 +340,10 @@ function difference(consumer: Consumer, ids: number[], prints: number[]): string
   const twice = got.length - new Set(got).size;
   for (let i = 0; i < Math.max(got.length, ids.length); i++) {
     if (got[i] === ids[i] && consumer.prints[i] === prints[i]) continue;
-    const what = got[i] !== ids[i] ? `eventID ${got[i] ?? "nothing"} where the log has ${ids[i] ?? "nothing"}` : `other bytes than the log for eventID ${ids[i]}`;
+    const what =
+      got[i] !== ids[i]
+        ? `eventID ${got[i] ?? "nothing"} where the log has ${ids[i] ?? "nothing"}`
+        : `other bytes than the log for eventID ${ids[i]}`;
     return `${consumer.label}: ${got.length} events for the log's ${ids.length} (${twice} twice); first difference at #${i}: ${what} (${consumer.connections} connections, ended by ${consumer.endings.join(",")})`;
   }
   return undefined;
@@ -328,7 +358,10 @@ export async function crashScenario(target: CrashTarget, options: CrashOptions) 
   const accountID = (await api().get("/v1/accounts"))[0].accountID as string;
   const chats = await api().quietChats(accountID, options.chats);
 
-  const consumers: Consumer[] = [...Array.from({ length: options.subscribers }, (_, i) => new WsConsumer(`ws#${i}`, target)), new SseConsumer("sse", target)];
+  const consumers: Consumer[] = [
+    ...Array.from({ length: options.subscribers }, (_, i) => new WsConsumer(`ws#${i}`, target)),
+    new SseConsumer("sse", target),
+  ];
   const load = new Load(target, chats, options.sendsPerSecond);
   let head = 0;
   let seenBeforeCrash = 0;
@@ -354,12 +387,17 @@ export async function crashScenario(target: CrashTarget, options: CrashOptions) 
     await load.stop();
 
     // Caught up: every consumer has the head, and the head stays put (nothing was still being committed).
-    await waitFor("every consumer to reach the log's head", async () => {
-      const now = (await api().get("/v1/events?limit=1")).latestEventID as number;
-      const settled = now === head && consumers.every((c) => c.last >= head);
-      head = now;
-      return settled;
-    }, 30_000, 100).catch((error: Error) => {
+    await waitFor(
+      "every consumer to reach the log's head",
+      async () => {
+        const now = (await api().get("/v1/events?limit=1")).latestEventID as number;
+        const settled = now === head && consumers.every((c) => c.last >= head);
+        head = now;
+        return settled;
+      },
+      30_000,
+      100,
+    ).catch((error: Error) => {
       const behind = consumers.filter((c) => c.last < head).map((c) => `${c.label} at ${c.last}`);
       throw new Error(`${error.message} (head ${head}; behind: ${behind.slice(0, 10).join(", ")})`);
     });
@@ -386,7 +424,8 @@ export async function crashScenario(target: CrashTarget, options: CrashOptions) 
 
   // Acknowledged writes are not lost: each 2xx send is a message.upserted in the log, with the text sent.
   const logged = new Map<string, string>();
-  for (const e of log.items) if (e.type === "message.upserted") for (const m of e.entries) logged.set(`${m.chatID} ${m.id}`, m.text);
+  for (const e of log.items)
+    if (e.type === "message.upserted") for (const m of e.entries) logged.set(`${m.chatID} ${m.id}`, m.text);
   const lost = load.acked.filter((a) => logged.get(`${a.chatID} ${a.messageID}`) !== a.text);
   expect(lost).toEqual([]);
   const ackedBefore = load.acked.filter((a) => a.beforeCrash).length;

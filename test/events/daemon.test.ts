@@ -11,7 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Api, chatPath, connect, enc, Receiver, signatureValid, sleep, waitFor, type Chat } from "./kit.ts";
+import type { Chat } from "../../src/schema/wire.ts";
+import { chatPath, enc, sleep, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { connect, Receiver, signatureValid } from "./kit.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const children = new Set<ChildProcess>();
@@ -28,7 +31,11 @@ function cli(args: string[]): Promise<{ code: number | null; stdout: string; std
 
 /** Starts `inboxd serve --port 0` on the data dir; resolves with the URL it printed. */
 async function daemon(dataDir: string) {
-  const child = spawn(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", "0"], { cwd: ROOT });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dataDir, "--port", "0"],
+    { cwd: ROOT },
+  );
   children.add(child);
   const exited = once(child, "exit");
   child.once("exit", () => children.delete(child));
@@ -84,7 +91,8 @@ async function deliveredChange(api: Api, receiver: Receiver, chatID: string, lab
       if (got) return got;
       await sleep(25);
     } while (Date.now() < next);
-    if (Date.now() >= deadline) throw new Error(`no change of ${label} was delivered to ${receiver.url} within ${timeoutMs} ms`);
+    if (Date.now() >= deadline)
+      throw new Error(`no change of ${label} was delivered to ${receiver.url} within ${timeoutMs} ms`);
   }
 }
 
@@ -129,7 +137,10 @@ describe("the daemon as a process: reminders and webhooks across restarts, the w
         expect(set).toMatchObject({ remindAtMs: at, isFired: false });
         break;
       }
-      if (ahead >= 16_000) throw new Error(`setting a reminder and stopping the daemon kept taking longer than the reminder was ahead (last ${ahead} ms)`);
+      if (ahead >= 16_000)
+        throw new Error(
+          `setting a reminder and stopping the daemon kept taking longer than the reminder was ahead (last ${ahead} ms)`,
+        );
     }
     await sleep(Math.max(0, at - Date.now()) + 500);
     const started = Date.now();
@@ -150,7 +161,10 @@ describe("the daemon as a process: reminders and webhooks across restarts, the w
       const c = await connect(d.url, token, [chats[1].id]);
       const at = Date.now() + 1500;
       await api.ok("POST", `${chatPath(chats[1].id)}/reminders`, { reminder: { remindAtMs: at } });
-      const fired = await c.event("chat.upserted", chats[1].id, { timeoutMs: 10_000, where: (e) => e.entries?.[0]?.reminder?.isFired === true });
+      const fired = await c.event("chat.upserted", chats[1].id, {
+        timeoutMs: 10_000,
+        where: (e) => e.entries?.[0]?.reminder?.isFired === true,
+      });
       expect(Date.parse(fired.entries![0].reminder.firedAt)).toBeGreaterThanOrEqual(at);
       c.close();
       await api.ok("DELETE", `${chatPath(chats[1].id)}/reminders`);
@@ -178,7 +192,11 @@ describe("the daemon as a process: reminders and webhooks across restarts, the w
     await first.kill9();
     await receiver.start(); // same port
     const second = await daemon(dataDir);
-    const d = await receiver.waitFor("the redelivery", (x) => x.json?.entries?.[0]?.description === description, 15_000);
+    const d = await receiver.waitFor(
+      "the redelivery",
+      (x) => x.json?.entries?.[0]?.description === description,
+      15_000,
+    );
     expect(d.headers["x-inboxd-delivery"]).toBe(deliveryID);
     expect(d.json.deliveryID).toBe(deliveryID);
     expect(signatureValid(d, hook.secret)).toBe(true);
@@ -243,8 +261,16 @@ describe("the daemon as a process: reminders and webhooks across restarts, the w
       await deliveredChange(api, control, chats[3].id, "until the re-read");
       const description = `after remove ${Date.now()}`;
       await api.ok("PATCH", chatPath(chats[3].id), { description });
-      await control.waitFor("the same event on the kept webhook", (x) => x.json?.entries?.[0]?.description === description, 30_000);
-      await waitFor("nothing pending on the kept webhook", async () => (await api.get(`/v1/webhooks/${enc(keptID!)}`)).pending === 0, 30_000);
+      await control.waitFor(
+        "the same event on the kept webhook",
+        (x) => x.json?.entries?.[0]?.description === description,
+        30_000,
+      );
+      await waitFor(
+        "nothing pending on the kept webhook",
+        async () => (await api.get(`/v1/webhooks/${enc(keptID!)}`)).pending === 0,
+        30_000,
+      );
       expect(receiver.deliveries.filter((x) => x.json?.entries?.[0]?.description === description)).toEqual([]);
       expect((await api.raw("GET", `/v1/webhooks/${enc(hook.id)}`)).status).toBe(404);
       await api.ok("DELETE", `/v1/webhooks/${enc(keptID!)}`);

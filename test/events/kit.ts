@@ -1,156 +1,13 @@
 /**
- * Plumbing for the live-event, reminder and webhook tests: a raw HTTP client, a WebSocket client that records every
- * frame and waits for the ones a test names, and a local webhook receiver. Nothing here asserts.
+ * Plumbing for the live-event, reminder and webhook tests, beside the one HTTP client (test/kit/http.ts): a
+ * WebSocket client that records every frame and waits for the ones a test names, and a local webhook receiver.
+ * Nothing here asserts.
  */
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import WebSocket from "ws";
-
-export type Scope = "read" | "write";
-
-export const randomToken = (prefix: string) => `${prefix}_${randomBytes(18).toString("base64url")}`;
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const enc = encodeURIComponent;
-export const chatPath = (chatID: string) => `/v1/chats/${enc(chatID)}`;
-export const messagePath = (chatID: string, messageID: string) => `${chatPath(chatID)}/messages/${enc(messageID)}`;
-export const ECHO_ID = "@echo:sandbox.invalid";
-
-/** Polls until `probe` answers something truthy; throws naming `what` after the timeout. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 5000, everyMs = 25): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Raw HTTP
-
-export interface RawResponse<T = any> {
-  status: number;
-  headers: Headers;
-  text: string;
-  body: T;
-}
-
-export class Api {
-  constructor(
-    readonly url: string,
-    readonly token: string,
-  ) {}
-
-  async raw<T = any>(method: string, path: string, init: { json?: unknown; token?: string | null; headers?: Record<string, string> } = {}): Promise<RawResponse<T>> {
-    const headers: Record<string, string> = { accept: "application/json", ...init.headers };
-    const token = init.token === undefined ? this.token : init.token;
-    if (token !== null) headers.authorization = `Bearer ${token}`;
-    let body: string | undefined;
-    if (init.json !== undefined) {
-      body = JSON.stringify(init.json);
-      headers["content-type"] = "application/json";
-    }
-    const res = await fetch(this.url + path, { method, headers, body });
-    const text = await res.text();
-    let parsed: unknown;
-    if (text && /json/i.test(res.headers.get("content-type") ?? "")) parsed = JSON.parse(text);
-    return { status: res.status, headers: res.headers, text, body: parsed as T };
-  }
-
-  /** A setup step: throws with the response shown unless the status is the expected one. */
-  async ok<T = any>(method: string, path: string, json?: unknown, status?: number): Promise<T> {
-    const res = await this.raw<T>(method, path, { json });
-    const wanted = status ?? (method === "DELETE" || /\/(archive|reminders)$/.test(path) ? 204 : 200);
-    if (res.status !== wanted) throw new Error(`${method} ${path} → ${res.status} (wanted ${wanted}): ${res.text}`);
-    return res.body;
-  }
-
-  get = <T = any>(path: string) => this.ok<T>("GET", path);
-  chat = (chatID: string) => this.get<Chat>(chatPath(chatID));
-  message = (chatID: string, messageID: string) => this.get<Message>(messagePath(chatID, messageID));
-
-  async chats(query = ""): Promise<Chat[]> {
-    const out: Chat[] = [];
-    let cursor: string | null = null;
-    for (;;) {
-      const sep = query ? "&" : "";
-      const page: Page<Chat> = await this.get(`/v1/chats?${query}${cursor ? `${sep}cursor=${enc(cursor)}` : ""}`);
-      out.push(...page.items);
-      if (!page.hasMore || !page.oldestCursor) return out;
-      cursor = page.oldestCursor;
-    }
-  }
-
-  async send(chatID: string, text: string): Promise<string> {
-    const res = await this.ok<{ pendingMessageID: string }>("POST", `${chatPath(chatID)}/messages`, { text });
-    return res.pendingMessageID;
-  }
-
-  /** Waits until a sent message has left PENDING (edits and deletes refuse pending messages). */
-  settled(chatID: string, messageID: string): Promise<Message> {
-    return waitFor(`message ${messageID} to leave PENDING`, async () => {
-      const m = await this.message(chatID, messageID);
-      return m.sendStatus?.status === "PENDING" ? undefined : m;
-    });
-  }
-
-  async echoChat(accountID: string): Promise<Chat> {
-    const chats = await this.chats(`accountIDs=${enc(accountID)}`);
-    const chat = chats.find((c) => c.type === "single" && c.participants.items.some((p) => p.id === ECHO_ID));
-    if (!chat) throw new Error(`no Echo chat for ${accountID}`);
-    return chat;
-  }
-
-  /** A direct chat of the account that is not Echo's (quiet: nobody answers there). */
-  async quietChats(accountID: string, n: number): Promise<Chat[]> {
-    const chats = await this.chats(`accountIDs=${enc(accountID)}`);
-    const quiet = chats.filter((c) => !c.participants.items.some((p) => p.id === ECHO_ID));
-    if (quiet.length < n) throw new Error(`only ${quiet.length} quiet chats for ${accountID}`);
-    return quiet.slice(0, n);
-  }
-}
-
-export interface User {
-  id: string;
-  fullName?: string;
-  isSelf?: boolean;
-}
-export interface Message {
-  id: string;
-  chatID: string;
-  accountID: string;
-  senderID: string;
-  text?: string;
-  isSender?: boolean;
-  linkedMessageID?: string;
-  editedTimestamp?: string;
-  reactions?: { id: string; participantID: string; reactionKey: string }[];
-  sendStatus?: { status: string; timestamp: string };
-}
-export interface Chat {
-  id: string;
-  accountID: string;
-  title: string;
-  type: "single" | "group";
-  participants: { items: User[]; hasMore: boolean; total: number };
-  unreadCount: number;
-  isArchived?: boolean;
-  isPinned?: boolean;
-  isMuted?: boolean;
-  isMarkedUnread?: boolean;
-  description?: string | null;
-  lastReadMessageSortKey?: string;
-  reminder?: { remindAt: string; remindAtMs: number; dismissOnIncomingMessage: boolean; isFired: boolean; firedAt?: string };
-  preview?: Message;
-}
-export interface Page<T> {
-  items: T[];
-  hasMore: boolean;
-  oldestCursor: string | null;
-  newestCursor: string | null;
-}
+import { waitFor } from "../kit/common.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // WebSocket client
@@ -216,7 +73,10 @@ export class Conn {
   }
 
   /** The first frame at index ≥ from that matches, waiting up to timeoutMs for it. */
-  next<T extends Frame = Frame>(match: (f: Frame) => boolean, options: { from?: number; timeoutMs?: number; what?: string } = {}): Promise<T> {
+  next<T extends Frame = Frame>(
+    match: (f: Frame) => boolean,
+    options: { from?: number; timeoutMs?: number; what?: string } = {},
+  ): Promise<T> {
     const from = options.from ?? 0;
     const timeoutMs = options.timeoutMs ?? 5000;
     return new Promise((resolve, reject) => {
@@ -229,14 +89,22 @@ export class Conn {
           }
         if (this.closed) {
           done();
-          reject(new Error(`connection closed (${this.closed.code} ${this.closed.reason}) while waiting for ${options.what ?? "a frame"}; got ${this.describe(from)}`));
+          reject(
+            new Error(
+              `connection closed (${this.closed.code} ${this.closed.reason}) while waiting for ${options.what ?? "a frame"}; got ${this.describe(from)}`,
+            ),
+          );
           return true;
         }
         return false;
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${options.what ?? "a frame"}; got ${this.describe(from)}`));
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${options.what ?? "a frame"}; got ${this.describe(from)}`,
+          ),
+        );
       }, timeoutMs);
       const done = () => {
         clearTimeout(timer);
@@ -249,11 +117,19 @@ export class Conn {
   }
 
   /** Waits for a domain event of this type on this chat (and matching `extra`), from `from` on. */
-  event(type: WsEvent["type"], chatID: string, options: { from?: number; timeoutMs?: number; where?: (e: WsEvent) => boolean } = {}): Promise<WsEvent> {
-    return this.next<WsEvent>((f) => f.type === type && f.chatID === chatID && typeof f.seq === "number" && (options.where?.(f as WsEvent) ?? true), {
-      ...options,
-      what: `${type} on ${chatID}`,
-    });
+  event(
+    type: WsEvent["type"],
+    chatID: string,
+    options: { from?: number; timeoutMs?: number; where?: (e: WsEvent) => boolean } = {},
+  ): Promise<WsEvent> {
+    return this.next<WsEvent>(
+      (f) =>
+        f.type === type && f.chatID === chatID && typeof f.seq === "number" && (options.where?.(f as WsEvent) ?? true),
+      {
+        ...options,
+        what: `${type} on ${chatID}`,
+      },
+    );
   }
 
   send(frame: unknown) {
@@ -270,7 +146,8 @@ export class Conn {
 
   async subscribe(chatIDs: string[]): Promise<Frame> {
     const answer = await this.request({ type: "subscriptions.set", chatIDs });
-    if (answer.type !== "subscriptions.updated") throw new Error(`subscriptions.set answered ${JSON.stringify(answer)}`);
+    if (answer.type !== "subscriptions.updated")
+      throw new Error(`subscriptions.set answered ${JSON.stringify(answer)}`);
     return answer;
   }
 
@@ -290,7 +167,9 @@ export class Conn {
   }
 
   private describe(from: number): string {
-    const shown = this.frames.slice(from).map((f) => `${f.type}${f.chatID ? `@${f.chatID}` : ""}${f.ids ? `[${f.ids.join(",")}]` : ""}`);
+    const shown = this.frames
+      .slice(from)
+      .map((f) => `${f.type}${f.chatID ? `@${f.chatID}` : ""}${f.ids ? `[${f.ids.join(",")}]` : ""}`);
     return shown.length ? shown.slice(-20).join(", ") : "nothing";
   }
 }
@@ -311,7 +190,11 @@ export interface ConnectOptions {
 export function open(url: string, options: ConnectOptions = {}): Promise<Conn> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const ws = new WebSocket(wsURL(url), options.protocols ?? [], { headers, origin: options.origin, ...options.wsOptions });
+  const ws = new WebSocket(wsURL(url), options.protocols ?? [], {
+    headers,
+    origin: options.origin,
+    ...options.wsOptions,
+  });
   const conn = new Conn(ws);
   return new Promise((resolve, reject) => {
     ws.once("open", () => resolve(conn));
@@ -319,14 +202,27 @@ export function open(url: string, options: ConnectOptions = {}): Promise<Conn> {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (c) => (text += c));
-      res.on("end", () => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode} ${text}`), { status: res.statusCode, body: text, headers: res.headers })));
+      res.on("end", () =>
+        reject(
+          Object.assign(new Error(`upgrade refused: ${res.statusCode} ${text}`), {
+            status: res.statusCode,
+            body: text,
+            headers: res.headers,
+          }),
+        ),
+      );
     });
     ws.once("error", (error) => reject(error));
   });
 }
 
 /** Opens /v1/ws, waits for the ready frame and, when given, sets the subscriptions. */
-export async function connect(url: string, token: string, chatIDs?: string[], options: ConnectOptions = {}): Promise<Conn> {
+export async function connect(
+  url: string,
+  token: string,
+  chatIDs?: string[],
+  options: ConnectOptions = {},
+): Promise<Conn> {
   const conn = await open(url, { token, ...options });
   await conn.next((f) => f.type === "ready", { what: "the ready frame" });
   if (chatIDs) await conn.subscribe(chatIDs);
@@ -334,7 +230,10 @@ export async function connect(url: string, token: string, chatIDs?: string[], op
 }
 
 /** The upgrade refusal (status and body) of a connection attempt that should fail. */
-export async function refusal(url: string, options: ConnectOptions): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
+export async function refusal(
+  url: string,
+  options: ConnectOptions,
+): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   try {
     const conn = await open(url, options);
     conn.close();
@@ -422,5 +321,8 @@ export const hmacHex = (secret: string, data: string) => createHmac("sha256", se
 /** True when the delivery's signature is the HMAC-SHA256 of `<timestamp>.<body>` under the secret. */
 export function signatureValid(delivery: Delivery, secret: string): boolean {
   const timestamp = delivery.headers["x-inboxd-timestamp"];
-  return typeof timestamp === "string" && delivery.headers["x-inboxd-signature"] === `sha256=${hmacHex(secret, `${timestamp}.${delivery.body}`)}`;
+  return (
+    typeof timestamp === "string" &&
+    delivery.headers["x-inboxd-signature"] === `sha256=${hmacHex(secret, `${timestamp}.${delivery.body}`)}`
+  );
 }

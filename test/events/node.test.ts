@@ -2,7 +2,7 @@
  * The shared event suite on the Node daemon, plus what only the daemon has: the Origin check on upgrades, the
  * slow-consumer cut-off (close 4008) and keep-alive pings of adapters/node/websocket.ts.
  */
-import { LIMITS } from "../../src/http/limits.ts";
+import { LIMITS } from "../../src/schema/limits.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -16,12 +16,16 @@ import { seedDataset } from "../../src/seed/dataset.ts";
 import { ensureToken } from "../../src/services/tokens.ts";
 import { Db } from "../../src/store/db.ts";
 import { startNode, type NodeHarness } from "../harness/node.ts";
-import { Api, chatPath, connect, open, randomToken, refusal, waitFor, type Conn } from "./kit.ts";
+import { chatPath, randomToken, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { connect, open, refusal, type Conn } from "./kit.ts";
 import { eventSuite } from "./suite.ts";
 import { resumeSuite } from "./resume.ts";
 
 eventSuite("node", (options) => startNode(options));
-resumeSuite("node", ({ maxEvents, ...options }) => startNode({ ...options, eventLog: maxEvents ? { maxEvents } : undefined }));
+resumeSuite("node", ({ maxEvents, ...options }) =>
+  startNode({ ...options, eventLog: maxEvents ? { maxEvents } : undefined }),
+);
 
 /**
  * The daemon's app and WebSocket layer as adapters/node/serve.ts wires them, but with the WebSocket limits under the
@@ -59,7 +63,10 @@ describe("node only: upgrade checks", () => {
   let server: NodeHarness;
   const rw = randomToken("rw");
   beforeAll(async () => {
-    server = await startNode({ seed: { chats: 4, messages: 20, accounts: 1, seed: 2 }, tokens: [{ token: rw, scopes: ["read", "write"] }] });
+    server = await startNode({
+      seed: { chats: 4, messages: 20, accounts: 1, seed: 2 },
+      tokens: [{ token: rw, scopes: ["read", "write"] }],
+    });
   });
   afterAll(() => server.stop());
 
@@ -71,7 +78,15 @@ describe("node only: upgrade checks", () => {
 
   it("refuses Sec-Fetch-Site: cross-site with 403, also with the token in the subprotocol", async () => {
     expect((await refusal(server.url, { token: rw, headers: { "sec-fetch-site": "cross-site" } })).status).toBe(403);
-    expect((await refusal(server.url, { token: null, protocols: ["inboxd.v1", `bearer.${rw}`], origin: "https://evil.example" })).status).toBe(403);
+    expect(
+      (
+        await refusal(server.url, {
+          token: null,
+          protocols: ["inboxd.v1", `bearer.${rw}`],
+          origin: "https://evil.example",
+        })
+      ).status,
+    ).toBe(403);
   });
 
   it("accepts a loopback Origin (a local page)", async () => {
@@ -117,7 +132,10 @@ describe("node only: slow consumers", () => {
       tcp(stalled).pause();
       // Sends of the longest text allowed (64 KiB): each makes ~64 KiB of events (the chat's preview is an excerpt).
       const ids = await flood(api, chat.id, LIMITS.textBytes, () => server.sockets.connections() < 2, 3000);
-      expect(server.sockets.connections(), `still 2 connections after ${ids.length} sends of ~64 KiB of events each`).toBe(1);
+      expect(
+        server.sockets.connections(),
+        `still 2 connections after ${ids.length} sends of ~64 KiB of events each`,
+      ).toBe(1);
       await readerGotEverything(reader, chat.id, ids);
       expect(reader.closed).toBeUndefined();
       // The stalled client reads what was queued, then the close frame.
@@ -135,7 +153,10 @@ describe("node only: slow consumers", () => {
   }, 120_000);
 
   it("does the same on the real daemon with its default 4 MiB limit", async () => {
-    const server = await startNode({ seed: { chats: 4, messages: 20, accounts: 1, seed: 3 }, tokens: [{ token: rw, scopes: ["read", "write"] }] });
+    const server = await startNode({
+      seed: { chats: 4, messages: 20, accounts: 1, seed: 3 },
+      tokens: [{ token: rw, scopes: ["read", "write"] }],
+    });
     try {
       const api = new Api(server.url, rw);
       const [chat] = await api.quietChats((await api.get("/v1/accounts"))[0].accountID, 1);

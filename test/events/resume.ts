@@ -5,20 +5,36 @@
  * cursor older than the log is told to resync.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Api, connect, randomToken, waitFor, type Chat, type Conn } from "./kit.ts";
+import type { Chat } from "../../src/schema/wire.ts";
+import { randomToken, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { connect, type Conn } from "./kit.ts";
 
 export interface ResumeServer {
   url: string;
   stop(): Promise<void>;
 }
 
-export type StartResume = (options: { seed: { chats: number; messages: number; accounts?: number; seed?: number }; tokens: { token: string; scopes: ("read" | "write")[] }[]; maxEvents?: number }) => Promise<ResumeServer>;
+export type StartResume = (options: {
+  seed: { chats: number; messages: number; accounts?: number; seed?: number };
+  tokens: { token: string; scopes: ("read" | "write")[] }[];
+  maxEvents?: number;
+}) => Promise<ResumeServer>;
 
 /** Reads a Server-Sent Events response until `enough` says stop (or the time runs out), then aborts it. */
-async function readStream(url: string, token: string, headers: Record<string, string>, enough: (events: { id?: number; data: any }[]) => boolean, timeoutMs = 10_000) {
+async function readStream(
+  url: string,
+  token: string,
+  headers: Record<string, string>,
+  enough: (events: { id?: number; data: any }[]) => boolean,
+  timeoutMs = 10_000,
+) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
-  const response = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", ...headers }, signal: controller.signal });
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", ...headers },
+    signal: controller.signal,
+  });
   const events: { id?: number; data: any }[] = [];
   let buffer = "";
   try {
@@ -44,7 +60,8 @@ async function readStream(url: string, token: string, headers: Record<string, st
   return { response, events };
 }
 
-const logged = (frames: { eventID?: number }[]) => frames.filter((f) => typeof f.eventID === "number").map((f) => f.eventID!);
+const logged = (frames: { eventID?: number }[]) =>
+  frames.filter((f) => typeof f.eventID === "number").map((f) => f.eventID!);
 
 export function resumeSuite(name: string, start: StartResume) {
   describe(`the event log on ${name}`, () => {
@@ -62,7 +79,10 @@ export function resumeSuite(name: string, start: StartResume) {
     const head = async () => (await api.get("/v1/events?limit=1")).latestEventID as number;
 
     beforeAll(async () => {
-      server = await start({ seed: { chats: 6, messages: 60, accounts: 1, seed: 8 }, tokens: [{ token: rw, scopes: ["read", "write"] }] });
+      server = await start({
+        seed: { chats: 6, messages: 60, accounts: 1, seed: 8 },
+        tokens: [{ token: rw, scopes: ["read", "write"] }],
+      });
       api = new Api(server.url, rw);
       chats = await api.quietChats((await api.get("/v1/accounts"))[0].accountID, 2);
     });
@@ -88,12 +108,16 @@ export function resumeSuite(name: string, start: StartResume) {
       const first = await conn(["*"]);
       const from = first.mark();
       await api.send(chats[0]!.id, "before the blip");
-      const seen = await first.next((f) => f.type === "message.upserted" && f.entries?.[0]?.text === "before the blip", { from });
+      const seen = await first.next(
+        (f) => f.type === "message.upserted" && f.entries?.[0]?.text === "before the blip",
+        { from },
+      );
       await waitFor("the chat's event too", () => logged(first.frames).at(-1)! > seen.eventID);
       const last = logged(first.frames).at(-1)!;
       first.close();
       // Missed while away: three sends, in two chats.
-      for (const text of ["missed 1", "missed 2", "missed 3"]) await api.send(chats[text.endsWith("2") ? 1 : 0]!.id, text);
+      for (const text of ["missed 1", "missed 2", "missed 3"])
+        await api.send(chats[text.endsWith("2") ? 1 : 0]!.id, text);
       const missedUpTo = await head();
       const again = await conn();
       const answer = await again.request({ type: "subscriptions.set", chatIDs: ["*"], since: last });
@@ -105,7 +129,12 @@ export function resumeSuite(name: string, start: StartResume) {
       const ids = logged(again.frames);
       expect(ids[0]).toBe(last + 1);
       expect(ids).toEqual(ids.map((_, i) => last + 1 + i));
-      expect(again.frames.filter((f) => f.type === "message.upserted").map((f) => f.entries[0].text)).toEqual(["missed 1", "missed 2", "missed 3", "live again"]);
+      expect(again.frames.filter((f) => f.type === "message.upserted").map((f) => f.entries[0].text)).toEqual([
+        "missed 1",
+        "missed 2",
+        "missed 3",
+        "live again",
+      ]);
       const seqs = again.events().map((e) => e.seq);
       expect(seqs).toEqual(seqs.map((_, i) => i));
     });
@@ -127,8 +156,14 @@ export function resumeSuite(name: string, start: StartResume) {
       await ahead.next((f) => f.type === "message.upserted" && f.entries?.[0]?.text === "after the reset");
       expect(logged(ahead.frames)[0]).toBe(now + 1);
       expect((await api.raw("GET", `/v1/events?after=${now + 1000}`)).body).toMatchObject({ code: "RESYNC_REQUIRED" });
-      expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"], since: "yesterday" })).toMatchObject({ type: "error", code: "INVALID_PAYLOAD" });
-      expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"], since: -1 })).toMatchObject({ type: "error", code: "INVALID_PAYLOAD" });
+      expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"], since: "yesterday" })).toMatchObject({
+        type: "error",
+        code: "INVALID_PAYLOAD",
+      });
+      expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"], since: -1 })).toMatchObject({
+        type: "error",
+        code: "INVALID_PAYLOAD",
+      });
     });
 
     it("GET /v1/events pages through the log and waits for the next event when asked", async () => {
@@ -150,7 +185,9 @@ export function resumeSuite(name: string, start: StartResume) {
       await new Promise((r) => setTimeout(r, 300));
       await api.send(chats[1]!.id, "woke the poll");
       const woke = await waiting;
-      expect(woke.items.find((e: { type: string }) => e.type === "message.upserted").entries[0].text).toBe("woke the poll");
+      expect(woke.items.find((e: { type: string }) => e.type === "message.upserted").entries[0].text).toBe(
+        "woke the poll",
+      );
       const empty = await api.get(`/v1/events?after=${await head()}&wait=0`);
       expect(empty.items).toEqual([]);
       expect((await api.raw("GET", "/v1/events?after=soon")).status).toBe(400);
@@ -161,7 +198,9 @@ export function resumeSuite(name: string, start: StartResume) {
       const before = await head();
       await api.send(chats[0]!.id, "streamed 1");
       const upTo = await head();
-      const stream = readStream(`${server.url}/v1/events`, rw, { "last-event-id": String(before) }, (events) => events.some((e) => e.data.entries?.[0]?.text === "streamed 2"));
+      const stream = readStream(`${server.url}/v1/events`, rw, { "last-event-id": String(before) }, (events) =>
+        events.some((e) => e.data.entries?.[0]?.text === "streamed 2"),
+      );
       await new Promise((r) => setTimeout(r, 300));
       await api.send(chats[1]!.id, "streamed 2");
       const { response, events } = await stream;
@@ -172,11 +211,22 @@ export function resumeSuite(name: string, start: StartResume) {
       expect(ids).toContain(upTo);
       expect(events.every((e) => e.data.eventID === e.id)).toBe(true);
       // chatIDs filter on the stream.
-      const only = await readStream(`${server.url}/v1/events?chatIDs=${encodeURIComponent(chats[1]!.id)}&after=${before}`, rw, {}, (evs) => evs.some((e) => e.data.type === "message.upserted"));
+      const only = await readStream(
+        `${server.url}/v1/events?chatIDs=${encodeURIComponent(chats[1]!.id)}&after=${before}`,
+        rw,
+        {},
+        (evs) => evs.some((e) => e.data.type === "message.upserted"),
+      );
       expect(only.events.length).toBeGreaterThan(0);
       expect(only.events.every((e) => e.data.chatID === chats[1]!.id)).toBe(true);
       // A Last-Event-ID that is not one.
-      expect((await fetch(`${server.url}/v1/events`, { headers: { authorization: `Bearer ${rw}`, accept: "text/event-stream", "last-event-id": "x" } })).status).toBe(400);
+      expect(
+        (
+          await fetch(`${server.url}/v1/events`, {
+            headers: { authorization: `Bearer ${rw}`, accept: "text/event-stream", "last-event-id": "x" },
+          })
+        ).status,
+      ).toBe(400);
     });
 
     it("needs a token like every route", async () => {
@@ -192,7 +242,11 @@ export function resumeSuite(name: string, start: StartResume) {
     const conns: Conn[] = [];
 
     beforeAll(async () => {
-      server = await start({ seed: { chats: 4, messages: 20, accounts: 1, seed: 9 }, tokens: [{ token: rw, scopes: ["read", "write"] }], maxEvents: 10 });
+      server = await start({
+        seed: { chats: 4, messages: 20, accounts: 1, seed: 9 },
+        tokens: [{ token: rw, scopes: ["read", "write"] }],
+        maxEvents: 10,
+      });
       api = new Api(server.url, rw);
       [chat] = await api.quietChats((await api.get("/v1/accounts"))[0].accountID, 1);
     });

@@ -15,7 +15,9 @@ import { startNode } from "../harness/node.ts";
 import { startWorkerd } from "../harness/workerd.ts";
 import { ResponseChecker } from "../scenario/openapi-check.ts";
 import { openSse, readLog, readSse } from "./crash.ts";
-import { Api, connect, enc, messagePath, randomToken, waitFor, type Conn, type Frame } from "./kit.ts";
+import { enc, messagePath, randomToken, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { connect, type Conn, type Frame } from "./kit.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Compile time
@@ -31,7 +33,11 @@ interface Envelope<T extends string> {
 
 /** Every event type as a client on the official SDK 5.0.0 reads it: entries are the SDK's own types. */
 type SdkEvent =
-  | (Envelope<"message.upserted"> & { entries: BeeperDesktop.Message[]; transactionID?: string; transactionIDs?: string[] })
+  | (Envelope<"message.upserted"> & {
+      entries: BeeperDesktop.Message[];
+      transactionID?: string;
+      transactionIDs?: string[];
+    })
   | Envelope<"message.deleted">
   | (Envelope<"chat.upserted"> & { entries: BeeperDesktop.Chat[] })
   | Envelope<"chat.deleted">
@@ -70,12 +76,24 @@ export type CompileTimeChecks = [
 ];
 
 /** The events that go into the log carry an eventID; the live-only typing and the resync notice do not. */
-const LOGGED: EventType[] = ["message.upserted", "message.deleted", "chat.upserted", "chat.deleted", "focus", "account.upserted", "account.deleted"];
+const LOGGED: EventType[] = [
+  "message.upserted",
+  "message.deleted",
+  "chat.upserted",
+  "chat.deleted",
+  "focus",
+  "account.upserted",
+  "account.deleted",
+];
 /** The types the official document lists in WSDomainEventMessage; the others are inboxd's. */
 const OFFICIAL: EventType[] = ["message.upserted", "message.deleted", "chat.upserted", "chat.deleted"];
 /** Fields the events carried before the log that the official document does not list (README: reactions). */
 const PRE_LOG_EXTENSIONS = ["transactionID", "transactionIDs"];
-const ENTRY_SCHEMA: Partial<Record<EventType, "Message" | "Chat" | "Account">> = { "message.upserted": "Message", "chat.upserted": "Chat", "account.upserted": "Account" };
+const ENTRY_SCHEMA: Partial<Record<EventType, "Message" | "Chat" | "Account">> = {
+  "message.upserted": "Message",
+  "chat.upserted": "Chat",
+  "account.upserted": "Account",
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Run time
@@ -85,10 +103,14 @@ type Json = Record<string, any>;
  * The official 5.0.0 document. It marks some schemas `nullable` in the OpenAPI 3.0 way, a few without a `type`
  * (`{"nullable": true}`: any value), which the validator refuses to compile; those say nothing and are dropped.
  */
-const OFFICIAL_DOCUMENT: Json = JSON.parse(readFileSync(new URL("../fixtures/desktop-api-v5.openapi.json", import.meta.url), "utf8"), (_key, value) => {
-  if (value && typeof value === "object" && !Array.isArray(value) && "nullable" in value && !("type" in value)) delete value.nullable;
-  return value;
-});
+const OFFICIAL_DOCUMENT: Json = JSON.parse(
+  readFileSync(new URL("../fixtures/desktop-api-v5.openapi.json", import.meta.url), "utf8"),
+  (_key, value) => {
+    if (value && typeof value === "object" && !Array.isArray(value) && "nullable" in value && !("type" in value))
+      delete value.nullable;
+    return value;
+  },
+);
 
 /**
  * Validates a value against one of a document's component schemas, through the scenario suite's ResponseChecker:
@@ -98,32 +120,54 @@ function schemaCheck(document: Json) {
   const paths = Object.fromEntries(
     Object.keys(document.components.schemas).map((name) => [
       `/${name}`,
-      { get: { operationId: name, responses: { 200: { description: name, content: { "application/json": { schema: { $ref: `#/components/schemas/${name}` } } } } } } },
+      {
+        get: {
+          operationId: name,
+          responses: {
+            200: {
+              description: name,
+              content: { "application/json": { schema: { $ref: `#/components/schemas/${name}` } } },
+            },
+          },
+        },
+      },
     ]),
   );
   const checker = new ResponseChecker({ ...document, paths });
-  return (name: string, value: unknown) => checker.check("GET", `http://schemas.invalid/${name}`, 200, "application/json", value);
+  return (name: string, value: unknown) =>
+    checker.check("GET", `http://schemas.invalid/${name}`, 200, "application/json", value);
 }
 
-const omit = (value: Json, keys: string[]) => Object.fromEntries(Object.entries(value).filter(([k]) => !keys.includes(k)));
+const omit = (value: Json, keys: string[]) =>
+  Object.fromEntries(Object.entries(value).filter(([k]) => !keys.includes(k)));
 
 /**
  * Checks one event frame (from /v1/ws or the SSE stream) and hands it back as the SDK-typed event. Throws (with the
  * event in the message) when anything is off.
  */
-function asSdkEvent(frame: Frame, documents: { served: ReturnType<typeof schemaCheck>; official: ReturnType<typeof schemaCheck> }): SdkEvent {
+function asSdkEvent(
+  frame: Frame,
+  documents: { served: ReturnType<typeof schemaCheck>; official: ReturnType<typeof schemaCheck> },
+): SdkEvent {
   const type = frame.type as EventType;
   const what = `${type} ${JSON.stringify(frame).slice(0, 300)}`;
   expect(Object.keys(FIELDS), what).toContain(type);
   const extra = Object.keys(frame).filter((k) => !(FIELDS[type] as readonly string[]).includes(k));
   expect(extra, what).toEqual(LOGGED.includes(type) ? ["eventID"] : []);
   if (LOGGED.includes(type)) expect(Number.isSafeInteger(frame.eventID) && frame.eventID > 0, what).toBe(true);
-  expect(frame, what).toMatchObject({ seq: expect.any(Number), ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/), chatID: expect.any(String) });
+  expect(frame, what).toMatchObject({
+    seq: expect.any(Number),
+    ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/),
+    chatID: expect.any(String),
+  });
   expect(Array.isArray(frame.ids) && frame.ids.every((id: unknown) => typeof id === "string"), what).toBe(true);
   // The official envelope is strict (additionalProperties: false): it holds once eventID is set aside.
-  if (OFFICIAL.includes(type)) documents.official("WSDomainEventMessage", omit(frame, ["eventID", ...PRE_LOG_EXTENSIONS]));
+  if (OFFICIAL.includes(type))
+    documents.official("WSDomainEventMessage", omit(frame, ["eventID", ...PRE_LOG_EXTENSIONS]));
   const schema = ENTRY_SCHEMA[type];
-  expect(schema === undefined ? frame.entries : frame.entries.length, what).toBe(schema === undefined ? undefined : frame.ids.length);
+  expect(schema === undefined ? frame.entries : frame.entries.length, what).toBe(
+    schema === undefined ? undefined : frame.ids.length,
+  );
   for (const entry of schema ? frame.entries : []) {
     documents.served(schema!, entry);
     documents.official(schema!, entry);
@@ -160,12 +204,33 @@ function read(event: SdkEvent): string {
 const SEED = { chats: 5, messages: 30, accounts: 1, seed: 21 };
 type Start = (token: string, maxEvents?: number) => Promise<{ url: string; stop(): Promise<void> }>;
 const runtimes: [string, Start][] = [
-  ["node", (token, maxEvents) => startNode({ seed: SEED, tokens: [{ token, scopes: ["read", "write"] }], eventLog: maxEvents ? { maxEvents } : undefined })],
-  ["workerd", (token, maxEvents) => startWorkerd({ seed: SEED, token, vars: maxEvents ? { INBOXD_EVENT_LOG_MAX_EVENTS: String(maxEvents) } : undefined })],
+  [
+    "node",
+    (token, maxEvents) =>
+      startNode({
+        seed: SEED,
+        tokens: [{ token, scopes: ["read", "write"] }],
+        eventLog: maxEvents ? { maxEvents } : undefined,
+      }),
+  ],
+  [
+    "workerd",
+    (token, maxEvents) =>
+      startWorkerd({
+        seed: SEED,
+        token,
+        vars: maxEvents ? { INBOXD_EVENT_LOG_MAX_EVENTS: String(maxEvents) } : undefined,
+      }),
+  ],
 ];
 
 /** Every SSE event after `lastEventID` until `enough` says so. */
-async function sseEvents(url: string, token: string, lastEventID: number, enough: (events: { id?: number; data: Frame }[]) => boolean) {
+async function sseEvents(
+  url: string,
+  token: string,
+  lastEventID: number,
+  enough: (events: { id?: number; data: Frame }[]) => boolean,
+) {
   const events: { id?: number; data: Frame }[] = [];
   const response = await openSse(url, token, lastEventID, AbortSignal.timeout(15_000));
   expect(response.headers.get("content-type")).toContain("text/event-stream");
@@ -214,16 +279,32 @@ for (const [name, start] of runtimes) {
       await api.ok("POST", "/v1/focus", {});
       // typing (live only): Echo types before it answers, and stops right after its answer.
       await api.send(echo.id, "hello Echo");
-      await ws.next((f) => f.type === "typing" && f.typing.state === "paused", { timeoutMs: 10_000, what: "Echo done typing" });
+      await ws.next((f) => f.type === "typing" && f.typing.state === "paused", {
+        timeoutMs: 10_000,
+        what: "Echo done typing",
+      });
       // account.upserted with its chats; removing the login: chat.deleted for them and account.deleted.
       const bridge = "/v1/bridges/local-sandbox";
       const session = await api.ok("POST", `${bridge}/login-sessions`, { flowID: "password" });
       const steps = `${bridge}/login-sessions/${enc(session.loginSessionID)}/steps`;
-      await api.ok("POST", `${steps}/sandbox.password.credentials`, { type: "user_input", fields: { username: `parse${Date.now().toString(36)}`, password: "sandbox" } });
-      const login = await api.ok("POST", `${steps}/sandbox.password.code`, { type: "user_input", fields: { code: "123456" } });
-      await waitFor("the new account's chats", async () => (await api.chats(`accountIDs=${enc(login.accountID)}`)).length >= 8, 15_000);
+      await api.ok("POST", `${steps}/sandbox.password.credentials`, {
+        type: "user_input",
+        fields: { username: `parse${Date.now().toString(36)}`, password: "sandbox" },
+      });
+      const login = await api.ok("POST", `${steps}/sandbox.password.code`, {
+        type: "user_input",
+        fields: { code: "123456" },
+      });
+      await waitFor(
+        "the new account's chats",
+        async () => (await api.chats(`accountIDs=${enc(login.accountID)}`)).length >= 8,
+        15_000,
+      );
       await api.ok("POST", `${bridge}/logins/${enc(login.loginID)}/remove`, { scope: "current-device" });
-      await ws.next((f) => f.type === "account.deleted" && f.ids[0] === login.accountID, { timeoutMs: 10_000, what: "account.deleted" });
+      await ws.next((f) => f.type === "account.deleted" && f.ids[0] === login.accountID, {
+        timeoutMs: 10_000,
+        what: "account.deleted",
+      });
       const head = await waitFor("/v1/ws to reach the log's head", async () => {
         const latest = (await api.get("/v1/events?limit=1")).latestEventID as number;
         return ws.frames.findLast((f) => f.eventID !== undefined)?.eventID === latest && latest;
@@ -231,7 +312,9 @@ for (const [name, start] of runtimes) {
 
       // /v1/ws, up to that head: every frame after subscriptions.updated is an event of a known type, and reads as
       // the SDK's.
-      const events = ws.frames.slice(0, ws.frames.findIndex((f) => f.eventID === head) + 1).filter((f) => typeof f.seq === "number");
+      const events = ws.frames
+        .slice(0, ws.frames.findIndex((f) => f.eventID === head) + 1)
+        .filter((f) => typeof f.seq === "number");
       for (const f of events) read(asSdkEvent(f, documents));
       expect(new Set(events.map((e) => e.type))).toEqual(new Set(LOGGED.concat("typing")));
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
@@ -248,7 +331,13 @@ for (const [name, start] of runtimes) {
 
       // JSON pages: the same events without seq; a page is the answer GET /v1/spec documents.
       const page = await api.raw("GET", "/v1/events?after=0&limit=5");
-      new ResponseChecker(spec).check("GET", `${server.url}/v1/events`, page.status, page.headers.get("content-type"), page.body);
+      new ResponseChecker(spec).check(
+        "GET",
+        `${server.url}/v1/events`,
+        page.status,
+        page.headers.get("content-type"),
+        page.body,
+      );
       expect(page.body).toMatchObject({ nextAfter: 5, hasMore: true, oldestEventID: 1, latestEventID: head });
       const log = await readLog(api);
       expect(log.items.filter((e) => e.eventID <= head)).toEqual(logged.map((e) => omit(e, ["seq"])));
@@ -269,8 +358,17 @@ for (const [name, start] of runtimes) {
         const ws = await connect(small.url, token);
         conns.push(ws);
         await ws.request({ type: "subscriptions.set", chatIDs: ["*"], since: 1 });
-        const resync = asSdkEvent(await ws.next((f) => f.type === "resync.required", { what: "resync.required" }), documents);
-        expect(resync).toMatchObject({ seq: 0, chatID: "", ids: [], oldestEventID: page.oldestEventID, latestEventID: page.latestEventID });
+        const resync = asSdkEvent(
+          await ws.next((f) => f.type === "resync.required", { what: "resync.required" }),
+          documents,
+        );
+        expect(resync).toMatchObject({
+          seq: 0,
+          chatID: "",
+          ids: [],
+          oldestEventID: page.oldestEventID,
+          latestEventID: page.latestEventID,
+        });
         expect(read(resync)).toBe(`${page.oldestEventID}..${page.latestEventID}`);
         const [streamed] = await sseEvents(small.url, token, 1, () => true);
         expect(omit(asSdkEvent(streamed!.data, documents), ["seq", "ts"])).toEqual(omit(resync, ["seq", "ts"]));
@@ -279,7 +377,10 @@ for (const [name, start] of runtimes) {
         const gone = await smallApi.raw("GET", "/v1/events?after=1");
         expect(gone.status).toBe(410);
         documents.served("Error", gone.body);
-        expect(gone.body).toMatchObject({ code: "RESYNC_REQUIRED", details: { oldestEventID: page.oldestEventID, latestEventID: page.latestEventID } });
+        expect(gone.body).toMatchObject({
+          code: "RESYNC_REQUIRED",
+          details: { oldestEventID: page.oldestEventID, latestEventID: page.latestEventID },
+        });
       } finally {
         await small.stop();
       }

@@ -7,33 +7,13 @@
  * "barrier" write on a chat the connection *is* subscribed to, everything that connection could have received
  * from the earlier writes is already in front of the barrier's event.
  */
-import { LIMITS } from "../../src/http/limits.ts";
+import { LIMITS } from "../../src/schema/limits.ts";
 import { ECHO_TYPING_TIMEOUT_MS } from "../../src/connectors/sandbox/sandbox.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  Api,
-  chatPath,
-  connect,
-  ECHO_ID,
-  enc,
-  messagePath,
-  open,
-  randomToken,
-  Receiver,
-  refusal,
-  signatureValid,
-  sleep,
-  waitFor,
-  type Chat,
-  type Conn,
-  type WsEvent,
-} from "./kit.ts";
-
-export interface StartOptions {
-  seed: { chats: number; messages: number; accounts?: number; seed?: number };
-  tokens: { token: string; scopes: ("read" | "write")[] }[];
-}
-export type Start = (options: StartOptions) => Promise<{ url: string; stop(): Promise<void> }>;
+import type { Chat } from "../../src/schema/wire.ts";
+import { chatPath, ECHO_ID, enc, messagePath, randomToken, sleep, type Start, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { connect, open, Receiver, refusal, signatureValid, type Conn, type WsEvent } from "./kit.ts";
 
 export const SEED = { chats: 20, messages: 300, accounts: 2, seed: 11 };
 
@@ -73,7 +53,11 @@ export function eventSuite(name: string, start: Start) {
     }
 
     /** Chat IDs of the events a connection got since `from`, barrier events left out. */
-    const chatsSeen = (c: Conn, from: number) => c.events(from).map((e) => e.chatID).filter((id) => id !== barrier.id);
+    const chatsSeen = (c: Conn, from: number) =>
+      c
+        .events(from)
+        .map((e) => e.chatID)
+        .filter((id) => id !== barrier.id);
 
     beforeAll(async () => {
       rw = randomToken("rw");
@@ -112,18 +96,33 @@ export function eventSuite(name: string, start: Start) {
       it("answers subscriptions.set with subscriptions.updated, echoing requestID and the chat IDs", async () => {
         const c = await conn();
         c.send({ type: "subscriptions.set", requestID: "r", chatIDs: [a.id, b.id] });
-        expect(await c.next((f) => f.requestID === "r")).toEqual({ type: "subscriptions.updated", requestID: "r", chatIDs: [a.id, b.id] });
+        expect(await c.next((f) => f.requestID === "r")).toEqual({
+          type: "subscriptions.updated",
+          requestID: "r",
+          chatIDs: [a.id, b.id],
+        });
         c.send({ type: "subscriptions.set", requestID: "star", chatIDs: ["*"] });
-        expect(await c.next((f) => f.requestID === "star")).toEqual({ type: "subscriptions.updated", requestID: "star", chatIDs: ["*"] });
+        expect(await c.next((f) => f.requestID === "star")).toEqual({
+          type: "subscriptions.updated",
+          requestID: "star",
+          chatIDs: ["*"],
+        });
         c.send({ type: "subscriptions.set", requestID: "pause", chatIDs: [] });
-        expect(await c.next((f) => f.requestID === "pause")).toEqual({ type: "subscriptions.updated", requestID: "pause", chatIDs: [] });
+        expect(await c.next((f) => f.requestID === "pause")).toEqual({
+          type: "subscriptions.updated",
+          requestID: "pause",
+          chatIDs: [],
+        });
       });
 
       it("answers without requestID when the command had none", async () => {
         const c = await conn();
         const from = c.mark();
         c.send({ type: "subscriptions.set", chatIDs: [a.id] });
-        expect(await c.next((f) => f.type === "subscriptions.updated", { from })).toEqual({ type: "subscriptions.updated", chatIDs: [a.id] });
+        expect(await c.next((f) => f.type === "subscriptions.updated", { from })).toEqual({
+          type: "subscriptions.updated",
+          chatIDs: [a.id],
+        });
       });
 
       it('refuses "*" mixed with chat IDs with INVALID_PAYLOAD and keeps the previous subscriptions', async () => {
@@ -150,7 +149,13 @@ export function eventSuite(name: string, start: Start) {
 
       it("closes a connection that sends a message over 256 KiB with 1009 (message too big)", async () => {
         const c = await conn();
-        c.ws.send(JSON.stringify({ type: "subscriptions.set", requestID: "big", chatIDs: ["x".repeat(LIMITS.webSocketMessageBytes)] }));
+        c.ws.send(
+          JSON.stringify({
+            type: "subscriptions.set",
+            requestID: "big",
+            chatIDs: ["x".repeat(LIMITS.webSocketMessageBytes)],
+          }),
+        );
         expect((await c.waitClosed()).code).toBe(1009);
       });
 
@@ -185,10 +190,21 @@ export function eventSuite(name: string, start: Start) {
       it("refuses more than 10,000 chat IDs with INVALID_PAYLOAD, and accepts 1,000 real-looking ones", async () => {
         const c = await conn([barrier.id]);
         const many = Array.from({ length: 10_001 }, (_, i) => `!c${i}:x`);
-        expect(await c.request({ type: "subscriptions.set", requestID: "many", chatIDs: many })).toMatchObject({ type: "error", requestID: "many", code: "INVALID_PAYLOAD" });
+        expect(await c.request({ type: "subscriptions.set", requestID: "many", chatIDs: many })).toMatchObject({
+          type: "error",
+          requestID: "many",
+          code: "INVALID_PAYLOAD",
+        });
         // Chat IDs as this server makes them are ~45 characters: 1,000 of them are ~47 KB of JSON.
-        const thousand = Array.from({ length: 1000 }, (_, i) => `!${i.toString(36).padStart(8, "0")}:local-sandbox_ba_0f63hnws.inboxd`);
-        const answer = await c.request({ type: "subscriptions.set", requestID: "thousand", chatIDs: [barrier.id, ...thousand] });
+        const thousand = Array.from(
+          { length: 1000 },
+          (_, i) => `!${i.toString(36).padStart(8, "0")}:local-sandbox_ba_0f63hnws.inboxd`,
+        );
+        const answer = await c.request({
+          type: "subscriptions.set",
+          requestID: "thousand",
+          chatIDs: [barrier.id, ...thousand],
+        });
         expect(answer).toMatchObject({ type: "subscriptions.updated", requestID: "thousand" });
         expect(answer.chatIDs).toHaveLength(1001);
         await fence(c);
@@ -286,15 +302,22 @@ export function eventSuite(name: string, start: Start) {
           const first = await c.event("message.upserted", a.id, { from, where: (e) => e.ids.includes(id) });
           expect(first.entries?.[0]).toMatchObject({ id, chatID: a.id, text, isSender: true });
           expect((await api.message(a.id, id)).text).toBe(text);
-          const confirmed = await c.event("message.upserted", a.id, { from, where: (e) => e.entries?.find((m) => m.id === id)?.sendStatus?.status === "SUCCESS" });
+          const confirmed = await c.event("message.upserted", a.id, {
+            from,
+            where: (e) => e.entries?.find((m) => m.id === id)?.sendStatus?.status === "SUCCESS",
+          });
           expect(confirmed.ids).toEqual([id]);
           const chat = await c.event("chat.upserted", a.id, { from, where: (e) => e.entries?.[0]?.preview?.id === id });
           expect(chat.ids).toEqual([a.id]);
           // A pending version, if sent, comes before the confirmation.
-          const statuses = c.events(from).filter((e) => e.type === "message.upserted" && e.ids.includes(id)).map((e) => e.entries![0].sendStatus?.status);
+          const statuses = c
+            .events(from)
+            .filter((e) => e.type === "message.upserted" && e.ids.includes(id))
+            .map((e) => e.entries![0].sendStatus?.status);
           expect(statuses[statuses.length - 1]).toBe("SUCCESS");
           expect(statuses.filter((s) => s !== "PENDING" && s !== "SUCCESS")).toEqual([]);
-          if (statuses.includes("PENDING")) expect(statuses.indexOf("PENDING")).toBeLessThan(statuses.indexOf("SUCCESS"));
+          if (statuses.includes("PENDING"))
+            expect(statuses.indexOf("PENDING")).toBeLessThan(statuses.indexOf("SUCCESS"));
           // message.upserted comes before the chat.upserted whose preview points at it.
           expect(first.seq).toBeLessThan(chat.seq);
         }
@@ -309,8 +332,14 @@ export function eventSuite(name: string, start: Start) {
         const marks = await watch(echo.id);
         const text = `hello echo ${Date.now()}`;
         const id = await api.send(echo.id, text);
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
-          const reply = await c.event("message.upserted", echo.id, { from, where: (e) => e.entries?.some((m) => m.senderID === ECHO_ID && m.linkedMessageID === id) ?? false });
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
+          const reply = await c.event("message.upserted", echo.id, {
+            from,
+            where: (e) => e.entries?.some((m) => m.senderID === ECHO_ID && m.linkedMessageID === id) ?? false,
+          });
           const entry = reply.entries!.find((m) => m.senderID === ECHO_ID)!;
           expect(entry).toMatchObject({ chatID: echo.id, text: `Echo: ${text}`, isSender: false });
           // Visible to GET by the time the event is.
@@ -327,7 +356,10 @@ export function eventSuite(name: string, start: Start) {
         await api.settled(a.id, id);
         const marks = await watch(a.id);
         const edited = await api.ok("PUT", messagePath(a.id, id), { text: "after the edit" });
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
           const e = await c.event("message.upserted", a.id, { from, where: (x) => x.ids.includes(id) });
           expect(e.ids).toEqual([id]);
           expect(e.entries![0]).toMatchObject({ id, text: "after the edit" });
@@ -346,7 +378,10 @@ export function eventSuite(name: string, start: Start) {
         await api.settled(a.id, gone);
         const marks = await watch(a.id);
         expect((await api.raw("DELETE", messagePath(a.id, gone))).status).toBe(204);
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
           const e = await c.event("message.deleted", a.id, { from });
           expect(e.ids).toEqual([gone]);
           expect(e.entries).toBeUndefined();
@@ -366,19 +401,32 @@ export function eventSuite(name: string, start: Start) {
         const made = await api.ok("POST", `${messagePath(a.id, id)}/reactions`, { reactionKey: "👍" });
         expect(typeof made.transactionID).toBe("string");
         expect(made.transactionID.length).toBeGreaterThan(0);
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
           const e = await c.event("message.upserted", a.id, { from, where: (x) => x.ids.includes(id) });
           expect(e.transactionID).toBe(made.transactionID);
-          expect(e.entries![0].reactions).toEqual(expect.arrayContaining([expect.objectContaining({ reactionKey: "👍" })]));
+          expect(e.entries![0].reactions).toEqual(
+            expect.arrayContaining([expect.objectContaining({ reactionKey: "👍" })]),
+          );
         }
         const mine = `client-txn-${Date.now()}`;
         const from = [all.mark(), one.mark()];
-        const given = await api.ok("POST", `${messagePath(a.id, id)}/reactions`, { reactionKey: "🎉", transactionID: mine });
+        const given = await api.ok("POST", `${messagePath(a.id, id)}/reactions`, {
+          reactionKey: "🎉",
+          transactionID: mine,
+        });
         expect(given.transactionID).toBe(mine);
-        for (const [c, f] of [[all, from[0]], [one, from[1]]] as const) {
+        for (const [c, f] of [
+          [all, from[0]],
+          [one, from[1]],
+        ] as const) {
           const e = await c.event("message.upserted", a.id, { from: f, where: (x) => x.ids.includes(id) });
           expect(e.transactionID).toBe(mine);
-          expect(e.entries![0].reactions.map((r: { reactionKey: string }) => r.reactionKey)).toEqual(expect.arrayContaining(["👍", "🎉"]));
+          expect(e.entries![0].reactions.map((r: { reactionKey: string }) => r.reactionKey)).toEqual(
+            expect.arrayContaining(["👍", "🎉"]),
+          );
         }
         await otherGotNothing(marks);
         expect(last(all, marks.all, "message.upserted", a.id).entries![0]).toEqual(await api.message(a.id, id));
@@ -390,19 +438,32 @@ export function eventSuite(name: string, start: Start) {
         await api.ok("POST", `${messagePath(a.id, id)}/reactions`, { reactionKey: "❤️" });
         const marks = await watch(a.id);
         await api.ok("DELETE", `${messagePath(a.id, id)}/reactions?reactionKey=${enc("❤️")}`, undefined, 200);
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
           const e = await c.event("message.upserted", a.id, { from, where: (x) => x.ids.includes(id) });
-          expect((e.entries![0].reactions ?? []).some((r: { reactionKey: string }) => r.reactionKey === "❤️")).toBe(false);
+          expect((e.entries![0].reactions ?? []).some((r: { reactionKey: string }) => r.reactionKey === "❤️")).toBe(
+            false,
+          );
         }
         await otherGotNothing(marks);
         expect(last(all, marks.all, "message.upserted", a.id).entries![0]).toEqual(await api.message(a.id, id));
       });
 
       /** A chat action with one chat.upserted; `check` looks at the chat entry. */
-      async function chatAction(what: string, chatID: string, act: () => Promise<unknown>, check: (chat: Chat) => void) {
+      async function chatAction(
+        what: string,
+        chatID: string,
+        act: () => Promise<unknown>,
+        check: (chat: Chat) => void,
+      ) {
         const marks = await watch(chatID);
         await act();
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
           const e = await c.event("chat.upserted", chatID, { from });
           expect(e.ids, what).toEqual([chatID]);
           expect(e.entries, what).toHaveLength(1);
@@ -416,34 +477,74 @@ export function eventSuite(name: string, start: Start) {
       it("focus (POST /v1/focus): a focus event with what was asked, to the chat's subscribers; nothing stored", async () => {
         const marks = await watch(b.id);
         const message = (await api.get(`${chatPath(b.id)}/messages`)).items[0];
-        expect(await api.ok("POST", "/v1/focus", { chatID: b.id, messageID: message.id, draftText: "half-typed" })).toEqual({ success: true });
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
-          const e = (await c.next((f) => f.type === "focus" && f.chatID === b.id, { from, what: "the focus event" })) as Record<string, any>;
-          expect(e).toMatchObject({ ids: [b.id], focus: { chatID: b.id, messageID: message.id, draftText: "half-typed" } });
+        expect(
+          await api.ok("POST", "/v1/focus", { chatID: b.id, messageID: message.id, draftText: "half-typed" }),
+        ).toEqual({ success: true });
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
+          const e = (await c.next((f) => f.type === "focus" && f.chatID === b.id, {
+            from,
+            what: "the focus event",
+          })) as Record<string, any>;
+          expect(e).toMatchObject({
+            ids: [b.id],
+            focus: { chatID: b.id, messageID: message.id, draftText: "half-typed" },
+          });
           expect(typeof e.seq).toBe("number");
         }
         await otherGotNothing(marks);
         // Without a chat, only connections subscribed to every chat hear it.
         const bare = all.mark();
         await api.ok("POST", "/v1/focus", {});
-        expect(await all.next((f) => f.type === "focus", { from: bare, what: "the chat-less focus event" })).toMatchObject({ chatID: "", ids: [] });
+        expect(
+          await all.next((f) => f.type === "focus", { from: bare, what: "the chat-less focus event" }),
+        ).toMatchObject({ chatID: "", ids: [] });
       });
 
       /** The typing events of a chat since `from`, in order. */
-      const typingOn = (c: Conn, from: number, chatID: string) => c.events(from).filter((e) => e.type === "typing" && e.chatID === chatID);
+      const typingOn = (c: Conn, from: number, chatID: string) =>
+        c.events(from).filter((e) => e.type === "typing" && e.chatID === chatID);
 
       it("typing (inbound): Echo is seen typing before it answers and paused after; only the chat's subscribers hear it", async () => {
         const marks = await watch(echo.id);
         const id = await api.send(echo.id, `typing first ${Date.now()}`);
-        for (const [c, from] of [[all, marks.all], [one, marks.one]] as const) {
-          const reply = await c.event("message.upserted", echo.id, { from, where: (e) => e.entries?.some((m) => m.senderID === ECHO_ID && m.linkedMessageID === id) ?? false });
-          const paused = await c.event("typing", echo.id, { from, where: (e) => e.seq > reply.seq && e.typing?.state === "paused" });
+        for (const [c, from] of [
+          [all, marks.all],
+          [one, marks.one],
+        ] as const) {
+          const reply = await c.event("message.upserted", echo.id, {
+            from,
+            where: (e) => e.entries?.some((m) => m.senderID === ECHO_ID && m.linkedMessageID === id) ?? false,
+          });
+          const paused = await c.event("typing", echo.id, {
+            from,
+            where: (e) => e.seq > reply.seq && e.typing?.state === "paused",
+          });
           const before = typingOn(c, from, echo.id).filter((e) => e.seq < reply.seq);
-          expect(before.map((e) => e.typing?.state), "typing notices before the reply").toEqual(["typing"]);
+          expect(
+            before.map((e) => e.typing?.state),
+            "typing notices before the reply",
+          ).toEqual(["typing"]);
           // The whole event, exactly: the chat, and who is typing for how long.
-          expect(before[0]).toEqual({ type: "typing", seq: before[0].seq, ts: before[0].ts, chatID: echo.id, ids: [echo.id], typing: { participantID: ECHO_ID, state: "typing", timeoutMs: ECHO_TYPING_TIMEOUT_MS } });
+          expect(before[0]).toEqual({
+            type: "typing",
+            seq: before[0].seq,
+            ts: before[0].ts,
+            chatID: echo.id,
+            ids: [echo.id],
+            typing: { participantID: ECHO_ID, state: "typing", timeoutMs: ECHO_TYPING_TIMEOUT_MS },
+          });
           expect(before[0].ts).toMatch(ISO);
-          expect(paused).toEqual({ type: "typing", seq: paused.seq, ts: paused.ts, chatID: echo.id, ids: [echo.id], typing: { participantID: ECHO_ID, state: "paused" } });
+          expect(paused).toEqual({
+            type: "typing",
+            seq: paused.seq,
+            ts: paused.ts,
+            chatID: echo.id,
+            ids: [echo.id],
+            typing: { participantID: ECHO_ID, state: "paused" },
+          });
         }
         await otherGotNothing(marks);
       });
@@ -454,61 +555,124 @@ export function eventSuite(name: string, start: Start) {
         for (const state of ["typing", "paused"] as const) {
           const from = { all: all.mark(), one: one.mark() };
           expect(await api.ok("POST", `${chatPath(echo.id)}/typing`, { state })).toEqual({ chatID: echo.id, state });
-          for (const [c, at] of [[all, from.all], [one, from.one]] as const) {
+          for (const [c, at] of [
+            [all, from.all],
+            [one, from.one],
+          ] as const) {
             const e = await c.event("typing", echo.id, { from: at });
-            expect(e.typing).toEqual({ participantID: ECHO_ID, state, ...(state === "typing" ? { timeoutMs: ECHO_TYPING_TIMEOUT_MS } : {}) });
+            expect(e.typing).toEqual({
+              participantID: ECHO_ID,
+              state,
+              ...(state === "typing" ? { timeoutMs: ECHO_TYPING_TIMEOUT_MS } : {}),
+            });
           }
         }
         await otherGotNothing(marks);
         // Typing changed nothing stored: no chat.upserted or message event for the chat, and the chat reads the same.
-        expect(all.events(marks.all).filter((e) => e.chatID === echo.id).map((e) => e.type)).toEqual(["typing", "typing"]);
+        expect(
+          all
+            .events(marks.all)
+            .filter((e) => e.chatID === echo.id)
+            .map((e) => e.type),
+        ).toEqual(["typing", "typing"]);
         expect(await api.chat(echo.id)).toEqual(chatBefore);
         // In a chat where nobody mirrors it, it goes out and nothing comes back.
         const quiet = all.mark();
-        expect(await api.ok("POST", `${chatPath(a.id)}/typing`, { state: "typing" })).toEqual({ chatID: a.id, state: "typing" });
+        expect(await api.ok("POST", `${chatPath(a.id)}/typing`, { state: "typing" })).toEqual({
+          chatID: a.id,
+          state: "typing",
+        });
         await fence(all);
         expect(typingOn(all, quiet, a.id)).toEqual([]);
       });
 
       it("archive and unarchive: chat.upserted with isArchived", async () => {
-        await chatAction("archive", b.id, () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: true }), (c) => expect(c.isArchived).toBe(true));
-        await chatAction("unarchive", b.id, () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: false }), (c) => expect(c.isArchived).toBe(false));
+        await chatAction(
+          "archive",
+          b.id,
+          () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: true }),
+          (c) => expect(c.isArchived).toBe(true),
+        );
+        await chatAction(
+          "unarchive",
+          b.id,
+          () => api.ok("POST", `${chatPath(b.id)}/archive`, { archived: false }),
+          (c) => expect(c.isArchived).toBe(false),
+        );
       });
 
       it("unread and read: chat.upserted with isMarkedUnread / unreadCount", async () => {
-        await chatAction("unread", b.id, () => api.ok("POST", `${chatPath(b.id)}/unread`, {}), (c) => expect(c.isMarkedUnread).toBe(true));
-        await chatAction("read", b.id, () => api.ok("POST", `${chatPath(b.id)}/read`, {}), (c) => {
-          expect(c.isMarkedUnread).toBe(false);
-          expect(c.unreadCount).toBe(0);
-        });
+        await chatAction(
+          "unread",
+          b.id,
+          () => api.ok("POST", `${chatPath(b.id)}/unread`, {}),
+          (c) => expect(c.isMarkedUnread).toBe(true),
+        );
+        await chatAction(
+          "read",
+          b.id,
+          () => api.ok("POST", `${chatPath(b.id)}/read`, {}),
+          (c) => {
+            expect(c.isMarkedUnread).toBe(false);
+            expect(c.unreadCount).toBe(0);
+          },
+        );
       });
 
       it("PATCH: chat.upserted with the new fields", async () => {
         const title = `Renamed ${Date.now()}`;
-        await chatAction("patch", b.id, () => api.ok("PATCH", chatPath(b.id), { title, isPinned: true, isMuted: true }), (c) => {
-          expect(c.title).toBe(title);
-          expect(c.isPinned).toBe(true);
-          expect(c.isMuted).toBe(true);
-        });
-        await chatAction("patch back", b.id, () => api.ok("PATCH", chatPath(b.id), { title: null, isPinned: false, isMuted: false }), (c) => {
-          expect(c.title).not.toBe(title);
-          expect(c.isPinned).toBe(false);
-        });
+        await chatAction(
+          "patch",
+          b.id,
+          () => api.ok("PATCH", chatPath(b.id), { title, isPinned: true, isMuted: true }),
+          (c) => {
+            expect(c.title).toBe(title);
+            expect(c.isPinned).toBe(true);
+            expect(c.isMuted).toBe(true);
+          },
+        );
+        await chatAction(
+          "patch back",
+          b.id,
+          () => api.ok("PATCH", chatPath(b.id), { title: null, isPinned: false, isMuted: false }),
+          (c) => {
+            expect(c.title).not.toBe(title);
+            expect(c.isPinned).toBe(false);
+          },
+        );
       });
 
       it("reminder set and clear: chat.upserted with and without the reminder", async () => {
         const at = Date.now() + 3_600_000;
-        await chatAction("set reminder", b.id, () => api.ok("POST", `${chatPath(b.id)}/reminders`, { reminder: { remindAtMs: at } }), (c) =>
-          expect(c.reminder).toMatchObject({ remindAtMs: at, isFired: false, dismissOnIncomingMessage: false }),
+        await chatAction(
+          "set reminder",
+          b.id,
+          () => api.ok("POST", `${chatPath(b.id)}/reminders`, { reminder: { remindAtMs: at } }),
+          (c) => expect(c.reminder).toMatchObject({ remindAtMs: at, isFired: false, dismissOnIncomingMessage: false }),
         );
-        await chatAction("clear reminder", b.id, () => api.ok("DELETE", `${chatPath(b.id)}/reminders`), (c) => expect(c.reminder ?? undefined).toBeUndefined());
+        await chatAction(
+          "clear reminder",
+          b.id,
+          () => api.ok("DELETE", `${chatPath(b.id)}/reminders`),
+          (c) => expect(c.reminder ?? undefined).toBeUndefined(),
+        );
       });
 
       it("chat creation (POST /v1/chats): chat.upserted for the new chat", async () => {
-        const contacts: { items: { id: string }[] } = await api.get(`/v1/accounts/${enc(accounts[0].accountID)}/contacts/list?limit=50`);
-        const people = contacts.items.filter((u) => u.id !== ECHO_ID).slice(0, 2).map((u) => u.id);
+        const contacts: { items: { id: string }[] } = await api.get(
+          `/v1/accounts/${enc(accounts[0].accountID)}/contacts/list?limit=50`,
+        );
+        const people = contacts.items
+          .filter((u) => u.id !== ECHO_ID)
+          .slice(0, 2)
+          .map((u) => u.id);
         const marks = { all: all.mark(), other: other.mark() };
-        const created = await api.ok("POST", "/v1/chats", { accountID: accounts[0].accountID, type: "group", participantIDs: people, title: `Live group ${Date.now()}` });
+        const created = await api.ok("POST", "/v1/chats", {
+          accountID: accounts[0].accountID,
+          type: "group",
+          participantIDs: people,
+          title: `Live group ${Date.now()}`,
+        });
         const e = await all.event("chat.upserted", created.chatID, { from: marks.all });
         expect(e.ids).toEqual([created.chatID]);
         expect(e.entries![0]).toEqual(await api.chat(created.chatID));
@@ -521,17 +685,27 @@ export function eventSuite(name: string, start: Start) {
         const session = await api.ok("POST", `${bridge}/login-sessions`, { flowID: "password" });
         const sid = session.loginSessionID as string;
         const username = `live${Date.now().toString(36)}`;
-        await api.ok("POST", `${bridge}/login-sessions/${enc(sid)}/steps/sandbox.password.credentials`, { type: "user_input", fields: { username, password: "sandbox" } });
-        const done = await api.ok("POST", `${bridge}/login-sessions/${enc(sid)}/steps/sandbox.password.code`, { type: "user_input", fields: { code: "123456" } });
+        await api.ok("POST", `${bridge}/login-sessions/${enc(sid)}/steps/sandbox.password.credentials`, {
+          type: "user_input",
+          fields: { username, password: "sandbox" },
+        });
+        const done = await api.ok("POST", `${bridge}/login-sessions/${enc(sid)}/steps/sandbox.password.code`, {
+          type: "user_input",
+          fields: { code: "123456" },
+        });
         const loginID = done.loginID as string;
         const accountID = done.accountID as string;
         expect(loginID).toBeTruthy();
         expect(accountID).toBeTruthy();
         // The account's first chats arrive from the network (8 in the sandbox).
-        const chats = await waitFor("the new account's chats", async () => {
-          const list = await api.chats(`accountIDs=${enc(accountID)}`);
-          return list.length >= 8 && list;
-        }, 10_000);
+        const chats = await waitFor(
+          "the new account's chats",
+          async () => {
+            const list = await api.chats(`accountIDs=${enc(accountID)}`);
+            return list.length >= 8 && list;
+          },
+          10_000,
+        );
         for (const chat of chats) await all.event("chat.upserted", chat.id, { from: marks.all });
         const watched = chats[0].id;
         const sub = await conn([watched]);
@@ -567,7 +741,9 @@ export function eventSuite(name: string, start: Start) {
 
       it("refuses a bad token with 401", async () => {
         expect((await refusal(url, { token: randomToken("bad") })).status).toBe(401);
-        expect((await refusal(url, { token: null, headers: { authorization: "Basic dXNlcjpwYXNz" } })).status).toBe(401);
+        expect((await refusal(url, { token: null, headers: { authorization: "Basic dXNlcjpwYXNz" } })).status).toBe(
+          401,
+        );
       });
 
       it("accepts a read-only token, which then gets events", async () => {
@@ -587,7 +763,9 @@ export function eventSuite(name: string, start: Start) {
       });
 
       it("refuses a bad token in Sec-WebSocket-Protocol with 401", async () => {
-        expect((await refusal(url, { token: null, protocols: ["inboxd.v1", `bearer.${randomToken("bad")}`] })).status).toBe(401);
+        expect(
+          (await refusal(url, { token: null, protocols: ["inboxd.v1", `bearer.${randomToken("bad")}`] })).status,
+        ).toBe(401);
       });
 
       it("refuses an upgrade a browser marks Sec-Fetch-Site: cross-site with 403", async () => {
@@ -608,11 +786,21 @@ export function eventSuite(name: string, start: Start) {
         const chat = spare[0];
         const c = await conn([chat.id]);
         const at = Date.now() + 1500;
-        expect((await api.raw("POST", `${chatPath(chat.id)}/reminders`, { json: { reminder: { remindAtMs: at } } })).status).toBe(204);
+        expect(
+          (await api.raw("POST", `${chatPath(chat.id)}/reminders`, { json: { reminder: { remindAtMs: at } } })).status,
+        ).toBe(204);
         const set = await api.chat(chat.id);
-        expect(set.reminder).toMatchObject({ remindAtMs: at, remindAt: new Date(at).toISOString(), isFired: false, dismissOnIncomingMessage: false });
+        expect(set.reminder).toMatchObject({
+          remindAtMs: at,
+          remindAt: new Date(at).toISOString(),
+          isFired: false,
+          dismissOnIncomingMessage: false,
+        });
         expect(set.reminder?.firedAt).toBeUndefined();
-        const fired = await c.event("chat.upserted", chat.id, { timeoutMs: 10_000, where: (e) => e.entries?.[0]?.reminder?.isFired === true });
+        const fired = await c.event("chat.upserted", chat.id, {
+          timeoutMs: 10_000,
+          where: (e) => e.entries?.[0]?.reminder?.isFired === true,
+        });
         expect(Date.now()).toBeGreaterThanOrEqual(at);
         const now = await api.chat(chat.id);
         expect(now.reminder).toMatchObject({ remindAtMs: at, isFired: true });
@@ -654,8 +842,14 @@ export function eventSuite(name: string, start: Start) {
         await api.ok("POST", `${chatPath(y.id)}/reminders`, { reminder: { remindAtMs: now + 1500 } });
         await api.ok("POST", `${chatPath(z.id)}/reminders`, { reminder: { remindAtMs: now + 900 } });
         await api.ok("DELETE", `${chatPath(z.id)}/reminders`);
-        const firedY = await c.event("chat.upserted", y.id, { timeoutMs: 10_000, where: (e) => e.entries?.[0]?.reminder?.isFired === true });
-        const firedX = await c.event("chat.upserted", x.id, { timeoutMs: 10_000, where: (e) => e.entries?.[0]?.reminder?.isFired === true });
+        const firedY = await c.event("chat.upserted", y.id, {
+          timeoutMs: 10_000,
+          where: (e) => e.entries?.[0]?.reminder?.isFired === true,
+        });
+        const firedX = await c.event("chat.upserted", x.id, {
+          timeoutMs: 10_000,
+          where: (e) => e.entries?.[0]?.reminder?.isFired === true,
+        });
         expect(Date.parse(firedY.entries![0].reminder.firedAt)).toBeGreaterThanOrEqual(now + 1500);
         expect(Date.parse(firedX.entries![0].reminder.firedAt)).toBeGreaterThanOrEqual(now + 2400);
         expect(firedY.seq).toBeLessThan(firedX.seq);
@@ -682,15 +876,23 @@ export function eventSuite(name: string, start: Start) {
 
       it("dismissOnIncomingMessage: an incoming message (Echo's reply) clears the reminder", async () => {
         const c = await conn([echo.id]);
-        await api.ok("POST", `${chatPath(echo.id)}/reminders`, { reminder: { remindAtMs: Date.now() + 3_600_000, dismissOnIncomingMessage: true } });
+        await api.ok("POST", `${chatPath(echo.id)}/reminders`, {
+          reminder: { remindAtMs: Date.now() + 3_600_000, dismissOnIncomingMessage: true },
+        });
         expect((await api.chat(echo.id)).reminder).toMatchObject({ dismissOnIncomingMessage: true, isFired: false });
         const from = c.mark();
         const id = await api.send(echo.id, "please dismiss my reminder");
         // My own message does not dismiss it...
-        const mine = await c.event("chat.upserted", echo.id, { from, where: (e) => e.entries?.[0]?.preview?.id === id });
+        const mine = await c.event("chat.upserted", echo.id, {
+          from,
+          where: (e) => e.entries?.[0]?.preview?.id === id,
+        });
         expect(mine.entries![0].reminder).toMatchObject({ dismissOnIncomingMessage: true });
         // ...Echo's reply does.
-        const after = await c.event("chat.upserted", echo.id, { from, where: (e) => e.entries?.[0]?.preview?.senderID === ECHO_ID });
+        const after = await c.event("chat.upserted", echo.id, {
+          from,
+          where: (e) => e.entries?.[0]?.preview?.senderID === ECHO_ID,
+        });
         expect(after.entries![0].reminder ?? undefined).toBeUndefined();
         expect((await api.chat(echo.id)).reminder ?? undefined).toBeUndefined();
       });
@@ -721,7 +923,14 @@ export function eventSuite(name: string, start: Start) {
         const res = await api.raw("POST", "/v1/webhooks", { json: { url: hookURL, ...(chatIDs ? { chatIDs } : {}) } });
         expect(res.status, res.text).toBe(200);
         hooks.push(res.body.id);
-        return res.body as { id: string; url: string; chatIDs: string[]; secret: string; pending: number; delivered: number };
+        return res.body as {
+          id: string;
+          url: string;
+          chatIDs: string[];
+          secret: string;
+          pending: number;
+          delivered: number;
+        };
       }
       const stats = (id: string) => api.get(`/v1/webhooks/${enc(id)}`);
       /** Makes the receiver answer 500 to the first `failures` attempts of each delivery, then 200. */
@@ -761,9 +970,14 @@ export function eventSuite(name: string, start: Start) {
       it("refuses bad input with 400, and writes with a read-only token with 403", async () => {
         expect((await api.raw("POST", "/v1/webhooks", { json: { url: "not a url" } })).status).toBe(400);
         expect((await api.raw("POST", "/v1/webhooks", { json: { url: "ftp://127.0.0.1/x" } })).status).toBe(400);
-        expect((await api.raw("POST", "/v1/webhooks", { json: { url: "http://127.0.0.1:9/x", chatIDs: ["*", a.id] } })).status).toBe(400);
+        expect(
+          (await api.raw("POST", "/v1/webhooks", { json: { url: "http://127.0.0.1:9/x", chatIDs: ["*", a.id] } }))
+            .status,
+        ).toBe(400);
         expect((await api.raw("POST", "/v1/webhooks", { json: {} })).status).toBe(400);
-        expect((await api.raw("POST", "/v1/webhooks", { json: { url: "http://127.0.0.1:9/x" }, token: ro })).status).toBe(403);
+        expect(
+          (await api.raw("POST", "/v1/webhooks", { json: { url: "http://127.0.0.1:9/x" }, token: ro })).status,
+        ).toBe(403);
         expect((await api.raw("GET", "/v1/webhooks/wh_doesnotexist")).status).toBe(404);
         expect((await api.raw("DELETE", "/v1/webhooks/wh_doesnotexist")).status).toBe(404);
       });
@@ -773,7 +987,10 @@ export function eventSuite(name: string, start: Start) {
         const hook = await addHook(r.url);
         const description = `webhook ${Date.now()}`;
         await api.ok("PATCH", chatPath(a.id), { description });
-        const d = await r.waitFor("the chat.upserted delivery", (x) => x.json?.type === "chat.upserted" && x.json?.entries?.[0]?.description === description);
+        const d = await r.waitFor(
+          "the chat.upserted delivery",
+          (x) => x.json?.type === "chat.upserted" && x.json?.entries?.[0]?.description === description,
+        );
         expect(d.headers["content-type"]).toMatch(/application\/json/);
         expect(d.headers["x-inboxd-event"]).toBe("chat.upserted");
         expect(d.headers["x-inboxd-delivery"]).toBe(d.json.deliveryID);
@@ -782,7 +999,13 @@ export function eventSuite(name: string, start: Start) {
         expect(d.headers["x-inboxd-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
         expect(signatureValid(d, hook.secret)).toBe(true);
         expect(signatureValid(d, `${hook.secret}x`)).toBe(false);
-        expect(d.json).toMatchObject({ deliveryID: expect.any(String), webhookID: hook.id, type: "chat.upserted", chatID: a.id, ids: [a.id] });
+        expect(d.json).toMatchObject({
+          deliveryID: expect.any(String),
+          webhookID: hook.id,
+          type: "chat.upserted",
+          chatID: a.id,
+          ids: [a.id],
+        });
         expect(d.json.ts).toMatch(ISO);
         expect(d.json.seq).toBeUndefined();
         expect(d.json.entries[0]).toEqual(await api.chat(a.id));
@@ -798,7 +1021,10 @@ export function eventSuite(name: string, start: Start) {
         const r = await receiver();
         const hook = await addHook(r.url);
         const id = await api.send(a.id, "for the webhook");
-        const msg = await r.waitFor("message.upserted", (x) => x.json?.type === "message.upserted" && x.json.ids.includes(id));
+        const msg = await r.waitFor(
+          "message.upserted",
+          (x) => x.json?.type === "message.upserted" && x.json.ids.includes(id),
+        );
         expect(msg.headers["x-inboxd-event"]).toBe("message.upserted");
         expect(msg.json.entries[0]).toMatchObject({ id, text: "for the webhook" });
         await r.waitFor("chat.upserted", (x) => x.json?.type === "chat.upserted" && x.json.chatID === a.id);
@@ -823,7 +1049,14 @@ export function eventSuite(name: string, start: Start) {
         const r = await receiver();
         const hook = await addHook(r.url, [echo.id]);
         const id = await api.send(echo.id, `typed for a webhook ${Date.now()}`);
-        await r.waitFor("Echo's reply", (x) => x.json?.type === "message.upserted" && x.json.entries?.some((m: { senderID: string; linkedMessageID?: string }) => m.senderID === ECHO_ID && m.linkedMessageID === id));
+        await r.waitFor(
+          "Echo's reply",
+          (x) =>
+            x.json?.type === "message.upserted" &&
+            x.json.entries?.some(
+              (m: { senderID: string; linkedMessageID?: string }) => m.senderID === ECHO_ID && m.linkedMessageID === id,
+            ),
+        );
         // The webhook reads the log in order: once nothing is pending, it has passed every event so far.
         await waitFor("nothing pending", async () => (await stats(hook.id)).pending === 0);
         const types = r.deliveries.map((x) => x.json?.type);
@@ -844,7 +1077,11 @@ export function eventSuite(name: string, start: Start) {
           const s = await stats(hook.id);
           return s.lastError && s;
         });
-        expect(failing.lastError).toMatchObject({ deliveryID, message: expect.stringContaining("500"), attempts: expect.any(Number) });
+        expect(failing.lastError).toMatchObject({
+          deliveryID,
+          message: expect.stringContaining("500"),
+          attempts: expect.any(Number),
+        });
         expect(failing.lastError.at).toMatch(ISO);
         expect(failing.pending).toBe(1);
         expect(failing.delivered).toBe(0);
@@ -891,9 +1128,18 @@ export function eventSuite(name: string, start: Start) {
         const count = gone.deliveries.length;
         const description = `after delete ${Date.now()}`;
         await api.ok("PATCH", chatPath(a.id), { description });
-        await kept.waitFor("the later event on the kept webhook", (x) => x.json?.entries?.[0]?.description === description);
-        const third = await control.waitFor("the control's third attempt (its second retry)", (x) => x.status === 200 && x.json?.entries?.[0]?.description === before, 15_000);
-        expect(control.deliveries.filter((x) => x.headers["x-inboxd-delivery"] === third.headers["x-inboxd-delivery"])).toHaveLength(3);
+        await kept.waitFor(
+          "the later event on the kept webhook",
+          (x) => x.json?.entries?.[0]?.description === description,
+        );
+        const third = await control.waitFor(
+          "the control's third attempt (its second retry)",
+          (x) => x.status === 200 && x.json?.entries?.[0]?.description === before,
+          15_000,
+        );
+        expect(
+          control.deliveries.filter((x) => x.headers["x-inboxd-delivery"] === third.headers["x-inboxd-delivery"]),
+        ).toHaveLength(3);
         expect(gone.deliveries.length).toBe(count);
       });
     });
@@ -906,7 +1152,9 @@ export function eventSuite(name: string, start: Start) {
         const victimConns: Conn[] = [probe];
         try {
           const accepted = async (length: number) => {
-            const answer = await probe.request({ type: "subscriptions.set", chatIDs: [a.id, "y".repeat(length)] }, 1000).catch(() => undefined);
+            const answer = await probe
+              .request({ type: "subscriptions.set", chatIDs: [a.id, "y".repeat(length)] }, 1000)
+              .catch(() => undefined);
             return answer?.type === "subscriptions.updated";
           };
           let lo = 1000;
@@ -924,9 +1172,18 @@ export function eventSuite(name: string, start: Start) {
           const bystander = await conn([a.id]);
           const from = bystander.mark();
           const statuses: number[] = [];
-          for (let i = 0; i < 70; i++) statuses.push((await api.raw("PATCH", chatPath(a.id), { json: { description: `big subscriber ${i}` } })).status);
-          expect(statuses.filter((x) => x !== 200), `statuses of 70 PATCHes with a subscriber of ${lo} bytes connected`).toEqual([]);
-          await bystander.event("chat.upserted", a.id, { from, where: (e) => e.entries?.[0]?.description === "big subscriber 69" });
+          for (let i = 0; i < 70; i++)
+            statuses.push(
+              (await api.raw("PATCH", chatPath(a.id), { json: { description: `big subscriber ${i}` } })).status,
+            );
+          expect(
+            statuses.filter((x) => x !== 200),
+            `statuses of 70 PATCHes with a subscriber of ${lo} bytes connected`,
+          ).toEqual([]);
+          await bystander.event("chat.upserted", a.id, {
+            from,
+            where: (e) => e.entries?.[0]?.description === "big subscriber 69",
+          });
           expect(bystander.events(from)).toHaveLength(70);
           // The big subscriber's own numbering stays sound.
           await big.event("chat.upserted", a.id, { where: (e) => e.entries?.[0]?.description === "big subscriber 69" });

@@ -6,7 +6,10 @@
  * redelivery after a restart in daemon.test.ts (kill -9) and workerd.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Api, chatPath, enc, randomToken, Receiver, waitFor, type Chat, type Delivery } from "./kit.ts";
+import type { Chat } from "../../src/schema/wire.ts";
+import { chatPath, enc, randomToken, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { Receiver, type Delivery } from "./kit.ts";
 import type { StartResume } from "./resume.ts";
 
 /** The log keeps this many events on the suite's server, so that a replay from the start can be too old. */
@@ -67,7 +70,12 @@ export function webhookLogSuite(name: string, start: StartResume) {
       expect(r.deliveries).toHaveLength(1);
       expect(d.json.eventID).toBeGreaterThan(head);
       expect(d.headers["x-inboxd-delivery"]).toBe(dlv(hook.id, d.json.eventID));
-      expect(d.json).toMatchObject({ deliveryID: dlv(hook.id, d.json.eventID), webhookID: hook.id, type: "chat.upserted", chatID: a.id });
+      expect(d.json).toMatchObject({
+        deliveryID: dlv(hook.id, d.json.eventID),
+        webhookID: hook.id,
+        type: "chat.upserted",
+        chatID: a.id,
+      });
       const shown = await waitFor("the cursor past it", async () => {
         const s = await api.get(`/v1/webhooks/${enc(hook.id)}`);
         return s.cursor === d.json.eventID && s;
@@ -118,7 +126,9 @@ export function webhookLogSuite(name: string, start: StartResume) {
       expect(replayed.body).toMatchObject({ id: hook.id, cursor: since });
       expect(replayed.body.secret).toBeUndefined();
       await waitFor("the second pass", () => r.deliveries.length === 6);
-      expect(r.deliveries.slice(3).map((x) => [descriptionOf(x), x.headers["x-inboxd-delivery"], x.json.eventID])).toEqual(first);
+      expect(
+        r.deliveries.slice(3).map((x) => [descriptionOf(x), x.headers["x-inboxd-delivery"], x.json.eventID]),
+      ).toEqual(first);
       // Byte for byte the same body: only the timestamp and signature differ.
       expect(r.deliveries.slice(3).map((x) => x.body)).toEqual(r.deliveries.slice(0, 3).map((x) => x.body));
       await waitFor("caught up again", async () => (await api.get(`/v1/webhooks/${enc(hook.id)}`)).delivered === 6);
@@ -129,7 +139,10 @@ export function webhookLogSuite(name: string, start: StartResume) {
       await r.stop(); // nothing listens on its port any more
       const hook = await addHook(r.url, [a.id]);
       await describeChat(a, `refused ${Date.now()}`);
-      const failing = await waitFor("a failed attempt", async () => (await api.get(`/v1/webhooks/${enc(hook.id)}`)).lastError);
+      const failing = await waitFor(
+        "a failed attempt",
+        async () => (await api.get(`/v1/webhooks/${enc(hook.id)}`)).lastError,
+      );
       // Node's fetch keeps the reason in its error's cause; workerd's says only "Network connection lost.".
       if (name === "node") expect(failing.message).toBe(`connect ECONNREFUSED 127.0.0.1:${r.port}`);
       else expect(failing.message).toMatch(/\S/);
@@ -137,16 +150,22 @@ export function webhookLogSuite(name: string, start: StartResume) {
 
     it("a webhook for a chat that does not exist is refused with a 422 naming it, and nothing is registered", async () => {
       const before = (await api.get("/v1/webhooks")).items.length;
-      const refused = await api.raw("POST", "/v1/webhooks", { json: { url: "http://127.0.0.1:9/nochat", chatIDs: [a.id, "!nosuch:sandbox.invalid"] } });
+      const refused = await api.raw("POST", "/v1/webhooks", {
+        json: { url: "http://127.0.0.1:9/nochat", chatIDs: [a.id, "!nosuch:sandbox.invalid"] },
+      });
       expect(refused.status, refused.text).toBe(422);
-      expect(refused.body).toMatchObject({ code: "UNPROCESSABLE_ENTITY", details: { issues: [{ path: ["body", "chatIDs", 1] }] } });
+      expect(refused.body).toMatchObject({
+        code: "UNPROCESSABLE_ENTITY",
+        details: { issues: [{ path: ["body", "chatIDs", 1] }] },
+      });
       expect(refused.body.message).toContain("unknown chat !nosuch:sandbox.invalid");
       expect((await api.get("/v1/webhooks")).items).toHaveLength(before);
     });
 
     it("replay refuses a since outside the log (400 after the newest, 410 before the oldest kept), bad input, a read-only token and unknown webhooks", async () => {
       const hook = await addHook("http://127.0.0.1:9/replay", [b.id]);
-      const replay = (query: string, token?: string) => api.raw("POST", `/v1/webhooks/${enc(hook.id)}/replay${query}`, { token });
+      const replay = (query: string, token?: string) =>
+        api.raw("POST", `/v1/webhooks/${enc(hook.id)}/replay${query}`, { token });
       // More events than the log keeps: the oldest ones go.
       for (let i = 0; i < MAX_EVENTS / 2 + 2; i++) await api.send(a.id, `filler ${i}`);
       const page = await waitFor("compaction", async () => {
@@ -160,7 +179,8 @@ export function webhookLogSuite(name: string, start: StartResume) {
       const tooNew = await replay(`?since=${page.latestEventID + 1000}`);
       expect(tooNew.status).toBe(400);
       expect(tooNew.body.message).toMatch(/after the newest event/);
-      for (const query of ["", "?since=", "?since=abc", "?since=-1", "?since=1.5"]) expect((await replay(query)).status, query).toBe(400);
+      for (const query of ["", "?since=", "?since=abc", "?since=-1", "?since=1.5"])
+        expect((await replay(query)).status, query).toBe(400);
       expect((await replay("?since=0", ro)).status).toBe(403);
       expect((await api.raw("POST", "/v1/webhooks/wh_doesnotexist/replay?since=0")).status).toBe(404);
       const oldest = await api.get("/v1/events?limit=1");

@@ -2,4 +2,6 @@
 import { startNode } from "../harness/node.ts";
 import { webhookLogSuite } from "./webhooks-log.ts";
 
-webhookLogSuite("node", ({ maxEvents, ...options }) => startNode({ ...options, eventLog: maxEvents ? { maxEvents } : undefined }));
+webhookLogSuite("node", ({ maxEvents, ...options }) =>
+  startNode({ ...options, eventLog: maxEvents ? { maxEvents } : undefined }),
+);

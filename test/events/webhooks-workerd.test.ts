@@ -2,4 +2,6 @@
 import { startWorkerd } from "../harness/workerd.ts";
 import { webhookLogSuite } from "./webhooks-log.ts";
 
-webhookLogSuite("workerd", ({ maxEvents, ...options }) => startWorkerd({ ...options, vars: maxEvents ? { INBOXD_EVENT_LOG_MAX_EVENTS: String(maxEvents) } : undefined }));
+webhookLogSuite("workerd", ({ maxEvents, ...options }) =>
+  startWorkerd({ ...options, vars: maxEvents ? { INBOXD_EVENT_LOG_MAX_EVENTS: String(maxEvents) } : undefined }),
+);

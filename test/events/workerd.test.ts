@@ -7,12 +7,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWorkerd, type WorkerdServer } from "../harness/workerd.ts";
-import { Api, chatPath, connect, enc, randomToken, Receiver, sleep, waitFor, type Chat, type Conn } from "./kit.ts";
+import type { Chat } from "../../src/schema/wire.ts";
+import { chatPath, enc, randomToken, sleep, waitFor } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
+import { connect, Receiver, type Conn } from "./kit.ts";
 import { eventSuite } from "./suite.ts";
 import { resumeSuite } from "./resume.ts";
 
 eventSuite("workerd", (options) => startWorkerd(options));
-resumeSuite("workerd", ({ maxEvents, ...options }) => startWorkerd({ ...options, vars: maxEvents ? { INBOXD_EVENT_LOG_MAX_EVENTS: String(maxEvents) } : undefined }));
+resumeSuite("workerd", ({ maxEvents, ...options }) =>
+  startWorkerd({ ...options, vars: maxEvents ? { INBOXD_EVENT_LOG_MAX_EVENTS: String(maxEvents) } : undefined }),
+);
 
 describe("workerd only: restarts and hibernation", () => {
   let server: WorkerdServer;
@@ -27,7 +32,10 @@ describe("workerd only: restarts and hibernation", () => {
   };
 
   beforeAll(async () => {
-    server = await startWorkerd({ seed: { chats: 8, messages: 80, accounts: 1, seed: 4 }, tokens: [{ token: rw, scopes: ["read", "write"] }] });
+    server = await startWorkerd({
+      seed: { chats: 8, messages: 80, accounts: 1, seed: 4 },
+      tokens: [{ token: rw, scopes: ["read", "write"] }],
+    });
     api = new Api(server.url, rw);
     chats = await api.quietChats((await api.get("/v1/accounts"))[0].accountID, 3);
   });
@@ -53,27 +61,38 @@ describe("workerd only: restarts and hibernation", () => {
     await c.event("chat.upserted", chats[0].id, { from, where: (e) => e.entries?.[0]?.description === "barrier" });
     expect(c.events(from).map((e) => e.chatID)).toEqual([chats[0].id, chats[0].id]);
     // And it still answers commands.
-    expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"] })).toMatchObject({ type: "subscriptions.updated", chatIDs: ["*"] });
+    expect(await c.request({ type: "subscriptions.set", chatIDs: ["*"] })).toMatchObject({
+      type: "subscriptions.updated",
+      chatIDs: ["*"],
+    });
   }, 40_000);
 
   it("after a restart (storage kept) a new connection gets events; a reminder set before it fires after it", async () => {
     const old = await conn(["*"]);
-    const at = Date.now() + 2500;
+    // Lead time for the reminder: long enough for a restart on a loaded CI machine (three runtimes in parallel),
+    // since the "not fired yet" check below must happen before it is due.
+    const at = Date.now() + 8000;
     await api.ok("POST", `${chatPath(chats[2].id)}/reminders`, { reminder: { remindAtMs: at } });
     await old.event("chat.upserted", chats[2].id);
     await server.restart();
-    // The old socket belonged to the old process (best effort: it should learn so).
-    await old.waitClosed(10_000).catch(() => undefined);
-    const fresh = await conn(["*"]);
+    const checkedAt = Date.now();
+    expect(checkedAt, "the restart took longer than the reminder's lead time").toBeLessThan(at - 500);
     expect((await api.chat(chats[2].id)).reminder).toMatchObject({ remindAtMs: at, isFired: false });
+    // Connect before the reminder is due, so the new connection sees it fire.
+    const fresh = await conn(["*"]);
     await api.ok("PATCH", chatPath(chats[1].id), { description: "after the restart" });
     const e = await fresh.event("chat.upserted", chats[1].id);
     expect(e.seq).toBe(0);
     expect(e.entries![0].description).toBe("after the restart");
     // The alarm was stored with the object: the reminder fires in the new process.
-    const fired = await fresh.event("chat.upserted", chats[2].id, { timeoutMs: 10_000, where: (x) => x.entries?.[0]?.reminder?.isFired === true });
+    const fired = await fresh.event("chat.upserted", chats[2].id, {
+      timeoutMs: 10_000,
+      where: (x) => x.entries?.[0]?.reminder?.isFired === true,
+    });
     expect(Date.parse(fired.entries![0].reminder.firedAt)).toBeGreaterThanOrEqual(at);
     expect((await api.chat(chats[2].id)).reminder).toMatchObject({ isFired: true });
+    // The old socket belonged to the old process (best effort: it should learn so).
+    await old.waitClosed(10_000).catch(() => undefined);
     expect(old.closed, "the pre-restart connection was never closed").toBeDefined();
   }, 40_000);
 

@@ -3,7 +3,7 @@
  * but for one malformed, boundary or hostile part — or wholly broken (bad JSON, wrong content type, deep nesting,
  * oversize). Deterministic for a given seed, so a failure can be replayed.
  */
-import { LIMITS } from "../../src/http/limits.ts";
+import { LIMITS } from "../../src/schema/limits.ts";
 import type { Route } from "./routes.ts";
 
 export interface FuzzRequest {
@@ -51,16 +51,102 @@ type Random = ReturnType<typeof random>;
 
 const LONE_SURROGATE = "\ud800";
 const HOSTILE_STRINGS = [
-  "", " ", "..", "../../etc/passwd", "%00", "\u0000", "a\u0000b", "😀", "\u202e", "<script>alert(1)</script>", "' OR 1=1 --",
-  "${7*7}", "{{7*7}}", "\\", "/", "?", "#", ":", "*", "null", "undefined", "NaN", "-1", "1e309", "__proto__", "constructor",
-  `x${LONE_SURROGATE}`, "\udc00", "a".repeat(LIMITS.idBytes + 1), "x".repeat(LIMITS.textBytes + 1), "é".repeat(LIMITS.titleBytes),
+  "",
+  " ",
+  "..",
+  "../../etc/passwd",
+  "%00",
+  "\u0000",
+  "a\u0000b",
+  "😀",
+  "\u202e",
+  "<script>alert(1)</script>",
+  "' OR 1=1 --",
+  "${7*7}",
+  "{{7*7}}",
+  "\\",
+  "/",
+  "?",
+  "#",
+  ":",
+  "*",
+  "null",
+  "undefined",
+  "NaN",
+  "-1",
+  "1e309",
+  "__proto__",
+  "constructor",
+  `x${LONE_SURROGATE}`,
+  "\udc00",
+  "a".repeat(LIMITS.idBytes + 1),
+  "x".repeat(LIMITS.textBytes + 1),
+  "é".repeat(LIMITS.titleBytes),
 ];
-const HOSTILE_VALUES: unknown[] = [null, true, false, 0, -1, 1.5, 1e308, -1e308, [], {}, [null], { a: 1 }, "", "x".repeat(70_000)];
-const HOSTILE_PATH = ["", "..", "%2e%2e", "%2E%2E%2Fx", "%2F", "%00", "%ED%A0%80", "%", "%zz", "%C0%AF", "a".repeat(600), "😀", "%F0%9F%98%80", "*", "~", "wh_1", "..%2F..%2Fetc", "%3Fa%3Db", "%23", "a%3Ab", "null"];
-const HOSTILE_QUERY = ["%", "%zz", "%ED%A0%80", "+", "a+b", "%2B", "x".repeat(LIMITS.queryTextBytes + 1), "-1", "0", "1e3", "99999999999999999999", "1.5", "abc", "true", "maybe", "2026-13-45T99:99:99Z", "not a date", ""];
+const HOSTILE_VALUES: unknown[] = [
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  1e308,
+  -1e308,
+  [],
+  {},
+  [null],
+  { a: 1 },
+  "",
+  "x".repeat(70_000),
+];
+const HOSTILE_PATH = [
+  "",
+  "..",
+  "%2e%2e",
+  "%2E%2E%2Fx",
+  "%2F",
+  "%00",
+  "%ED%A0%80",
+  "%",
+  "%zz",
+  "%C0%AF",
+  "a".repeat(600),
+  "😀",
+  "%F0%9F%98%80",
+  "*",
+  "~",
+  "wh_1",
+  "..%2F..%2Fetc",
+  "%3Fa%3Db",
+  "%23",
+  "a%3Ab",
+  "null",
+];
+const HOSTILE_QUERY = [
+  "%",
+  "%zz",
+  "%ED%A0%80",
+  "+",
+  "a+b",
+  "%2B",
+  "x".repeat(LIMITS.queryTextBytes + 1),
+  "-1",
+  "0",
+  "1e3",
+  "99999999999999999999",
+  "1.5",
+  "abc",
+  "true",
+  "maybe",
+  "2026-13-45T99:99:99Z",
+  "not a date",
+  "",
+];
 
 function unwrap(node: Node): Node {
-  return ["optional", "nullable", "nullish", "exact_optional", "non_optional"].includes(node.type) && node.wrapped ? unwrap(node.wrapped) : node;
+  return ["optional", "nullable", "nullish", "exact_optional", "non_optional"].includes(node.type) && node.wrapped
+    ? unwrap(node.wrapped)
+    : node;
 }
 const isOptional = (node: Node) => ["optional", "nullish", "exact_optional"].includes(node.type);
 const requirement = (node: Node, type: string) => node.pipe?.find((a) => a.type === type)?.requirement;
@@ -70,7 +156,8 @@ function sample(node: Node, rnd: Random, ctx: FuzzContext, key = ""): unknown {
   const n = unwrap(node);
   switch (n.type) {
     case "string": {
-      if (requirement(n, "iso_timestamp") !== undefined) return new Date(Date.now() + rnd.int(86_400_000)).toISOString();
+      if (requirement(n, "iso_timestamp") !== undefined)
+        return new Date(Date.now() + rnd.int(86_400_000)).toISOString();
       if (requirement(n, "regex") !== undefined) return "text/plain";
       if (/accountID/i.test(key)) return rnd.pick(ctx.accountIDs);
       if (/chatID/i.test(key)) return rnd.pick(ctx.chats).id;
@@ -92,7 +179,8 @@ function sample(node: Node, rnd: Random, ctx: FuzzContext, key = ""): unknown {
       return { username: "alice", password: "sandbox" };
     case "object": {
       const out: Record<string, unknown> = {};
-      for (const [k, child] of Object.entries(n.entries ?? {})) if (!isOptional(child) || rnd.chance(0.5)) out[k] = sample(child, rnd, ctx, k);
+      for (const [k, child] of Object.entries(n.entries ?? {}))
+        if (!isOptional(child) || rnd.chance(0.5)) out[k] = sample(child, rnd, ctx, k);
       return out;
     }
     default:
@@ -137,20 +225,26 @@ function pathFor(route: Route, rnd: Random, ctx: FuzzContext): { path: string; l
 }
 
 function queryFor(route: Route, rnd: Random, ctx: FuzzContext): { query: string; label: string } {
-  if (!route.query) return rnd.chance(0.1) ? { query: `?junk=${rnd.pick(HOSTILE_QUERY)}`, label: " query junk" } : { query: "", label: "" };
+  if (!route.query)
+    return rnd.chance(0.1)
+      ? { query: `?junk=${rnd.pick(HOSTILE_QUERY)}`, label: " query junk" }
+      : { query: "", label: "" };
   const entries = Object.entries((unwrap(route.query as unknown as Node).entries ?? {}) as Record<string, Node>);
   const parts: string[] = [];
   let label = "";
   const mutate = rnd.chance(0.7) ? rnd.pick(entries)?.[0] : undefined;
   for (const [key, node] of entries) {
     if (key === mutate) {
-      const value = rnd.chance(0.5) ? rnd.pick(HOSTILE_QUERY) : encodeURIComponent(String(hostile(node, rnd)).toWellFormed());
+      const value = rnd.chance(0.5)
+        ? rnd.pick(HOSTILE_QUERY)
+        : encodeURIComponent(String(hostile(node, rnd)).toWellFormed());
       const repeat = rnd.chance(0.1) ? 50 : 1;
       for (let i = 0; i < repeat; i++) parts.push(`${key}=${value}`);
       label += ` query.${key}=${value.slice(0, 20)}${repeat > 1 ? `×${repeat}` : ""}`;
     } else if (!isOptional(node) || rnd.chance(0.3)) {
       const value = sample(node, rnd, ctx, key);
-      for (const item of Array.isArray(value) ? value : [value]) parts.push(`${key}=${encodeURIComponent(String(item).toWellFormed())}`);
+      for (const item of Array.isArray(value) ? value : [value])
+        parts.push(`${key}=${encodeURIComponent(String(item).toWellFormed())}`);
     }
   }
   return { query: parts.length ? `?${parts.join("&")}` : "", label };
@@ -179,17 +273,40 @@ const BIG_BODY = `{"pad":"${"p".repeat(4 * 1024 * 1024)}"}`;
 function multipartBody(rnd: Random): { body: string; contentType: string; label: string } {
   const b = "fuzzb0undary";
   const part = (headers: string, content: string) => `--${b}\r\n${headers}\r\n\r\n${content}\r\n`;
-  const file = part('Content-Disposition: form-data; name="file"; filename="f.txt"\r\nContent-Type: text/plain', "hello");
+  const file = part(
+    'Content-Disposition: form-data; name="file"; filename="f.txt"\r\nContent-Type: text/plain',
+    "hello",
+  );
   const variants: [string, string, string][] = [
     ["valid", `${file}--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
     ["no boundary", `${file}--${b}--\r\n`, "multipart/form-data"],
     ["garbage", "not multipart at all", `multipart/form-data; boundary=${b}`],
-    ["20 parts", `${Array.from({ length: 20 }, (_, i) => part(`Content-Disposition: form-data; name="f${i}"`, "v")).join("")}${file}--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
-    ["20 KB part header", `${part(`Content-Disposition: form-data; name="file"; filename="${"n".repeat(20_000)}"`, "x")}--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
-    ["no file part", `${part('Content-Disposition: form-data; name="fileName"', "x.txt")}--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
+    [
+      "20 parts",
+      `${Array.from({ length: 20 }, (_, i) => part(`Content-Disposition: form-data; name="f${i}"`, "v")).join("")}${file}--${b}--\r\n`,
+      `multipart/form-data; boundary=${b}`,
+    ],
+    [
+      "20 KB part header",
+      `${part(`Content-Disposition: form-data; name="file"; filename="${"n".repeat(20_000)}"`, "x")}--${b}--\r\n`,
+      `multipart/form-data; boundary=${b}`,
+    ],
+    [
+      "no file part",
+      `${part('Content-Disposition: form-data; name="fileName"', "x.txt")}--${b}--\r\n`,
+      `multipart/form-data; boundary=${b}`,
+    ],
     ["unterminated", file, `multipart/form-data; boundary=${b}`],
-    ["bad mimeType field", `${file}${part('Content-Disposition: form-data; name="mimeType"', "not a type")}--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
-    ["surrogate file name", `${part(`Content-Disposition: form-data; name="file"; filename*=UTF-8''%ED%A0%80.txt`, "x")}--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
+    [
+      "bad mimeType field",
+      `${file}${part('Content-Disposition: form-data; name="mimeType"', "not a type")}--${b}--\r\n`,
+      `multipart/form-data; boundary=${b}`,
+    ],
+    [
+      "surrogate file name",
+      `${part(`Content-Disposition: form-data; name="file"; filename*=UTF-8''%ED%A0%80.txt`, "x")}--${b}--\r\n`,
+      `multipart/form-data; boundary=${b}`,
+    ],
     ["json instead", '{"content":"aGk="}', "application/json"],
   ];
   const [label, body, contentType] = rnd.pick(variants);
@@ -243,7 +360,11 @@ export function generate(routes: Route[], seed: number, count: number, ctx: Fuzz
     if (pass === 1 || pass === 2) {
       // A body of 4 MB is still arriving when the answer is written: without the drain, over 100 of these runs
       // reset (2 MB: about 10; the small ones only sometimes lose the race).
-      const [text, type] = rnd.pick<[string, string]>([[DEEP_ARRAY, "application/json"], [BIG_BODY, "application/json"], rnd.pick(BROKEN_BODIES)]);
+      const [text, type] = rnd.pick<[string, string]>([
+        [DEEP_ARRAY, "application/json"],
+        [BIG_BODY, "application/json"],
+        rnd.pick(BROKEN_BODIES),
+      ]);
       method = pass === 1 ? "HEAD" : "GET";
       body = text;
       headers["content-type"] = type;

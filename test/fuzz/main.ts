@@ -20,7 +20,12 @@ stops answering, or RSS (after a full GC) growing by more than 150 MB.
   -h, --help       this help`;
 
 const { values } = parseArgs({
-  options: { requests: { type: "string" }, seed: { type: "string" }, concurrency: { type: "string" }, help: { type: "boolean", short: "h" } },
+  options: {
+    requests: { type: "string" },
+    seed: { type: "string" },
+    concurrency: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  },
 });
 if (values.help) {
   console.log(HELP);
@@ -42,23 +47,35 @@ const target = await startFuzzTarget();
 let code = 1;
 try {
   const before = await target.settledRssMB();
-  console.error(`fuzz: ${requests} requests, seed ${seed}, concurrency ${concurrency}, daemon pid ${target.pid} (RSS ${before.toFixed(0)} MB)`);
+  console.error(
+    `fuzz: ${requests} requests, seed ${seed}, concurrency ${concurrency}, daemon pid ${target.pid} (RSS ${before.toFixed(0)} MB)`,
+  );
   const started = performance.now();
   const result = await runFuzz({
     url: target.url,
     token: target.token,
     requests: generate(await fuzzRoutes(), seed, requests, target.context),
     concurrency,
-    onProgress: (done, failures) => console.error(`fuzz: ${done}/${requests} sent, ${failures} failures, RSS ${target.rssMB().toFixed(0)} MB`),
+    onProgress: (done, failures) =>
+      console.error(`fuzz: ${done}/${requests} sent, ${failures} failures, RSS ${target.rssMB().toFixed(0)} MB`),
   });
   const after = await target.settledRssMB();
-  const alive = await fetch(`${target.url}/v1/accounts`, { headers: { authorization: `Bearer ${target.token}` }, signal: AbortSignal.timeout(2_000) })
+  const alive = await fetch(`${target.url}/v1/accounts`, {
+    headers: { authorization: `Bearer ${target.token}` },
+    signal: AbortSignal.timeout(2_000),
+  })
     .then((r) => r.status === 200)
     .catch(() => false);
   for (const f of result.failures) console.log(`${f.reason} — ${f.label}${f.body ? ` → ${f.body}` : ""}`);
-  const statuses = Object.entries(result.statuses).map(([s, n]) => `${s}×${n}`).join(" ");
-  console.error(`fuzz: ${result.sent} sent in ${((performance.now() - started) / 1000).toFixed(1)} s; statuses ${statuses}; slowest ${result.slowestMs.toFixed(0)} ms (${result.slowest})`);
-  console.error(`fuzz: RSS after a full GC ${before.toFixed(0)} → ${after.toFixed(0)} MB; daemon ${alive ? "still answers" : "STOPPED ANSWERING"}; ${result.failures.length} failures (seed ${seed})`);
+  const statuses = Object.entries(result.statuses)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(" ");
+  console.error(
+    `fuzz: ${result.sent} sent in ${((performance.now() - started) / 1000).toFixed(1)} s; statuses ${statuses}; slowest ${result.slowestMs.toFixed(0)} ms (${result.slowest})`,
+  );
+  console.error(
+    `fuzz: RSS after a full GC ${before.toFixed(0)} → ${after.toFixed(0)} MB; daemon ${alive ? "still answers" : "STOPPED ANSWERING"}; ${result.failures.length} failures (seed ${seed})`,
+  );
   code = result.failures.length === 0 && alive && after < before + 150 ? 0 : 1;
 } finally {
   await target.stop();

@@ -23,5 +23,11 @@ export async function fuzzRoutes(): Promise<Route[]> {
   await app.close();
   return app.operations
     .filter((op) => op.path.startsWith("/v1/"))
-    .map((op) => ({ method: op.method, path: op.path, query: op.query, body: op.body, multipart: op.requestBody?.content["multipart/form-data"] !== undefined }));
+    .map((op) => ({
+      method: op.method,
+      path: op.path,
+      query: op.query,
+      body: op.body,
+      multipart: op.requestBody?.content["multipart/form-data"] !== undefined,
+    }));
 }

@@ -53,7 +53,8 @@ function judge(sent: FuzzRequest, status: number, contentType: string, text: str
     if (issues !== undefined) {
       if (!Array.isArray(issues)) return "details.issues is not an array";
       for (const issue of issues as { code?: unknown; message?: unknown; path?: unknown }[])
-        if (typeof issue.code !== "string" || typeof issue.message !== "string" || !Array.isArray(issue.path)) return "an issue is not {code, message, path}";
+        if (typeof issue.code !== "string" || typeof issue.message !== "string" || !Array.isArray(issue.path))
+          return "an issue is not {code, message, path}";
     }
   }
   return undefined;
@@ -85,10 +86,14 @@ export async function runFuzz(options: {
         result.statuses[response.statusCode] = (result.statuses[response.statusCode] ?? 0) + 1;
         if (ms > result.slowestMs) [result.slowestMs, result.slowest] = [ms, fuzz.label];
         const reason = judge(fuzz, response.statusCode, String(response.headers["content-type"] ?? ""), text);
-        if (reason) result.failures.push({ label: fuzz.label, reason, status: response.statusCode, body: text.slice(0, 300) });
+        if (reason)
+          result.failures.push({ label: fuzz.label, reason, status: response.statusCode, body: text.slice(0, 300) });
       } catch (error) {
         const cause = (error as { cause?: { code?: string } }).cause?.code;
-        const reason = (error as Error).name === "TimeoutError" ? `no answer within ${ANSWER_LIMIT_MS} ms` : `${(error as Error).message}${cause ? ` (${cause})` : ""}`;
+        const reason =
+          (error as Error).name === "TimeoutError"
+            ? `no answer within ${ANSWER_LIMIT_MS} ms`
+            : `${(error as Error).message}${cause ? ` (${cause})` : ""}`;
         result.failures.push({ label: fuzz.label, reason });
       }
       result.sent++;

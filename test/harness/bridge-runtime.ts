@@ -25,7 +25,8 @@ export async function startDaemonRuntime(token: string, tuning: Tuning = {}): Pr
   const { storage, close } = await openSqliteStorage(dbPath);
   await ensureToken(storage, token, { name: "rw", scopes: ["read", "write"] });
   await close();
-  const listen = (port: number) => startServer({ port, host: "127.0.0.1", dbPath, allowHosts: [], verbose: false, print: () => undefined, tuning });
+  const listen = (port: number) =>
+    startServer({ port, host: "127.0.0.1", dbPath, allowHosts: [], verbose: false, print: () => undefined, tuning });
   let server: RunningServer = await listen(0);
   const port = Number(new URL(server.url).port);
   return {
@@ -47,7 +48,10 @@ export async function startDaemonRuntime(token: string, tuning: Tuning = {}): Pr
  * workerd through Miniflare. Its restart brings the runtime back at once; the object wakes (and connects its
  * accounts) on the next request, so `whileDown` runs while inboxd is still down as far as the network can tell.
  */
-export async function startWorkerdRuntime(token: string, tuning: Parameters<typeof startWorkerd>[0]["tuning"] = {}): Promise<Runtime> {
+export async function startWorkerdRuntime(
+  token: string,
+  tuning: Parameters<typeof startWorkerd>[0]["tuning"] = {},
+): Promise<Runtime> {
   const worker = await startWorkerd({ token, tuning });
   return {
     url: worker.url,

@@ -34,7 +34,9 @@ export async function startNginx(sites: NginxSite[]): Promise<NginxProxy> {
   const port = await freePort();
   writeFileSync(join(dir, "nginx.conf"), config(dir, port, sites));
   let printed = "";
-  const child: ChildProcess = spawn(binary, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], { stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(binary, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   child.stdout!.on("data", (d) => (printed = (printed + d).slice(-10_000)));
   child.stderr!.on("data", (d) => (printed = (printed + d).slice(-10_000)));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -106,12 +108,21 @@ function ensureNginxInstalled(): string {
   const found = () => ["/usr/sbin/nginx", "/usr/bin/nginx"].find((path) => spawnSync(path, ["-v"]).status === 0);
   const path = found();
   if (path) return path;
-  if (process.getuid?.() !== 0) throw new Error("nginx is not installed, and installing it needs root: apt-get install nginx-light (the remote-access tests run a real reverse proxy)");
+  if (process.getuid?.() !== 0)
+    throw new Error(
+      "nginx is not installed, and installing it needs root: apt-get install nginx-light (the remote-access tests run a real reverse proxy)",
+    );
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  let result = spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "nginx-light"], { env, encoding: "utf8" });
+  let result = spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "nginx-light"], {
+    env,
+    encoding: "utf8",
+  });
   if (result.status !== 0) {
     spawnSync("apt-get", ["update"], { env });
-    result = spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "nginx-light"], { env, encoding: "utf8" });
+    result = spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "nginx-light"], {
+      env,
+      encoding: "utf8",
+    });
   }
   const installed = found();
   if (!installed) throw new Error(`apt-get install nginx-light failed: ${result.stderr?.slice(-2000)}`);

@@ -31,7 +31,13 @@ export async function startNode(options: {
   seed?: SeedOptions;
   tokens: { token: string; scopes: Scope[] }[];
   verbose?: boolean;
-  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number; matrixFirstBackfill?: number; desktopApiFirstBackfill?: number };
+  tuning?: {
+    loginSessionTtlMs?: number;
+    sandboxQrDelayMs?: number;
+    xmppFirstBackfill?: number;
+    matrixFirstBackfill?: number;
+    desktopApiFirstBackfill?: number;
+  };
   /** Per-token budgets (default: off, as suites load one token far beyond a person's use). */
   rateLimit?: RateLimitOptions | false;
   /** Event log retention (the daemon reads it from INBOXD_EVENT_LOG_*). */
@@ -82,7 +88,10 @@ export async function startNode(options: {
  * A new temp data directory holding the tokens and, when given, a seeded dataset: what startNode serves, and what a
  * test that runs `inboxd serve` as a child process (to kill it) starts that process on.
  */
-export async function prepareDataDir(options: { seed?: SeedOptions; tokens: { token: string; scopes: Scope[] }[] }): Promise<string> {
+export async function prepareDataDir(options: {
+  seed?: SeedOptions;
+  tokens: { token: string; scopes: Scope[] }[];
+}): Promise<string> {
   const dataDir = mkdtempSync(join(tmpdir(), "inboxd-test-"));
   const { storage, close } = await openSqliteStorage(databasePath(dataDir));
   for (const t of options.tokens) await ensureToken(storage, t.token, { name: t.scopes.join("+"), scopes: t.scopes });

@@ -17,14 +17,25 @@ export interface ServingProcess {
  * Starts a command that runs `inboxd serve` (node, npm, a unit's ExecStart…) and resolves once it prints its
  * "listening" line. The caller stops it; `killAll` ends whatever a failed test left running.
  */
-export async function startServing(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<ServingProcess> {
-  const child = spawn(command, args, { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+export async function startServing(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<ServingProcess> {
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? ROOT,
+    env: options.env ?? process.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   started.add(child);
   child.once("exit", () => started.delete(child));
   let output = "";
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" line within ${options.timeoutMs ?? 30_000} ms:\n${output}`)), options.timeoutMs ?? 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`no "listening" line within ${options.timeoutMs ?? 30_000} ms:\n${output}`)),
+      options.timeoutMs ?? 30_000,
+    );
     const onData = (data: Buffer) => {
       output += data;
       const match = /inboxd listening on (\S+)/.exec(output);

@@ -4,7 +4,16 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../bench/daemon.ts";
-import { aptInstall, delay, readLog, run, startServer, tail, type Running, type ServerControl } from "./server-process.ts";
+import {
+  aptInstall,
+  delay,
+  readLog,
+  run,
+  startServer,
+  tail,
+  type Running,
+  type ServerControl,
+} from "./server-process.ts";
 
 /** A real Prosody server on loopback ports, with its own config, data and log in a temp dir. */
 export interface ProsodyServer extends ServerControl {
@@ -149,7 +158,9 @@ async function waitUntilReady(running: Running, port: number, logPath: string): 
     if (await answersXmpp(port)) return;
     await delay(50);
   }
-  throw new Error(`Prosody did not answer on port ${port} within ${READY_TIMEOUT_MS} ms:\n${tail(logPath, running.output())}`);
+  throw new Error(
+    `Prosody did not answer on port ${port} within ${READY_TIMEOUT_MS} ms:\n${tail(logPath, running.output())}`,
+  );
 }
 
 function answersXmpp(port: number): Promise<boolean> {
@@ -163,7 +174,9 @@ function answersXmpp(port: number): Promise<boolean> {
     socket.setTimeout(1_000, () => done(false));
     socket.on("error", () => done(false));
     socket.on("connect", () =>
-      socket.write(`<?xml version='1.0'?><stream:stream to='${DOMAIN}' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>`),
+      socket.write(
+        `<?xml version='1.0'?><stream:stream to='${DOMAIN}' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>`,
+      ),
     );
     socket.on("data", (data) => {
       received += data;
@@ -189,7 +202,8 @@ export function ensureProsodyInstalled(): Promise<void> {
   return installation;
 }
 
-const INSTALL_HINT = "Prosody (0.12 or newer) is not installed: run `sudo apt-get install -y prosody` (Debian/Ubuntu), which provides `prosody` and `prosodyctl`.";
+const INSTALL_HINT =
+  "Prosody (0.12 or newer) is not installed: run `sudo apt-get install -y prosody` (Debian/Ubuntu), which provides `prosody` and `prosodyctl`.";
 
 async function install(): Promise<void> {
   if (prosodyInstalled()) return;

@@ -147,7 +147,8 @@ export function delay(ms: number): Promise<void> {
 export function run(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(file, args, { env, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${file} ${args.join(" ")} exited with ${error.code ?? error.signal}:\n${stdout}${stderr}`));
+      if (error)
+        reject(new Error(`${file} ${args.join(" ")} exited with ${error.code ?? error.signal}:\n${stdout}${stderr}`));
       else resolve(stdout);
     });
   });
@@ -160,12 +161,18 @@ export function run(file: string, args: string[], env: NodeJS.ProcessEnv = proce
  * stale lock. `unless` is a shell test run under the lock: the workers that waited find the install done and skip
  * apt. A failed install retries once after refreshing the package lists, which a fresh machine may not have.
  */
-export async function aptInstall(packages: string[], options: { lock: string; unless?: string; notRoot: string; failed: string }): Promise<void> {
+export async function aptInstall(
+  packages: string[],
+  options: { lock: string; unless?: string; notRoot: string; failed: string },
+): Promise<void> {
   const { lock, unless, notRoot, failed } = options;
   if (process.getuid?.() !== 0) throw new Error(notRoot);
   const apt = `apt-get -o DPkg::Lock::Timeout=300 install -y ${packages.join(" ")}`;
   const script = `${unless ? `${unless} || ` : ""}${apt} || { apt-get update && ${apt}; }`;
-  await run("flock", [join(tmpdir(), lock), "sh", "-c", script], { ...process.env, DEBIAN_FRONTEND: "noninteractive" }).catch((error) => {
+  await run("flock", [join(tmpdir(), lock), "sh", "-c", script], {
+    ...process.env,
+    DEBIAN_FRONTEND: "noninteractive",
+  }).catch((error) => {
     throw new Error(`${failed}\n${error.message}`);
   });
 }

@@ -1,5 +1,14 @@
 import { createHash, createHmac, generateKeyPairSync, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,7 +23,11 @@ export interface SynapseServer extends ServerControl {
   url: string;
   port: number;
   /** Registers a user through the shared-secret admin API, which also logs it in (one device). */
-  register(localpart: string, password: string, options?: { admin?: boolean; displayName?: string }): Promise<{ userID: string; accessToken: string; deviceID: string }>;
+  register(
+    localpart: string,
+    password: string,
+    options?: { admin?: boolean; displayName?: string },
+  ): Promise<{ userID: string; accessToken: string; deviceID: string }>;
   /** Stops gracefully (SIGTERM) and starts again on the same port and data (users, rooms, media kept). */
   restart(): Promise<void>;
   /** The tail of homeserver.log and of what the process printed, for failure messages. */
@@ -48,9 +61,13 @@ export function synapseSource(): { path: string } | { missing: string } {
   const named = process.env.INBOXD_SYNAPSE_SOURCE;
   if (named) {
     const path = resolve(named);
-    return existsSync(path) ? { path } : { missing: `INBOXD_SYNAPSE_SOURCE is set to ${path}, which does not exist. ${NEEDED}` };
+    return existsSync(path)
+      ? { path }
+      : { missing: `INBOXD_SYNAPSE_SOURCE is set to ${path}, which does not exist. ${NEEDED}` };
   }
-  return existsSync(DEFAULT_SOURCE) ? { path: DEFAULT_SOURCE } : { missing: `${NEEDED} (It was looked for at ${DEFAULT_SOURCE}.)` };
+  return existsSync(DEFAULT_SOURCE)
+    ? { path: DEFAULT_SOURCE }
+    : { missing: `${NEEDED} (It was looked for at ${DEFAULT_SOURCE}.)` };
 }
 
 /**
@@ -73,7 +90,9 @@ const LEAN_CONFIG = {
  * `extraConfig` keys replace the harness's top-level config keys (e.g. a low `rc_message` to provoke M_LIMIT_EXCEEDED).
  * `lean` (benchmarks): LEAN_CONFIG, warnings only in the log, and the data dir on /dev/shm where there is one.
  */
-export async function startSynapse(options: { extraConfig?: Record<string, unknown>; lean?: boolean } = {}): Promise<SynapseServer> {
+export async function startSynapse(
+  options: { extraConfig?: Record<string, unknown>; lean?: boolean } = {},
+): Promise<SynapseServer> {
   const { root, pythonPath } = await prepareSource();
   const dir = mkdtempSync(join(options.lean && existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "inboxd-synapse-data-"));
   const configPath = join(dir, "homeserver.yaml");
@@ -82,7 +101,11 @@ export async function startSynapse(options: { extraConfig?: Record<string, unkno
   writeFileSync(join(dir, "signing.key"), signingKey());
   writeFileSync(join(dir, "log.yaml"), JSON.stringify(logConfig(logPath, options.lean ? "WARNING" : "INFO"), null, 2));
   // Secrets stay fixed across restarts, so access tokens and macaroons issued before a restart stay valid.
-  const secrets = { registration_shared_secret: secret, macaroon_secret_key: randomBytes(24).toString("hex"), form_secret: randomBytes(24).toString("hex") };
+  const secrets = {
+    registration_shared_secret: secret,
+    macaroon_secret_key: randomBytes(24).toString("hex"),
+    form_secret: randomBytes(24).toString("hex"),
+  };
   let port = 0;
   const logTail = (output: string) => tail(logPath, output, OUTPUT_HEADING);
   const server = await startServer({
@@ -92,11 +115,22 @@ export async function startSynapse(options: { extraConfig?: Record<string, unkno
     graceMs: STOP_GRACE_MS,
     async configure() {
       port = await freePort();
-      const config = { ...synapseConfig(dir, port, secrets), ...(options.lean ? LEAN_CONFIG : {}), ...options.extraConfig };
-      writeFileSync(configPath, `# Written by test/harness/synapse.ts (JSON is YAML).\n${JSON.stringify(config, null, 2)}\n`);
+      const config = {
+        ...synapseConfig(dir, port, secrets),
+        ...(options.lean ? LEAN_CONFIG : {}),
+        ...options.extraConfig,
+      };
+      writeFileSync(
+        configPath,
+        `# Written by test/harness/synapse.ts (JSON is YAML).\n${JSON.stringify(config, null, 2)}\n`,
+      );
     },
     // cwd = the source root, so that `-m synapse...` imports the unpacked package (and finds the metadata shim).
-    spawn: () => ({ command: [PYTHON, "-m", "synapse.app.homeserver", "-c", configPath], cwd: root, env: pythonEnv(pythonPath) }),
+    spawn: () => ({
+      command: [PYTHON, "-m", "synapse.app.homeserver", "-c", configPath],
+      cwd: root,
+      env: pythonEnv(pythonPath),
+    }),
     ready: (running) => waitUntilReady(running, port, logTail),
     logTail,
   });
@@ -120,7 +154,16 @@ function synapseConfig(dir: string, port: number, secrets: Record<string, string
     server_name: SERVER_NAME,
     public_baseurl: `http://${HOST}:${port}/`,
     pid_file: join(dir, "homeserver.pid"), // only written when daemonized; the harness knows the PID anyway
-    listeners: [{ port, type: "http", tls: false, bind_addresses: [HOST], x_forwarded: false, resources: [{ names: ["client"], compress: false }] }],
+    listeners: [
+      {
+        port,
+        type: "http",
+        tls: false,
+        bind_addresses: [HOST],
+        x_forwarded: false,
+        resources: [{ names: ["client"], compress: false }],
+      },
+    ],
     database: { name: "sqlite3", args: { database: join(dir, "homeserver.db") } },
     media_store_path: join(dir, "media_store"),
     signing_key_path: join(dir, "signing.key"),
@@ -156,7 +199,9 @@ function synapseConfig(dir: string, port: number, secrets: Record<string, string
 function logConfig(logPath: string, level: "INFO" | "WARNING"): Record<string, unknown> {
   return {
     version: 1,
-    formatters: { precise: { format: "%(asctime)s - %(name)s - %(lineno)d - %(levelname)s - %(request)s - %(message)s" } },
+    formatters: {
+      precise: { format: "%(asctime)s - %(name)s - %(lineno)d - %(levelname)s - %(request)s - %(message)s" },
+    },
     handlers: { file: { class: "logging.FileHandler", formatter: "precise", filename: logPath, encoding: "utf8" } },
     loggers: { "synapse.storage.SQL": { level } },
     root: { level, handlers: ["file"] },
@@ -194,7 +239,9 @@ async function waitUntilReady(running: Running, port: number, logTail: (output: 
     if (status === 200) return;
     await delay(100);
   }
-  throw new Error(`Synapse did not answer /_matrix/client/versions on port ${port} within ${READY_TIMEOUT_MS} ms:\n${logTail(running.output())}`);
+  throw new Error(
+    `Synapse did not answer /_matrix/client/versions on port ${port} within ${READY_TIMEOUT_MS} ms:\n${logTail(running.output())}`,
+  );
 }
 
 /** The shared-secret registration of synapse/rest/admin/users.py: a nonce, then an HMAC-SHA1 over the request. */
@@ -210,7 +257,10 @@ async function register(
   const call = async (init?: RequestInit) => {
     const response = await fetch(endpoint, init);
     const body = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(`registering ${localpart}: ${init?.method ?? "GET"} ${endpoint} answered ${response.status} ${JSON.stringify(body)}\n${log()}`);
+    if (!response.ok)
+      throw new Error(
+        `registering ${localpart}: ${init?.method ?? "GET"} ${endpoint} answered ${response.status} ${JSON.stringify(body)}\n${log()}`,
+      );
     return body;
   };
   const { nonce } = await call();
@@ -219,7 +269,11 @@ async function register(
     .digest("hex");
   const body = { nonce, username: localpart, password, admin: !!options.admin, displayname: options.displayName, mac };
   // The answer is that of /register: the new user is logged in on a fresh device.
-  const result = await call({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const result = await call({
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return { userID: result.user_id, accessToken: result.access_token, deviceID: result.device_id };
 }
 
@@ -248,16 +302,20 @@ async function prepare(): Promise<{ root: string; pythonPath?: string }> {
   }
   const pyproject = readFileSync(join(root, "pyproject.toml"), "utf8");
   const { metadata, version, required } = distMetadata(pyproject);
-  if (!existsSync(join(root, `matrix_synapse-${version}.dist-info`))) writeAtomically(join(shimDir, `matrix_synapse-${version}.dist-info`, "METADATA"), metadata);
+  if (!existsSync(join(root, `matrix_synapse-${version}.dist-info`)))
+    writeAtomically(join(shimDir, `matrix_synapse-${version}.dist-info`, "METADATA"), metadata);
   await ensureDependencies(required);
   return { root, pythonPath: shimDir === root ? undefined : shimDir };
 }
 
 /** The directory holding `synapse/` and `pyproject.toml`: the given one, or its only subdirectory (GitHub archives). */
 function packageRoot(dir: string): string {
-  const isRoot = (candidate: string) => existsSync(join(candidate, "synapse", "__init__.py")) && existsSync(join(candidate, "pyproject.toml"));
+  const isRoot = (candidate: string) =>
+    existsSync(join(candidate, "synapse", "__init__.py")) && existsSync(join(candidate, "pyproject.toml"));
   if (isRoot(dir)) return dir;
-  const nested = readdirSync(dir).map((name) => join(dir, name)).filter((path) => statSync(path).isDirectory() && isRoot(path));
+  const nested = readdirSync(dir)
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isDirectory() && isRoot(path));
   if (nested.length === 1) return nested[0];
   throw new Error(`${dir} holds no Synapse source (synapse/__init__.py and pyproject.toml). ${NEEDED}`);
 }
@@ -292,7 +350,8 @@ function distMetadata(pyproject: string): { metadata: string; version: string; r
     const end = rest.search(/^\[/m);
     return (end < 0 ? rest : rest.slice(0, end)).split("\n");
   };
-  const entries = (lines: string[]) => lines.map((line) => /^([A-Za-z0-9_.-]+)\s*=\s*(.*)$/.exec(line)).filter((m): m is RegExpExecArray => !!m);
+  const entries = (lines: string[]) =>
+    lines.map((line) => /^([A-Za-z0-9_.-]+)\s*=\s*(.*)$/.exec(line)).filter((m): m is RegExpExecArray => !!m);
   const version = /^version\s*=\s*"([^"]+)"/m.exec(section("tool.poetry").join("\n"))?.[1] ?? "1.67.0";
   const lines = ["Metadata-Version: 2.1", "Name: matrix-synapse", `Version: ${version}`];
   const required: string[] = [];
@@ -325,13 +384,38 @@ function sha8(data: string | Buffer): string {
 
 /** Synapse 1.67's mandatory dependencies as Debian bookworm packages (see ../shared/notes/matrix.md). */
 const DEBIAN_PACKAGES = [
-  "python3", "python3-jsonschema", "python3-frozendict", "python3-unpaddedbase64", "python3-canonicaljson",
-  "python3-signedjson", "python3-nacl", "python3-service-identity", "python3-twisted", "python3-treq",
-  "python3-openssl", "python3-yaml", "python3-pyasn1", "python3-pyasn1-modules", "python3-bcrypt", "python3-pil",
-  "python3-sortedcontainers", "python3-pymacaroons", "python3-msgpack", "python3-phonenumbers",
-  "python3-prometheus-client", "python3-attr", "python3-netaddr", "python3-jinja2", "python3-bleach",
-  "python3-typing-extensions", "python3-cryptography", "python3-ijson", "python3-matrix-common", "python3-packaging",
-  "python3-importlib-metadata", "python3-pydantic",
+  "python3",
+  "python3-jsonschema",
+  "python3-frozendict",
+  "python3-unpaddedbase64",
+  "python3-canonicaljson",
+  "python3-signedjson",
+  "python3-nacl",
+  "python3-service-identity",
+  "python3-twisted",
+  "python3-treq",
+  "python3-openssl",
+  "python3-yaml",
+  "python3-pyasn1",
+  "python3-pyasn1-modules",
+  "python3-bcrypt",
+  "python3-pil",
+  "python3-sortedcontainers",
+  "python3-pymacaroons",
+  "python3-msgpack",
+  "python3-phonenumbers",
+  "python3-prometheus-client",
+  "python3-attr",
+  "python3-netaddr",
+  "python3-jinja2",
+  "python3-bleach",
+  "python3-typing-extensions",
+  "python3-cryptography",
+  "python3-ijson",
+  "python3-matrix-common",
+  "python3-packaging",
+  "python3-importlib-metadata",
+  "python3-pydantic",
 ];
 
 const INSTALL_HINT = `Synapse needs ${PYTHON} (3.7 or newer) and its Python libraries: run \`sudo apt-get install -y ${DEBIAN_PACKAGES.join(" ")}\` (Debian/Ubuntu).`;
@@ -339,7 +423,8 @@ const INSTALL_HINT = `Synapse needs ${PYTHON} (3.7 or newer) and its Python libr
 /** The distributions Synapse will look up at start-up that this Python cannot find ("" when all are there). */
 async function missingDistributions(names: string[]): Promise<string> {
   if (!existsSync(PYTHON)) return "python3";
-  const probe = "import importlib.metadata as m, sys\nfor n in sys.argv[1:]:\n  try: m.distribution(n)\n  except m.PackageNotFoundError: print(n)";
+  const probe =
+    "import importlib.metadata as m, sys\nfor n in sys.argv[1:]:\n  try: m.distribution(n)\n  except m.PackageNotFoundError: print(n)";
   return (await run(PYTHON, ["-c", probe, ...names])).trim().split("\n").filter(Boolean).join(", ");
 }
 

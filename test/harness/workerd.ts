@@ -28,7 +28,10 @@ export async function workerOptions(outdir: string) {
     // Module names are paths relative to modulesRoot (default: cwd); one outside it ("../tmp/…") kills workerd.
     modulesRoot: outdir,
     compatibilityDate: await wranglerSetting("compatibility_date"),
-    durableObjects: { INBOX: { className: "InboxObject", useSQLite: true }, RELAY: { className: "RelayObject", useSQLite: true } },
+    durableObjects: {
+      INBOX: { className: "InboxObject", useSQLite: true },
+      RELAY: { className: "RelayObject", useSQLite: true },
+    },
     r2Buckets: ["ASSETS"],
     r2Persist: false,
     host: "127.0.0.1",
@@ -69,7 +72,13 @@ export async function startWorkerd(options: {
   token?: string;
   /** The same shape as the Node harness: at most one read+write and one read-only token. */
   tokens?: { token: string; scopes: ("read" | "write")[] }[];
-  tuning?: { loginSessionTtlMs?: number; sandboxQrDelayMs?: number; xmppFirstBackfill?: number; matrixFirstBackfill?: number; desktopApiFirstBackfill?: number };
+  tuning?: {
+    loginSessionTtlMs?: number;
+    sandboxQrDelayMs?: number;
+    xmppFirstBackfill?: number;
+    matrixFirstBackfill?: number;
+    desktopApiFirstBackfill?: number;
+  };
   /** INBOXD_RATE_LIMIT (default "off": suites load one token far beyond a person's use). */
   rateLimit?: string;
   /** Other vars, as wrangler.toml's [vars] would set them (INBOXD_EVENT_LOG_MAX_EVENTS, …). */
@@ -87,11 +96,21 @@ export async function startWorkerd(options: {
       bindings: {
         ...(admin ? { INBOXD_ADMIN_TOKEN: admin } : {}),
         ...(reader ? { INBOXD_READ_TOKEN: reader } : {}),
-        ...(options.tuning?.loginSessionTtlMs ? { INBOXD_LOGIN_SESSION_TTL_MS: String(options.tuning.loginSessionTtlMs) } : {}),
-        ...(options.tuning?.sandboxQrDelayMs ? { INBOXD_SANDBOX_QR_DELAY_MS: String(options.tuning.sandboxQrDelayMs) } : {}),
-        ...(options.tuning?.xmppFirstBackfill ? { INBOXD_XMPP_FIRST_BACKFILL: String(options.tuning.xmppFirstBackfill) } : {}),
-        ...(options.tuning?.matrixFirstBackfill ? { INBOXD_MATRIX_FIRST_BACKFILL: String(options.tuning.matrixFirstBackfill) } : {}),
-        ...(options.tuning?.desktopApiFirstBackfill ? { INBOXD_DESKTOP_API_FIRST_BACKFILL: String(options.tuning.desktopApiFirstBackfill) } : {}),
+        ...(options.tuning?.loginSessionTtlMs
+          ? { INBOXD_LOGIN_SESSION_TTL_MS: String(options.tuning.loginSessionTtlMs) }
+          : {}),
+        ...(options.tuning?.sandboxQrDelayMs
+          ? { INBOXD_SANDBOX_QR_DELAY_MS: String(options.tuning.sandboxQrDelayMs) }
+          : {}),
+        ...(options.tuning?.xmppFirstBackfill
+          ? { INBOXD_XMPP_FIRST_BACKFILL: String(options.tuning.xmppFirstBackfill) }
+          : {}),
+        ...(options.tuning?.matrixFirstBackfill
+          ? { INBOXD_MATRIX_FIRST_BACKFILL: String(options.tuning.matrixFirstBackfill) }
+          : {}),
+        ...(options.tuning?.desktopApiFirstBackfill
+          ? { INBOXD_DESKTOP_API_FIRST_BACKFILL: String(options.tuning.desktopApiFirstBackfill) }
+          : {}),
         ...(options.seed ? { INBOXD_SEED: JSON.stringify(options.seed) } : {}),
         INBOXD_RATE_LIMIT: options.rateLimit ?? "off",
         ...options.vars,
@@ -99,7 +118,9 @@ export async function startWorkerd(options: {
       // false = a temporary directory of this Miniflare instance: kept across restart(), deleted by dispose().
       durableObjectsPersist: false,
       // Miniflare checks that the handler returns nothing.
-      ...(options.onLog ? { handleStructuredLogs: (log: { level: string; message: string }) => void options.onLog!(log) } : {}),
+      ...(options.onLog
+        ? { handleStructuredLogs: (log: { level: string; message: string }) => void options.onLog!(log) }
+        : {}),
     };
     const mf = new Miniflare(config);
     const url = await mf.ready.then(

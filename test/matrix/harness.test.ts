@@ -54,11 +54,15 @@ if (skip) console.warn(`Skipping the Synapse harness tests: ${missing}`);
     expect(again.userID).toBe(bob.userID);
     expect(again.deviceID).not.toBe(bob.deviceID);
     const admin = await server.register("root", "root-password", { admin: true });
-    const isAdmin = await again.request("GET", `/_synapse/admin/v1/users/${encodeURIComponent(admin.userID)}/admin`).catch((e) => e);
+    const isAdmin = await again
+      .request("GET", `/_synapse/admin/v1/users/${encodeURIComponent(admin.userID)}/admin`)
+      .catch((e) => e);
     expect(isAdmin).toBeInstanceOf(MatrixError); // bob is no admin…
     expect((isAdmin as MatrixError).errcode).toBe("M_FORBIDDEN");
     const root = track(await Peer.from(server, admin));
-    expect(await root.request("GET", `/_synapse/admin/v1/users/${encodeURIComponent(admin.userID)}/admin`)).toEqual({ admin: true });
+    expect(await root.request("GET", `/_synapse/admin/v1/users/${encodeURIComponent(admin.userID)}/admin`)).toEqual({
+      admin: true,
+    });
     await expect(Peer.login(server, "bob", "wrong")).rejects.toThrow(/403 M_FORBIDDEN/);
   });
 
@@ -70,9 +74,18 @@ if (skip) console.warn(`Skipping the Synapse harness tests: ${missing}`);
     const membership = inviteState.find((event) => event.type === "m.room.member" && event.state_key === bob.userID);
     expect(membership?.content).toMatchObject({ membership: "invite", is_direct: true });
     expect(await bob.join(dm)).toBe(dm);
-    const direct = await alice.request("GET", `/_matrix/client/v3/user/${encodeURIComponent(alice.userID)}/account_data/m.direct`);
+    const direct = await alice.request(
+      "GET",
+      `/_matrix/client/v3/user/${encodeURIComponent(alice.userID)}/account_data/m.direct`,
+    );
     expect(direct).toEqual({ [bob.userID]: [dm] });
-    const joined = await alice.waitForEvent((event, roomID) => roomID === dm && event.type === "m.room.member" && event.state_key === bob.userID && event.content.membership === "join");
+    const joined = await alice.waitForEvent(
+      (event, roomID) =>
+        roomID === dm &&
+        event.type === "m.room.member" &&
+        event.state_key === bob.userID &&
+        event.content.membership === "join",
+    );
     expect(joined.event.sender).toBe(bob.userID);
   });
 
@@ -110,31 +123,56 @@ if (skip) console.warn(`Skipping the Synapse harness tests: ${missing}`);
 
     const reaction = await bob.react(dm, original, "👍");
     const reacted = await alice.waitForEvent((event) => event.type === "m.reaction");
-    expect(reacted.event).toMatchObject({ event_id: reaction, sender: bob.userID, content: { "m.relates_to": { rel_type: "m.annotation", event_id: original, key: "👍" } } });
+    expect(reacted.event).toMatchObject({
+      event_id: reaction,
+      sender: bob.userID,
+      content: { "m.relates_to": { rel_type: "m.annotation", event_id: original, key: "👍" } },
+    });
 
     const edit = await alice.edit(dm, original, "edited text");
     const edited = await bob.waitForEvent((event) => event.content?.["m.relates_to"]?.rel_type === "m.replace");
-    expect(edited.event).toMatchObject({ event_id: edit, content: { body: "* edited text", "m.new_content": { body: "edited text" }, "m.relates_to": { event_id: original } } });
+    expect(edited.event).toMatchObject({
+      event_id: edit,
+      content: {
+        body: "* edited text",
+        "m.new_content": { body: "edited text" },
+        "m.relates_to": { event_id: original },
+      },
+    });
 
     const redaction = await alice.redact(dm, original, "oops");
     const redacted = await bob.waitForEvent((event) => event.type === "m.room.redaction");
     expect(redacted.event).toMatchObject({ event_id: redaction, redacts: original, content: { reason: "oops" } });
-    const stored = await bob.request("GET", `/_matrix/client/v3/rooms/${encodeURIComponent(dm)}/event/${encodeURIComponent(original)}`);
+    const stored = await bob.request(
+      "GET",
+      `/_matrix/client/v3/rooms/${encodeURIComponent(dm)}/event/${encodeURIComponent(original)}`,
+    );
     expect(stored.content).toEqual({}); // the server pruned the content
   });
 
   it("uploads an image that downloads byte-exact", async () => {
     const bytes = new Uint8Array(randomBytes(300_000));
-    const id = await bob.sendImage(dm, bytes, { mimeType: "image/png", fileName: "photo.png", width: 640, height: 480 });
+    const id = await bob.sendImage(dm, bytes, {
+      mimeType: "image/png",
+      fileName: "photo.png",
+      width: 640,
+      height: 480,
+    });
     const { event } = await alice.waitForEvent((e) => e.event_id === id);
-    expect(event.content).toMatchObject({ msgtype: "m.image", body: "photo.png", info: { mimetype: "image/png", size: 300_000, w: 640, h: 480 } });
+    expect(event.content).toMatchObject({
+      msgtype: "m.image",
+      body: "photo.png",
+      info: { mimetype: "image/png", size: 300_000, w: 640, h: 480 },
+    });
     expect(event.content.url).toMatch(/^mxc:\/\/test\.local\/\w+$/);
     expect(Buffer.from(await alice.download(event.content.url)).equals(Buffer.from(bytes))).toBe(true);
   });
 
   it("shows typing and read receipts as ephemeral events", async () => {
     await bob.typing(dm, true);
-    const typing = await alice.waitForEphemeral((event, roomID) => roomID === dm && event.type === "m.typing" && event.content.user_ids.includes(bob.userID));
+    const typing = await alice.waitForEphemeral(
+      (event, roomID) => roomID === dm && event.type === "m.typing" && event.content.user_ids.includes(bob.userID),
+    );
     expect(typing.roomID).toBe(dm);
     await bob.typing(dm, false);
     await alice.waitForEphemeral((event) => event.type === "m.typing" && event.content.user_ids.length === 0);
@@ -142,7 +180,9 @@ if (skip) console.warn(`Skipping the Synapse harness tests: ${missing}`);
     const id = await alice.text(dm, "read me");
     await bob.waitForEvent(message("read me"));
     await bob.receipt(dm, id);
-    const receipt = await alice.waitForEphemeral((event) => event.type === "m.receipt" && event.content[id]?.["m.read"]?.[bob.userID] !== undefined);
+    const receipt = await alice.waitForEphemeral(
+      (event) => event.type === "m.receipt" && event.content[id]?.["m.read"]?.[bob.userID] !== undefined,
+    );
     expect(receipt.event.content[id]["m.read"][bob.userID].ts).toBeGreaterThan(0);
   });
 
@@ -170,7 +210,9 @@ if (skip) console.warn(`Skipping the Synapse harness tests: ${missing}`);
     await bob.text(dm, "back up");
     await alice.waitForEvent(message("back up"));
 
-    await expect(bob.waitForEvent(() => false, 200)).rejects.toThrow(/^@bob:test\.local: no matching room event within 200 ms; unclaimed so far:/);
+    await expect(bob.waitForEvent(() => false, 200)).rejects.toThrow(
+      /^@bob:test\.local: no matching room event within 200 ms; unclaimed so far:/,
+    );
     await expect(bob.waitForEphemeral(() => false, 200)).rejects.toThrow(/no matching ephemeral event within 200 ms/);
     await expect(bob.waitForInvite(() => false, 200)).rejects.toThrow(/no matching invite within 200 ms/);
   });

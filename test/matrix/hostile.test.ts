@@ -32,11 +32,21 @@ const FILE = Buffer.from("bytes only a signed-in client may read");
 const uploads: Buffer[] = [];
 /** Transaction IDs of the sends the server saw, in order. */
 const sends: string[] = [];
-function mediaRoutes(url: string, authorization: string | undefined): ((body: Buffer, res: ServerResponse) => void) | undefined {
-  const json = (res: ServerResponse, status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-  if (url.startsWith("/_matrix/media/v3/download/")) return (_b, res) => json(res, 404, { errcode: "M_NOT_FOUND", error: "use authenticated media" });
+function mediaRoutes(
+  url: string,
+  authorization: string | undefined,
+): ((body: Buffer, res: ServerResponse) => void) | undefined {
+  const json = (res: ServerResponse, status: number, body: unknown) =>
+    res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+  if (url.startsWith("/_matrix/media/v3/download/"))
+    return (_b, res) => json(res, 404, { errcode: "M_NOT_FOUND", error: "use authenticated media" });
   if (url.startsWith("/_matrix/client/v1/media/download/hostile.test/file1"))
-    return (_b, res) => (authorization === "Bearer token" ? res.writeHead(200, { "content-type": "text/plain", "content-disposition": 'attachment; filename="note.txt"' }).end(FILE) : json(res, 401, { errcode: "M_MISSING_TOKEN", error: "no token" }));
+    return (_b, res) =>
+      authorization === "Bearer token"
+        ? res
+            .writeHead(200, { "content-type": "text/plain", "content-disposition": 'attachment; filename="note.txt"' })
+            .end(FILE)
+        : json(res, 401, { errcode: "M_MISSING_TOKEN", error: "no token" });
   const send = /^\/_matrix\/client\/v3\/rooms\/[^/]+\/send\/m\.room\.message\/([^/?]+)/.exec(url);
   if (send)
     return (_b, res) => {
@@ -48,7 +58,8 @@ function mediaRoutes(url: string, authorization: string | undefined): ((body: Bu
   if (url.startsWith("/_matrix/media/v3/upload"))
     return (body, res) => {
       uploads.push(body);
-      if (uploads.length === 1) json(res, 429, { errcode: "M_LIMIT_EXCEEDED", error: "Too Many Requests", retry_after_ms: 300 });
+      if (uploads.length === 1)
+        json(res, 429, { errcode: "M_LIMIT_EXCEEDED", error: "Too Many Requests", retry_after_ms: 300 });
       else json(res, 200, { content_uri: `mxc://hostile.test/upload${uploads.length}` });
     };
   return undefined;
@@ -57,7 +68,10 @@ function mediaRoutes(url: string, authorization: string | undefined): ((body: Bu
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c)).on("end", () => resolve(Buffer.concat(chunks))).on("error", reject);
+    req
+      .on("data", (c: Buffer) => chunks.push(c))
+      .on("end", () => resolve(Buffer.concat(chunks)))
+      .on("error", reject);
   });
 }
 
@@ -69,9 +83,14 @@ describe("the Matrix client against a hostile homeserver", () => {
 
   beforeAll(async () => {
     server = createServer(async (req, res) => {
-      if (req.url === "/_matrix/client/versions") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ versions: ["v1.11"] }));
+      if (req.url === "/_matrix/client/versions")
+        return void res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ versions: ["v1.11"] }));
       if (req.url === "/_matrix/client/v3/login")
-        return void res.writeHead(429, { "content-type": "application/json" }).end(JSON.stringify({ errcode: "M_LIMIT_EXCEEDED", error: "Too Many Requests", retry_after_ms: 12_300 }));
+        return void res
+          .writeHead(429, { "content-type": "application/json" })
+          .end(JSON.stringify({ errcode: "M_LIMIT_EXCEEDED", error: "Too Many Requests", retry_after_ms: 12_300 }));
       const media = mediaRoutes(req.url ?? "", req.headers.authorization);
       if (media) {
         const body = await readBody(req);
@@ -80,7 +99,14 @@ describe("the Matrix client against a hostile homeserver", () => {
       if (!req.url?.startsWith("/_matrix/client/v3/sync")) return void res.writeHead(404).end("{}");
       syncs++;
       const answer = answers.shift();
-      if (!answer) return void setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ next_batch: `idle-${syncs}` })), 200);
+      if (!answer)
+        return void setTimeout(
+          () =>
+            res
+              .writeHead(200, { "content-type": "application/json" })
+              .end(JSON.stringify({ next_batch: `idle-${syncs}` })),
+          200,
+        );
       res.writeHead(answer.status ?? 200, { "content-type": "application/json" });
       if (typeof answer.body === "function") {
         for await (const chunk of answer.body()) if (!res.write(chunk)) await new Promise((r) => res.once("drain", r));
@@ -96,14 +122,49 @@ describe("the Matrix client against a hostile homeserver", () => {
   function client() {
     const events: InboundEvent[] = [];
     const saved: Record<string, unknown>[] = [];
-    const account = { accountID: "local-matrix_ba_test", network: "matrix", user: { id: SELF }, status: "connecting", state: { homeserver: url, userID: SELF, deviceID: "DEV", accessToken: "token" } } as unknown as AccountRecord;
-    const c = new MatrixClient(account, { emit: async (e) => void events.push(e), saveState: async (s) => void saved.push(structuredClone(s)), setLoginAccounts: async () => undefined }, { firstBackfill: 10 });
-    return { c, events, saved, statuses: () => events.filter((e) => e.type === "status").map((e) => (e as { statusText?: string }).statusText ?? "") };
+    const account = {
+      accountID: "local-matrix_ba_test",
+      network: "matrix",
+      user: { id: SELF },
+      status: "connecting",
+      state: { homeserver: url, userID: SELF, deviceID: "DEV", accessToken: "token" },
+    } as unknown as AccountRecord;
+    const c = new MatrixClient(
+      account,
+      {
+        emit: async (e) => void events.push(e),
+        saveState: async (s) => void saved.push(structuredClone(s)),
+        setLoginAccounts: async () => undefined,
+      },
+      { firstBackfill: 10 },
+    );
+    return {
+      c,
+      events,
+      saved,
+      statuses: () =>
+        events.filter((e) => e.type === "status").map((e) => (e as { statusText?: string }).statusText ?? ""),
+    };
   }
 
-  const sync = (next: string, rooms: unknown) => JSON.stringify({ next_batch: next, rooms: { join: { [ROOM]: rooms } } });
-  const member = (id: string) => ({ type: "m.room.member", state_key: id, sender: id, event_id: `$m-${id}`, origin_server_ts: 1, content: { membership: "join" } });
-  const text = (id: string, body: string, extra: Record<string, unknown> = {}) => ({ type: "m.room.message", sender: "@bob:hostile.test", event_id: id, origin_server_ts: 2, content: { msgtype: "m.text", body }, ...extra });
+  const sync = (next: string, rooms: unknown) =>
+    JSON.stringify({ next_batch: next, rooms: { join: { [ROOM]: rooms } } });
+  const member = (id: string) => ({
+    type: "m.room.member",
+    state_key: id,
+    sender: id,
+    event_id: `$m-${id}`,
+    origin_server_ts: 1,
+    content: { membership: "join" },
+  });
+  const text = (id: string, body: string, extra: Record<string, unknown> = {}) => ({
+    type: "m.room.message",
+    sender: "@bob:hostile.test",
+    event_id: id,
+    origin_server_ts: 2,
+    content: { msgtype: "m.text", body },
+    ...extra,
+  });
 
   it("survives garbage, an oversized answer and bad UTF-8, and stores only what is sound", async () => {
     const hugeBody = async function* () {
@@ -112,9 +173,21 @@ describe("the Matrix client against a hostile homeserver", () => {
       for (let i = 0; i < 70; i++) yield mib; // past the 64 MiB the client reads of one answer
       yield Buffer.from('"}');
     };
-    const badUTF8 = Buffer.concat([Buffer.from(sync("s2", { state: { events: [member(SELF), member("@bob:hostile.test")] }, timeline: { events: [text("$bad", "PLACEHOLDER")] } }).replace("PLACEHOLDER", "bad:"), "utf8")]);
+    const badUTF8 = Buffer.concat([
+      Buffer.from(
+        sync("s2", {
+          state: { events: [member(SELF), member("@bob:hostile.test")] },
+          timeline: { events: [text("$bad", "PLACEHOLDER")] },
+        }).replace("PLACEHOLDER", "bad:"),
+        "utf8",
+      ),
+    ]);
     // Splice raw invalid bytes into the JSON string value: 0xff 0xfe are never valid UTF-8.
-    const bad = Buffer.concat([badUTF8.subarray(0, badUTF8.indexOf("bad:") + 4), Buffer.from([0xff, 0xfe]), badUTF8.subarray(badUTF8.indexOf("bad:") + 4)]);
+    const bad = Buffer.concat([
+      badUTF8.subarray(0, badUTF8.indexOf("bad:") + 4),
+      Buffer.from([0xff, 0xfe]),
+      badUTF8.subarray(badUTF8.indexOf("bad:") + 4),
+    ]);
     answers.push(
       { body: "<html>not json</html>" },
       { body: "[1,2,3]" },
@@ -136,11 +209,17 @@ describe("the Matrix client against a hostile homeserver", () => {
     const { c, events, saved, statuses } = client();
     await c.connect();
     try {
-      await waitFor("the sound message", () => events.some((e) => e.type === "message" && e.message.networkMessageID === "$ok"), 60_000);
+      await waitFor(
+        "the sound message",
+        () => events.some((e) => e.type === "message" && e.message.networkMessageID === "$ok"),
+        60_000,
+      );
     } finally {
       await c.disconnect();
     }
-    const messages = events.filter((e): e is Extract<InboundEvent, { type: "message" }> => e.type === "message").map((e) => e.message);
+    const messages = events
+      .filter((e): e is Extract<InboundEvent, { type: "message" }> => e.type === "message")
+      .map((e) => e.message);
     expect(messages.map((m) => m.networkMessageID)).toEqual(["$bad", "$huge", "$ok"]);
     expect(messages[0].text).toBe("bad:\uFFFD\uFFFD");
     expect(messages[1].text).toHaveLength(64 * 1024);
@@ -155,16 +234,33 @@ describe("the Matrix client against a hostile homeserver", () => {
     const login = createMatrixLogin("password");
     const step = await login.start();
     const started = Date.now();
-    const failure = await login.submit(step, { fields: { username: SELF, password: "pw", homeserver: url } }).catch((e: NetworkError) => e);
-    expect(failure).toMatchObject({ kind: "rejected", code: "rate_limited", message: expect.stringContaining("try again in 13 s") });
+    const failure = await login
+      .submit(step, { fields: { username: SELF, password: "pw", homeserver: url } })
+      .catch((e: NetworkError) => e);
+    expect(failure).toMatchObject({
+      kind: "rejected",
+      code: "rate_limited",
+      message: expect.stringContaining("try again in 13 s"),
+    });
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("asks for sign-in again on a soft logout, saying so", async () => {
-    answers.push({ status: 401, body: JSON.stringify({ errcode: "M_UNKNOWN_TOKEN", error: "Access token has expired", soft_logout: true }) });
+    answers.push({
+      status: 401,
+      body: JSON.stringify({ errcode: "M_UNKNOWN_TOKEN", error: "Access token has expired", soft_logout: true }),
+    });
     const { c, events } = client();
     await c.connect();
-    const status = await waitFor("reconnect_required", () => events.find((e): e is Extract<InboundEvent, { type: "status" }> => e.type === "status" && e.status === "reconnect_required"), 20_000);
+    const status = await waitFor(
+      "reconnect_required",
+      () =>
+        events.find(
+          (e): e is Extract<InboundEvent, { type: "status" }> =>
+            e.type === "status" && e.status === "reconnect_required",
+        ),
+      20_000,
+    );
     expect(status.statusText).toMatch(/soft logout/);
     await c.disconnect();
   });
@@ -180,18 +276,36 @@ describe("the Matrix client against a hostile homeserver", () => {
 
   it("repeats a rate-limited upload with the whole file once the server allows", async () => {
     const bytes = Buffer.from("an attachment sent twice, the first time refused");
-    const file = { info: { type: "unknown" as const, id: "local", fileName: "a.txt", mimeType: "text/plain", fileSize: bytes.length }, open: () => new Blob([bytes]).stream() };
+    const file = {
+      info: {
+        type: "unknown" as const,
+        id: "local",
+        fileName: "a.txt",
+        mimeType: "text/plain",
+        fileSize: bytes.length,
+      },
+      open: () => new Blob([bytes]).stream(),
+    };
     expect(await uploadMedia(new MatrixHttp(url, "token"), file)).toBe("mxc://hostile.test/upload2");
     expect(uploads).toHaveLength(2);
     expect(uploads.map((u) => u.toString())).toEqual([bytes.toString(), bytes.toString()]);
   });
 
   it("repeats a send whose answer was lost under the same transaction ID, so it is posted once", async () => {
-    answers.push({ body: sync("s-room", { state: { events: [member(SELF), member("@bob:hostile.test")] }, timeline: { events: [] } }) });
+    answers.push({
+      body: sync("s-room", {
+        state: { events: [member(SELF), member("@bob:hostile.test")] },
+        timeline: { events: [] },
+      }),
+    });
     const { c, saved } = client();
     await c.connect();
     try {
-      await waitFor("the room synced", () => saved.some((s) => (s.synced as { since?: string }).since === "s-room"), 20_000);
+      await waitFor(
+        "the room synced",
+        () => saved.some((s) => (s.synced as { since?: string }).since === "s-room"),
+        20_000,
+      );
       expect(await c.send(ROOM, { text: "posted once" })).toMatchObject({ networkMessageID: "$sent" });
     } finally {
       await c.disconnect();
@@ -204,10 +318,35 @@ describe("the Matrix client against a hostile homeserver", () => {
     const dir = mkdtempSync(join(tmpdir(), "inboxd-wellknown-"));
     const previous = getGlobalDispatcher();
     try {
-      execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+      execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-days",
+          "1",
+          "-subj",
+          "/CN=127.0.0.1",
+          "-addext",
+          "subjectAltName=IP:127.0.0.1",
+          "-keyout",
+          join(dir, "key.pem"),
+          "-out",
+          join(dir, "cert.pem"),
+        ],
+        { stdio: "ignore" },
+      );
       const cert = readFileSync(join(dir, "cert.pem"));
       const https = createHTTPSServer({ key: readFileSync(join(dir, "key.pem")), cert }, (req, res) => {
-        if (req.url === "/.well-known/matrix/client") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ "m.homeserver": { base_url: `${url}/` } }));
+        if (req.url === "/.well-known/matrix/client")
+          return void res
+            .writeHead(200, { "content-type": "application/json" })
+            .end(JSON.stringify({ "m.homeserver": { base_url: `${url}/` } }));
         res.writeHead(404).end();
       });
       await new Promise<void>((resolve) => https.listen(0, "127.0.0.1", resolve));
@@ -228,10 +367,17 @@ describe("the Matrix client against a hostile homeserver", () => {
   });
 
   it("drops a revoked session's sync loop and asks for sign-in again", async () => {
-    answers.push({ status: 401, body: JSON.stringify({ errcode: "M_UNKNOWN_TOKEN", error: "Invalid access token passed.", soft_logout: false }) });
+    answers.push({
+      status: 401,
+      body: JSON.stringify({ errcode: "M_UNKNOWN_TOKEN", error: "Invalid access token passed.", soft_logout: false }),
+    });
     const { c, events } = client();
     await c.connect();
-    await waitFor("reconnect_required", () => events.some((e) => e.type === "status" && e.status === "reconnect_required"), 20_000);
+    await waitFor(
+      "reconnect_required",
+      () => events.some((e) => e.type === "status" && e.status === "reconnect_required"),
+      20_000,
+    );
     const before = syncs;
     await new Promise((r) => setTimeout(r, 500));
     expect(syncs).toBe(before); // no more requests with a dead token

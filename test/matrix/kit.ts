@@ -21,7 +21,8 @@ export interface MatrixTarget {
 export function describeWithSynapse(name: string, body: () => void) {
   const source = synapseSource();
   if ("path" in source) return describe(name, body);
-  if (process.env.CI === "true") throw new Error(`the Matrix suites need Synapse and CI must run them: ${source.missing}`);
+  if (process.env.CI === "true")
+    throw new Error(`the Matrix suites need Synapse and CI must run them: ${source.missing}`);
   console.warn(`SKIPPED ${name}: ${source.missing}`);
   return describe.skip(name, body);
 }

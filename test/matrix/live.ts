@@ -21,7 +21,9 @@ const env = {
   password: process.env.INBOXD_MATRIX_LIVE_PASSWORD,
 };
 if (!env.homeserver || !env.username || !env.password)
-  throw new Error("the live Matrix test needs INBOXD_MATRIX_LIVE_HOMESERVER, INBOXD_MATRIX_LIVE_USER and INBOXD_MATRIX_LIVE_PASSWORD (a homeserver and a throwaway account)");
+  throw new Error(
+    "the live Matrix test needs INBOXD_MATRIX_LIVE_HOMESERVER, INBOXD_MATRIX_LIVE_USER and INBOXD_MATRIX_LIVE_PASSWORD (a homeserver and a throwaway account)",
+  );
 
 describe("Matrix connector against a live homeserver", () => {
   let runtime: Runtime;
@@ -36,7 +38,11 @@ describe("Matrix connector against a live homeserver", () => {
 
   it("signs in, syncs, reads chats and messages, and signs out", async () => {
     api.spec = new ResponseChecker(await api.ok("GET", "/v1/spec"));
-    const session = await api.login({ homeserver: env.homeserver!, username: env.username!, password: env.password! }, undefined, { bridgeID: MATRIX_BRIDGE });
+    const session = await api.login(
+      { homeserver: env.homeserver!, username: env.username!, password: env.password! },
+      undefined,
+      { bridgeID: MATRIX_BRIDGE },
+    );
     expect(session).toMatchObject({ status: "complete" });
     await api.accountStatus(session.accountID, "connected", undefined, 180_000);
     const chats = await api.sdk.chats.list({ accountIDs: [session.accountID] });

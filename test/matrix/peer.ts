@@ -11,7 +11,12 @@ const SYNC_FILTER = JSON.stringify({ room: { timeline: { limit: 500 } } });
 
 /** A Matrix error answer: the HTTP status and the `errcode` (M_FORBIDDEN, M_LIMIT_EXCEEDED, …) are kept. */
 export class MatrixError extends Error {
-  constructor(message: string, readonly status: number, readonly errcode: string | undefined, readonly body: unknown) {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly errcode: string | undefined,
+    readonly body: unknown,
+  ) {
     super(message);
   }
 }
@@ -19,7 +24,11 @@ export class MatrixError extends Error {
 /** Items handed to one wait each, whether they arrived before the wait began or after (like test/xmpp/peer.ts). */
 class Mailbox<T> {
   private readonly unclaimed: T[] = [];
-  private readonly waiters: { match: (item: T) => boolean; resolve: (item: T) => void; reject: (error: Error) => void }[] = [];
+  private readonly waiters: {
+    match: (item: T) => boolean;
+    resolve: (item: T) => void;
+    reject: (error: Error) => void;
+  }[] = [];
 
   constructor(private readonly describe: (item: T) => string) {}
 
@@ -91,21 +100,37 @@ export class Peer {
     return Peer.from(server, { userID: result.user_id, accessToken: result.access_token, deviceID: result.device_id });
   }
 
-  static async from(server: SynapseServer, registered: { userID: string; accessToken: string; deviceID: string }): Promise<Peer> {
+  static async from(
+    server: SynapseServer,
+    registered: { userID: string; accessToken: string; deviceID: string },
+  ): Promise<Peer> {
     const peer = new Peer(server, registered.userID, registered.accessToken, registered.deviceID);
     // One /sync now fixes the starting point; pending invites count (an invite is waited for as a state, not news).
-    const initial = await peer.request("GET", `${CS}/sync`, undefined, { filter: JSON.stringify({ room: { timeline: { limit: 1 } } }) });
+    const initial = await peer.request("GET", `${CS}/sync`, undefined, {
+      filter: JSON.stringify({ room: { timeline: { limit: 1 } } }),
+    });
     peer.since = initial.next_batch;
     peer.ingestInvites(initial);
     return peer;
   }
 
-  async request<T = any>(method: string, path: string, body?: unknown, query?: Record<string, string>, signal?: AbortSignal): Promise<T> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    query?: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<T> {
     const url = new URL(path, this.server.url);
     for (const [key, value] of Object.entries(query ?? {})) url.searchParams.set(key, value);
     const headers: Record<string, string> = this.accessToken ? { authorization: `Bearer ${this.accessToken}` } : {};
     if (body !== undefined) headers["content-type"] = "application/json";
-    const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
+    const response = await fetch(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
     const text = await response.text();
     let parsed: any = text;
     try {
@@ -115,14 +140,29 @@ export class Peer {
     }
     if (!response.ok) {
       const who = this.userID || "(logging in)";
-      throw new MatrixError(`${who}: ${method} ${url.pathname} answered ${response.status} ${parsed?.errcode ?? ""}: ${parsed?.error ?? text}`, response.status, parsed?.errcode, parsed);
+      throw new MatrixError(
+        `${who}: ${method} ${url.pathname} answered ${response.status} ${parsed?.errcode ?? ""}: ${parsed?.error ?? text}`,
+        response.status,
+        parsed?.errcode,
+        parsed,
+      );
     }
     return parsed as T;
   }
 
-  async createRoom(options: { invite?: string[]; isDirect?: boolean; name?: string; preset?: string; encrypted?: boolean; initialState?: unknown[] } = {}): Promise<string> {
+  async createRoom(
+    options: {
+      invite?: string[];
+      isDirect?: boolean;
+      name?: string;
+      preset?: string;
+      encrypted?: boolean;
+      initialState?: unknown[];
+    } = {},
+  ): Promise<string> {
     const initialState = [...(options.initialState ?? [])];
-    if (options.encrypted) initialState.push({ type: "m.room.encryption", state_key: "", content: { algorithm: "m.megolm.v1.aes-sha2" } });
+    if (options.encrypted)
+      initialState.push({ type: "m.room.encryption", state_key: "", content: { algorithm: "m.megolm.v1.aes-sha2" } });
     const { room_id: roomID } = await this.request("POST", `${CS}/createRoom`, {
       invite: options.invite ?? [],
       is_direct: !!options.isDirect,
@@ -158,7 +198,8 @@ export class Peer {
 
   /** A fresh transaction ID each time: reusing one makes Synapse answer with the earlier event instead. */
   async send(roomID: string, content: Record<string, unknown>, type = "m.room.message"): Promise<string> {
-    return (await this.request("PUT", `${CS}/rooms/${enc(roomID)}/send/${enc(type)}/${randomUUID()}`, content)).event_id;
+    return (await this.request("PUT", `${CS}/rooms/${enc(roomID)}/send/${enc(type)}/${randomUUID()}`, content))
+      .event_id;
   }
 
   text(roomID: string, body: string, extra: Record<string, unknown> = {}): Promise<string> {
@@ -172,7 +213,10 @@ export class Peer {
     const link = (target: string) => `https://matrix.to/#/${target}`;
     return this.send(roomID, {
       msgtype: "m.text",
-      body: `${quoted.split("\n").map((line, i) => (i === 0 ? `> <${original.sender}> ${line}` : `> ${line}`)).join("\n")}\n\n${body}`,
+      body: `${quoted
+        .split("\n")
+        .map((line, i) => (i === 0 ? `> <${original.sender}> ${line}` : `> ${line}`))
+        .join("\n")}\n\n${body}`,
       format: "org.matrix.custom.html",
       formatted_body:
         `<mx-reply><blockquote><a href="${link(`${roomID}/${toEventID}`)}">In reply to</a> ` +
@@ -202,9 +246,19 @@ export class Peer {
   async upload(bytes: Uint8Array, contentType: string, fileName?: string): Promise<string> {
     const url = new URL("/_matrix/media/v3/upload", this.server.url);
     if (fileName) url.searchParams.set("filename", fileName);
-    const response = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${this.accessToken}`, "content-type": contentType }, body: bytes as Uint8Array<ArrayBuffer> });
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${this.accessToken}`, "content-type": contentType },
+      body: bytes as Uint8Array<ArrayBuffer>,
+    });
     const result = await response.json().catch(() => ({}));
-    if (!response.ok) throw new MatrixError(`${this.userID}: upload answered ${response.status} ${JSON.stringify(result)}`, response.status, result.errcode, result);
+    if (!response.ok)
+      throw new MatrixError(
+        `${this.userID}: upload answered ${response.status} ${JSON.stringify(result)}`,
+        response.status,
+        result.errcode,
+        result,
+      );
     return result.content_uri;
   }
 
@@ -212,21 +266,38 @@ export class Peer {
   async download(mxc: string): Promise<Uint8Array> {
     const match = /^mxc:\/\/([^/]+)\/([^/?#]+)$/.exec(mxc);
     if (!match) throw new Error(`not an mxc:// URI: ${mxc}`);
-    const response = await fetch(new URL(`/_matrix/media/v3/download/${enc(match[1])}/${enc(match[2])}`, this.server.url), {
-      headers: { authorization: `Bearer ${this.accessToken}` },
-    });
-    if (!response.ok) throw new MatrixError(`${this.userID}: download ${mxc} answered ${response.status} ${await response.text()}`, response.status, undefined, undefined);
+    const response = await fetch(
+      new URL(`/_matrix/media/v3/download/${enc(match[1])}/${enc(match[2])}`, this.server.url),
+      {
+        headers: { authorization: `Bearer ${this.accessToken}` },
+      },
+    );
+    if (!response.ok)
+      throw new MatrixError(
+        `${this.userID}: download ${mxc} answered ${response.status} ${await response.text()}`,
+        response.status,
+        undefined,
+        undefined,
+      );
     return new Uint8Array(await response.arrayBuffer());
   }
 
-  async sendImage(roomID: string, bytes: Uint8Array, options: { mimeType: string; fileName: string; width?: number; height?: number }): Promise<string> {
+  async sendImage(
+    roomID: string,
+    bytes: Uint8Array,
+    options: { mimeType: string; fileName: string; width?: number; height?: number },
+  ): Promise<string> {
     const url = await this.upload(bytes, options.mimeType, options.fileName);
     const info = { mimetype: options.mimeType, size: bytes.byteLength, w: options.width, h: options.height };
     return this.send(roomID, { msgtype: "m.image", body: options.fileName, filename: options.fileName, url, info });
   }
 
   async typing(roomID: string, typing: boolean, timeoutMs = 30_000): Promise<void> {
-    await this.request("PUT", `${CS}/rooms/${enc(roomID)}/typing/${enc(this.userID)}`, typing ? { typing, timeout: timeoutMs } : { typing });
+    await this.request(
+      "PUT",
+      `${CS}/rooms/${enc(roomID)}/typing/${enc(this.userID)}`,
+      typing ? { typing, timeout: timeoutMs } : { typing },
+    );
   }
 
   async receipt(roomID: string, eventID: string): Promise<void> {
@@ -234,7 +305,8 @@ export class Peer {
   }
 
   async setState(roomID: string, type: string, stateKey: string, content: unknown): Promise<string> {
-    return (await this.request("PUT", `${CS}/rooms/${enc(roomID)}/state/${enc(type)}/${enc(stateKey)}`, content)).event_id;
+    return (await this.request("PUT", `${CS}/rooms/${enc(roomID)}/state/${enc(type)}/${enc(stateKey)}`, content))
+      .event_id;
   }
 
   async tags(roomID: string): Promise<Record<string, unknown>> {
@@ -247,25 +319,48 @@ export class Peer {
 
   /** Newest first (`dir=b`). */
   async messages(roomID: string, limit = 50): Promise<any[]> {
-    return (await this.request("GET", `${CS}/rooms/${enc(roomID)}/messages`, undefined, { dir: "b", limit: String(limit) })).chunk;
+    return (
+      await this.request("GET", `${CS}/rooms/${enc(roomID)}/messages`, undefined, { dir: "b", limit: String(limit) })
+    ).chunk;
   }
 
   /** A timeline event of any room this peer is (or was just) in; each event satisfies one wait only. */
-  async waitForEvent(match: (event: any, roomID: string) => boolean, timeoutMs = DEFAULT_WAIT_MS): Promise<{ event: any; roomID: string }> {
+  async waitForEvent(
+    match: (event: any, roomID: string) => boolean,
+    timeoutMs = DEFAULT_WAIT_MS,
+  ): Promise<{ event: any; roomID: string }> {
     this.startSync();
-    return this.events.take((item) => match(item.event, item.roomID), timeoutMs, (unclaimed) => this.timedOut("room event", timeoutMs, unclaimed));
+    return this.events.take(
+      (item) => match(item.event, item.roomID),
+      timeoutMs,
+      (unclaimed) => this.timedOut("room event", timeoutMs, unclaimed),
+    );
   }
 
   /** Typing notifications and receipts (`m.typing`, `m.receipt`), the same way. */
-  async waitForEphemeral(match: (event: any, roomID: string) => boolean, timeoutMs = DEFAULT_WAIT_MS): Promise<{ event: any; roomID: string }> {
+  async waitForEphemeral(
+    match: (event: any, roomID: string) => boolean,
+    timeoutMs = DEFAULT_WAIT_MS,
+  ): Promise<{ event: any; roomID: string }> {
     this.startSync();
-    return this.ephemeral.take((item) => match(item.event, item.roomID), timeoutMs, (unclaimed) => this.timedOut("ephemeral event", timeoutMs, unclaimed));
+    return this.ephemeral.take(
+      (item) => match(item.event, item.roomID),
+      timeoutMs,
+      (unclaimed) => this.timedOut("ephemeral event", timeoutMs, unclaimed),
+    );
   }
 
   /** Resolves with the room ID of a pending invite (its stripped state is what `match` sees). */
-  async waitForInvite(match: (roomID: string, state: any[]) => boolean = () => true, timeoutMs = DEFAULT_WAIT_MS): Promise<string> {
+  async waitForInvite(
+    match: (roomID: string, state: any[]) => boolean = () => true,
+    timeoutMs = DEFAULT_WAIT_MS,
+  ): Promise<string> {
     this.startSync();
-    const item = await this.invites.take((i) => match(i.roomID, i.state), timeoutMs, (unclaimed) => this.timedOut("invite", timeoutMs, unclaimed));
+    const item = await this.invites.take(
+      (i) => match(i.roomID, i.state),
+      timeoutMs,
+      (unclaimed) => this.timedOut("invite", timeoutMs, unclaimed),
+    );
     return item.roomID;
   }
 
@@ -291,7 +386,11 @@ export class Peer {
   private async syncLoop(): Promise<void> {
     while (!this.closed) {
       try {
-        const query = { filter: SYNC_FILTER, timeout: String(SYNC_TIMEOUT_MS), ...(this.since ? { since: this.since } : {}) };
+        const query = {
+          filter: SYNC_FILTER,
+          timeout: String(SYNC_TIMEOUT_MS),
+          ...(this.since ? { since: this.since } : {}),
+        };
         const body = await this.request("GET", `${CS}/sync`, undefined, query, this.abort.signal);
         this.since = body.next_batch;
         this.ingest(body);
@@ -315,7 +414,8 @@ export class Peer {
   }
 
   private ingestInvites(body: any): void {
-    for (const [roomID, room] of Object.entries<any>(body.rooms?.invite ?? {})) this.invites.deliver({ roomID, state: room.invite_state?.events ?? [] });
+    for (const [roomID, room] of Object.entries<any>(body.rooms?.invite ?? {}))
+      this.invites.deliver({ roomID, state: room.invite_state?.events ?? [] });
   }
 }
 
@@ -324,5 +424,10 @@ function enc(segment: string): string {
 }
 
 function html(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/\n/g, "<br>");
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/\n/g, "<br>");
 }

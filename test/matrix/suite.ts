@@ -8,7 +8,17 @@ import { crc32, deflateSync } from "node:zlib";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startSynapse, type SynapseServer } from "../harness/synapse.ts";
 import { ResponseChecker } from "../scenario/openapi-check.ts";
-import { Client, describeWithSynapse, enc, imageBytes, MATRIX_BRIDGE, randomToken, waitFor, type MatrixTarget, type Runtime } from "./kit.ts";
+import {
+  Client,
+  describeWithSynapse,
+  enc,
+  imageBytes,
+  MATRIX_BRIDGE,
+  randomToken,
+  waitFor,
+  type MatrixTarget,
+  type Runtime,
+} from "./kit.ts";
 import { connect } from "../events/kit.ts";
 import { Peer } from "./peer.ts";
 
@@ -27,8 +37,14 @@ function pngOf(width: number, height: number): Buffer {
   header.writeUInt32BE(height, 4);
   header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
   const rows = Buffer.alloc((width * 3 + 1) * height);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) rows.set([x % 256, y % 256, (x + y) % 256], y * (width * 3 + 1) + 1 + x * 3);
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", header), chunk("IDAT", deflateSync(rows)), chunk("IEND", Buffer.alloc(0))]);
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) rows.set([x % 256, y % 256, (x + y) % 256], y * (width * 3 + 1) + 1 + x * 3);
+  return Buffer.concat([
+    Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(rows)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 /** A first sync loads this many messages per room, so that paging back has to reach the server. */
@@ -51,8 +67,13 @@ export function matrixSuite(target: MatrixTarget) {
     const password = (user: string) => `${user}-secret-${user.length * 7}`;
     const peers: Peer[] = [];
     const track = (p: Peer) => (peers.push(p), p);
-    const fields = (user: string, pass = password(user)) => ({ username: `@${user}:${server.serverName}`, password: pass, homeserver: server.url });
-    const login = (f: Record<string, string>, reconnect?: { loginID: string }, flowID = "password") => api.login(f, reconnect, { bridgeID: MATRIX_BRIDGE, flowID });
+    const fields = (user: string, pass = password(user)) => ({
+      username: `@${user}:${server.serverName}`,
+      password: pass,
+      homeserver: server.url,
+    });
+    const login = (f: Record<string, string>, reconnect?: { loginID: string }, flowID = "password") =>
+      api.login(f, reconnect, { bridgeID: MATRIX_BRIDGE, flowID });
     let session2: Peer; // the alice session the account uses after the reconnect
     let admin: Peer;
 
@@ -75,23 +96,38 @@ export function matrixSuite(target: MatrixTarget) {
       // Before alice has an inboxd account: a DM from bob with two messages, and a group with a long history.
       dmRoom = await bob.createRoom({ invite: [registered.alice.userID], isDirect: true });
       await phone.join(dmRoom);
-      await phone.request("PUT", `/_matrix/client/v3/user/${enc(registered.alice.userID)}/account_data/m.direct`, { [bob.userID]: [dmRoom] });
+      await phone.request("PUT", `/_matrix/client/v3/user/${enc(registered.alice.userID)}/account_data/m.direct`, {
+        [bob.userID]: [dmRoom],
+      });
       await bob.text(dmRoom, "sent while you were away");
       await bob.text(dmRoom, "and a second one");
-      historyRoom = await bob.createRoom({ name: "Book club", invite: [registered.alice.userID, registered.carol.userID] });
+      historyRoom = await bob.createRoom({
+        name: "Book club",
+        invite: [registered.alice.userID, registered.carol.userID],
+      });
       await phone.join(historyRoom);
       await carol.join(historyRoom);
       for (let i = 1; i <= 45; i++) await (i % 2 ? bob : carol).text(historyRoom, `chapter ${i}`);
       // Edits and reactions of messages more than a sync's timeline (100 events) older than they are: a first load
       // carries the relations without their messages.
-      longRoom = await bob.createRoom({ name: "Long read", invite: [registered.alice.userID, registered.carol.userID] });
+      longRoom = await bob.createRoom({
+        name: "Long read",
+        invite: [registered.alice.userID, registered.carol.userID],
+      });
       await phone.join(longRoom);
       await carol.join(longRoom);
-      const opening = [await bob.text(longRoom, "page 1"), await carol.text(longRoom, "page 2"), await bob.text(longRoom, "page 3"), await bob.text(longRoom, "page 4")];
+      const opening = [
+        await bob.text(longRoom, "page 1"),
+        await carol.text(longRoom, "page 2"),
+        await bob.text(longRoom, "page 3"),
+        await bob.text(longRoom, "page 4"),
+      ];
       const filler = Array.from({ length: 110 }, (_, i) => `filler ${i}`);
-      await Promise.all(Array.from({ length: 8 }, async () => {
-        for (let text = filler.shift(); text; text = filler.shift()) await bob.text(longRoom, text);
-      }));
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let text = filler.shift(); text; text = filler.shift()) await bob.text(longRoom, text);
+        }),
+      );
       await bob.edit(longRoom, opening[0], "page 1, revised");
       await carol.edit(longRoom, opening[2], "page 3, as carol would have it"); // bob's message: not carol's to edit
       await carol.react(longRoom, opening[0], "👍");
@@ -118,11 +154,22 @@ export function matrixSuite(target: MatrixTarget) {
     });
 
     it("fails logins with codes that say why: wrong password, not a homeserver, unreachable, unknown token", async () => {
-      expect(await login(fields("alice", "wrong"))).toMatchObject({ status: "failed", error: { code: "invalid_credentials" } });
+      expect(await login(fields("alice", "wrong"))).toMatchObject({
+        status: "failed",
+        error: { code: "invalid_credentials" },
+      });
       // inboxd itself answers HTTP but is no homeserver.
-      expect(await login({ ...fields("alice"), homeserver: runtime.url })).toMatchObject({ status: "failed", error: { code: "not_a_homeserver" } });
-      expect(await login({ ...fields("alice"), homeserver: "http://127.0.0.1:9" })).toMatchObject({ status: "failed", error: { code: "unreachable" } });
-      expect(await login({ homeserver: server.url, accessToken: "syt_not_a_token" }, undefined, "token")).toMatchObject({ status: "failed", error: { code: "invalid_token" } });
+      expect(await login({ ...fields("alice"), homeserver: runtime.url })).toMatchObject({
+        status: "failed",
+        error: { code: "not_a_homeserver" },
+      });
+      expect(await login({ ...fields("alice"), homeserver: "http://127.0.0.1:9" })).toMatchObject({
+        status: "failed",
+        error: { code: "unreachable" },
+      });
+      expect(await login({ homeserver: server.url, accessToken: "syt_not_a_token" }, undefined, "token")).toMatchObject(
+        { status: "failed", error: { code: "invalid_token" } },
+      );
       const accounts = await api.sdk.accounts.list();
       expect(accounts.filter((a) => a.accountID.startsWith("local-matrix"))).toEqual([]);
     });
@@ -134,7 +181,11 @@ export function matrixSuite(target: MatrixTarget) {
       loginID = session.loginID;
       expect(JSON.stringify(session)).not.toContain(password("alice"));
       const account = await api.accountStatus(accountID, "connected", undefined, 30_000);
-      expect(account.user).toMatchObject({ id: `@alice:${server.serverName}`, fullName: "Alice Liddell", isSelf: true });
+      expect(account.user).toMatchObject({
+        id: `@alice:${server.serverName}`,
+        fullName: "Alice Liddell",
+        isSelf: true,
+      });
       const dm = await api.chatTitled(accountID, "Bob");
       dmChat = dm.id;
       expect(dm.type).toBe("single");
@@ -146,19 +197,32 @@ export function matrixSuite(target: MatrixTarget) {
       );
       // Membership shows as notices, with the names people have (the creation comes before its creator's join).
       const notices = (await api.messages(dmChat)).filter((m) => m.type === "NOTICE").map((m) => m.text);
-      expect(notices).toEqual(expect.arrayContaining(["Bob created the room", "Bob joined", "Bob invited Alice Liddell", "Alice Liddell joined"]));
+      expect(notices).toEqual(
+        expect.arrayContaining([
+          "Bob created the room",
+          "Bob joined",
+          "Bob invited Alice Liddell",
+          "Alice Liddell joined",
+        ]),
+      );
       const group = await api.chatTitled(accountID, "Book club");
       expect(group.type).toBe("group");
       expect(group.participants.items.map((p) => p.fullName).sort()).toEqual(["Alice Liddell", "Bob", "Carol"]);
       const texts = (await api.sdk.messages.list(group.id)).items.map((m) => m.text);
       expect(texts).toContain("chapter 45");
       expect(texts).not.toContain("chapter 1");
-      const everything = JSON.stringify([await api.ok("GET", "/v1/accounts"), await api.ok("GET", `/v1/bridges/${MATRIX_BRIDGE}`)]);
+      const everything = JSON.stringify([
+        await api.ok("GET", "/v1/accounts"),
+        await api.ok("GET", `/v1/bridges/${MATRIX_BRIDGE}`),
+      ]);
       expect(everything).not.toMatch(/syt_|accessToken|access_token/);
     });
 
     it("signs in again as the same user (by user name) into the same account and the same device", async () => {
-      const inboxdDevices = async () => (await phone.request("GET", "/_matrix/client/v3/devices")).devices.filter((d: { display_name?: string }) => d.display_name === "inboxd").map((d: { device_id: string }) => d.device_id);
+      const inboxdDevices = async () =>
+        (await phone.request("GET", "/_matrix/client/v3/devices")).devices
+          .filter((d: { display_name?: string }) => d.display_name === "inboxd")
+          .map((d: { device_id: string }) => d.device_id);
       const before = await inboxdDevices();
       expect(before).toHaveLength(1);
       const again = await login({ username: "alice", password: password("alice"), homeserver: server.url });
@@ -180,7 +244,8 @@ export function matrixSuite(target: MatrixTarget) {
       const chat = await api.chatTitled(accountID, "Long read");
       const byText = new Map((await api.messages(chat.id)).map((m) => [m.text, m]));
       expect([...byText.keys()].filter((t) => t?.startsWith("filler"))).toHaveLength(110);
-      const reactions = (text: string) => (byText.get(text)?.reactions ?? []).map((r) => [r.participantID, r.reactionKey]).sort();
+      const reactions = (text: string) =>
+        (byText.get(text)?.reactions ?? []).map((r) => [r.participantID, r.reactionKey]).sort();
       expect(byText.get("page 1, revised")?.editedTimestamp).toBeDefined();
       expect(reactions("page 1, revised")).toEqual([[carol.userID, "👍"]]);
       expect(reactions("page 2")).toEqual([[bob.userID, "🎉"]]);
@@ -193,22 +258,47 @@ export function matrixSuite(target: MatrixTarget) {
     it("receives text, formatting, a reply, an edit, reactions (added and removed) and a redaction", async () => {
       const first = await bob.text(dmRoom, "how are you?");
       const m1 = await api.messageWith(dmChat, (m) => m.text === "how are you?", "bob's message");
-      await bob.send(dmRoom, { msgtype: "m.text", body: "**bold** and a link", format: "org.matrix.custom.html", formatted_body: '<strong>bold</strong> and <a href="https://example.org/x">a link</a>' });
-      await api.messageWith(dmChat, (m) => m.text === "bold and a link (https://example.org/x)", "the formatted message as text");
+      await bob.send(dmRoom, {
+        msgtype: "m.text",
+        body: "**bold** and a link",
+        format: "org.matrix.custom.html",
+        formatted_body: '<strong>bold</strong> and <a href="https://example.org/x">a link</a>',
+      });
+      await api.messageWith(
+        dmChat,
+        (m) => m.text === "bold and a link (https://example.org/x)",
+        "the formatted message as text",
+      );
       await bob.reply(dmRoom, first, "that was me asking");
-      const reply = await api.messageWith(dmChat, (m) => m.text === "that was me asking", "the reply (fallback stripped)");
+      const reply = await api.messageWith(
+        dmChat,
+        (m) => m.text === "that was me asking",
+        "the reply (fallback stripped)",
+      );
       expect(reply.linkedMessageID).toBe(m1.id);
       await bob.edit(dmRoom, first, "how are you doing?");
       await api.messageWith(dmChat, (m) => m.id === m1.id && m.text === "how are you doing?", "the edit");
       const thumbs = await bob.react(dmRoom, first, "👍");
       await carol.join(dmRoom).catch(() => undefined); // not a member: her reaction cannot reach the room
-      await api.messageWith(dmChat, (m) => m.id === m1.id && (m.reactions ?? []).some((r) => r.reactionKey === "👍" && r.participantID === bob.userID), "bob's reaction");
+      await api.messageWith(
+        dmChat,
+        (m) =>
+          m.id === m1.id && (m.reactions ?? []).some((r) => r.reactionKey === "👍" && r.participantID === bob.userID),
+        "bob's reaction",
+      );
       await bob.redact(dmRoom, thumbs);
-      await api.messageWith(dmChat, (m) => m.id === m1.id && (m.reactions ?? []).length === 0, "the reaction removed by redaction");
+      await api.messageWith(
+        dmChat,
+        (m) => m.id === m1.id && (m.reactions ?? []).length === 0,
+        "the reaction removed by redaction",
+      );
       const doomed = await bob.text(dmRoom, "delete me");
       await api.messageWith(dmChat, (m) => m.text === "delete me", "the doomed message");
       await bob.redact(dmRoom, doomed);
-      await waitFor("the redacted message to go", async () => !(await api.messages(dmChat)).some((m) => m.text === "delete me"));
+      await waitFor(
+        "the redacted message to go",
+        async () => !(await api.messages(dmChat)).some((m) => m.text === "delete me"),
+      );
       await bob.send(dmRoom, { msgtype: "m.notice", body: "a bot says hi" });
       const notice = await api.messageWith(dmChat, (m) => m.text === "a bot says hi", "the notice");
       expect(notice.type).toBe("NOTICE");
@@ -217,26 +307,50 @@ export function matrixSuite(target: MatrixTarget) {
     it("sends text with markdown, a reply, an edit, a reaction and its removal, and a delete that bob receives", async () => {
       const sent = await api.sdk.messages.send(dmChat, { text: "hello **bob**" });
       const got = await bob.waitForEvent((e, r) => r === dmRoom && e.content?.body === "hello **bob**");
-      expect(got.event.content).toMatchObject({ format: "org.matrix.custom.html", formatted_body: "hello <strong>bob</strong>" });
-      const mine = await api.messageWith(dmChat, (m) => m.id === sent.pendingMessageID && m.text === "hello **bob**", "the sent message");
+      expect(got.event.content).toMatchObject({
+        format: "org.matrix.custom.html",
+        formatted_body: "hello <strong>bob</strong>",
+      });
+      const mine = await api.messageWith(
+        dmChat,
+        (m) => m.id === sent.pendingMessageID && m.text === "hello **bob**",
+        "the sent message",
+      );
       const fromBob = await bob.text(dmRoom, "reply to this");
       const target = await api.messageWith(dmChat, (m) => m.text === "reply to this", "bob's message to reply to");
       await api.sdk.messages.send(dmChat, { text: "replying", replyToMessageID: target.id });
       const reply = await bob.waitForEvent((e) => e.content?.body === "replying");
       expect(reply.event.content["m.relates_to"]).toMatchObject({ "m.in_reply_to": { event_id: fromBob } });
       await api.sdk.messages.update(mine.id, { chatID: dmChat, text: "hello again" });
-      const edit = await bob.waitForEvent((e) => e.sender === phone.userID && e.content?.["m.relates_to"]?.rel_type === "m.replace");
+      const edit = await bob.waitForEvent(
+        (e) => e.sender === phone.userID && e.content?.["m.relates_to"]?.rel_type === "m.replace",
+      );
       expect(edit.event.content["m.new_content"]).toMatchObject({ body: "hello again" });
       await api.sdk.chats.messages.reactions.add(target.id, { chatID: dmChat, reactionKey: "🎉" });
       const reaction = await bob.waitForEvent((e) => e.sender === phone.userID && e.type === "m.reaction");
-      expect(reaction.event.content["m.relates_to"]).toMatchObject({ rel_type: "m.annotation", event_id: fromBob, key: "🎉" });
+      expect(reaction.event.content["m.relates_to"]).toMatchObject({
+        rel_type: "m.annotation",
+        event_id: fromBob,
+        key: "🎉",
+      });
       await api.sdk.chats.messages.reactions.delete("🎉", { chatID: dmChat, messageID: target.id });
-      await bob.waitForEvent((e) => e.type === "m.room.redaction" && (e.redacts ?? e.content?.redacts) === reaction.event.event_id);
+      await bob.waitForEvent(
+        (e) => e.type === "m.room.redaction" && (e.redacts ?? e.content?.redacts) === reaction.event.event_id,
+      );
       const gone = await api.sdk.messages.send(dmChat, { text: "to be deleted" });
       const goneEvent = await bob.waitForEvent((e) => e.content?.body === "to be deleted");
-      await api.messageWith(dmChat, (m) => m.id === gone.pendingMessageID && m.sendStatus?.status === "SUCCESS", "the message confirmed", 15_000).catch(() => undefined);
+      await api
+        .messageWith(
+          dmChat,
+          (m) => m.id === gone.pendingMessageID && m.sendStatus?.status === "SUCCESS",
+          "the message confirmed",
+          15_000,
+        )
+        .catch(() => undefined);
       await api.ok("DELETE", `/v1/chats/${enc(dmChat)}/messages/${enc(gone.pendingMessageID)}`);
-      await bob.waitForEvent((e) => e.type === "m.room.redaction" && (e.redacts ?? e.content?.redacts) === goneEvent.event.event_id);
+      await bob.waitForEvent(
+        (e) => e.type === "m.room.redaction" && (e.redacts ?? e.content?.redacts) === goneEvent.event.event_id,
+      );
       // Nothing was doubled by the echo of alice's own sends.
       const texts = (await api.messages(dmChat)).map((m) => m.text);
       expect(texts.filter((t) => t === "hello again")).toHaveLength(1);
@@ -247,29 +361,57 @@ export function matrixSuite(target: MatrixTarget) {
       const sent = await api.sdk.messages.send(dmChat, { text: "did you read this?" });
       const event = await bob.waitForEvent((e) => e.content?.body === "did you read this?");
       await bob.receipt(dmRoom, event.event.event_id);
-      const read = await api.messageWith(dmChat, (m) => m.id === sent.pendingMessageID && m.seen !== undefined && m.seen !== false, "bob's read receipt");
+      const read = await api.messageWith(
+        dmChat,
+        (m) => m.id === sent.pendingMessageID && m.seen !== undefined && m.seen !== false,
+        "bob's read receipt",
+      );
       expect(read.sendStatus?.deliveredToUsers).toContain(bob.userID);
       const incoming = await bob.text(dmRoom, "read me");
       await api.messageWith(dmChat, (m) => m.text === "read me", "bob's message");
       await api.ok("POST", `/v1/chats/${enc(dmChat)}/read`, {});
-      const receipt = await bob.waitForEphemeral((e, r) => r === dmRoom && e.type === "m.receipt" && e.content?.[incoming]?.["m.read"]?.[phone.userID] !== undefined);
+      const receipt = await bob.waitForEphemeral(
+        (e, r) =>
+          r === dmRoom && e.type === "m.receipt" && e.content?.[incoming]?.["m.read"]?.[phone.userID] !== undefined,
+      );
       expect(receipt.roomID).toBe(dmRoom);
       // The fully-read marker moves with it (what Element shows as the read line).
-      const marker = await phone.request("GET", `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/account_data/m.fully_read`);
+      const marker = await phone.request(
+        "GET",
+        `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/account_data/m.fully_read`,
+      );
       expect(marker.event_id).toBe(incoming);
     });
 
     it("passes typing both ways (bob's arrives on /v1/ws)", async () => {
       await api.ok("POST", `/v1/chats/${enc(dmChat)}/typing`, { state: "typing" });
-      await bob.waitForEphemeral((e, r) => r === dmRoom && e.type === "m.typing" && e.content.user_ids.includes(phone.userID));
+      await bob.waitForEphemeral(
+        (e, r) => r === dmRoom && e.type === "m.typing" && e.content.user_ids.includes(phone.userID),
+      );
       await api.ok("POST", `/v1/chats/${enc(dmChat)}/typing`, { state: "paused" });
-      await bob.waitForEphemeral((e, r) => r === dmRoom && e.type === "m.typing" && !e.content.user_ids.includes(phone.userID));
+      await bob.waitForEphemeral(
+        (e, r) => r === dmRoom && e.type === "m.typing" && !e.content.user_ids.includes(phone.userID),
+      );
       const ws = await connect(runtime.url, runtime.token, [dmChat]);
       try {
         await bob.typing(dmRoom, true);
-        await ws.next((f) => f.type === "typing" && f.chatID === dmChat && f.typing?.participantID === bob.userID && f.typing.state === "typing", { what: "bob typing", timeoutMs: 10_000 });
+        await ws.next(
+          (f) =>
+            f.type === "typing" &&
+            f.chatID === dmChat &&
+            f.typing?.participantID === bob.userID &&
+            f.typing.state === "typing",
+          { what: "bob typing", timeoutMs: 10_000 },
+        );
         await bob.typing(dmRoom, false);
-        await ws.next((f) => f.type === "typing" && f.chatID === dmChat && f.typing?.participantID === bob.userID && f.typing.state === "paused", { what: "bob stopping", timeoutMs: 10_000 });
+        await ws.next(
+          (f) =>
+            f.type === "typing" &&
+            f.chatID === dmChat &&
+            f.typing?.participantID === bob.userID &&
+            f.typing.state === "paused",
+          { what: "bob stopping", timeoutMs: 10_000 },
+        );
       } finally {
         ws.ws.close();
       }
@@ -280,17 +422,32 @@ export function matrixSuite(target: MatrixTarget) {
       await bob.sendImage(dmRoom, bytes, { mimeType: "image/png", fileName: "cat.png", width: 1, height: 1 });
       const got = await api.messageWith(dmChat, (m) => m.type === "IMAGE", "bob's image");
       const attachment = got.attachments![0];
-      expect(attachment).toMatchObject({ type: "img", mimeType: "image/png", fileName: "cat.png", size: { width: 1, height: 1 } });
-      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(attachment.id!)}`, { headers: { authorization: `Bearer ${runtime.token}` } });
+      expect(attachment).toMatchObject({
+        type: "img",
+        mimeType: "image/png",
+        fileName: "cat.png",
+        size: { width: 1, height: 1 },
+      });
+      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(attachment.id!)}`, {
+        headers: { authorization: `Bearer ${runtime.token}` },
+      });
       expect(served.status).toBe(200);
       expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
-      const range = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(attachment.id!)}`, { headers: { authorization: `Bearer ${runtime.token}`, range: "bytes=100-199" } });
+      const range = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(attachment.id!)}`, {
+        headers: { authorization: `Bearer ${runtime.token}`, range: "bytes=100-199" },
+      });
       expect(range.status).toBe(206);
       expect(Buffer.from(await range.arrayBuffer()).equals(Buffer.from(bytes.subarray(100, 200)))).toBe(true);
-      const upload = await api.sdk.assets.upload({ file: new File([Buffer.from(bytes)], "dog.png", { type: "image/png" }) });
+      const upload = await api.sdk.assets.upload({
+        file: new File([Buffer.from(bytes)], "dog.png", { type: "image/png" }),
+      });
       await api.sdk.messages.send(dmChat, { attachment: { uploadID: upload.uploadID! } });
       const image = await bob.waitForEvent((e) => e.content?.msgtype === "m.image" && e.sender === phone.userID);
-      expect(image.event.content).toMatchObject({ body: "dog.png", filename: "dog.png", info: { mimetype: "image/png", size: bytes.length, w: 1, h: 1 } });
+      expect(image.event.content).toMatchObject({
+        body: "dog.png",
+        filename: "dog.png",
+        info: { mimetype: "image/png", size: bytes.length, w: 1, h: 1 },
+      });
       expect(Buffer.from(await bob.download(image.event.content.url)).equals(Buffer.from(bytes))).toBe(true);
       expect(image.event.content.info.thumbnail_url).toBeUndefined(); // 1×1: its own thumbnail
     });
@@ -299,35 +456,85 @@ export function matrixSuite(target: MatrixTarget) {
       const root = await bob.text(dmRoom, "a thread starts here");
       await bob.send(dmRoom, { msgtype: "m.location", body: "The old harbour", geo_uri: "geo:51.5,-0.12" });
       const sticker = await bob.upload(pngOf(64, 64), "image/png", "sticker.png");
-      await bob.send(dmRoom, { body: "a waving cat", url: sticker, info: { mimetype: "image/png", w: 64, h: 64, size: 100 } }, "m.sticker");
+      await bob.send(
+        dmRoom,
+        { body: "a waving cat", url: sticker, info: { mimetype: "image/png", w: 64, h: 64, size: 100 } },
+        "m.sticker",
+      );
       const clip = await bob.upload(new Uint8Array(2048), "video/mp4", "clip.mp4");
-      await bob.send(dmRoom, { msgtype: "m.video", body: "clip.mp4", url: clip, info: { mimetype: "video/mp4", size: 2048, duration: 3500, w: 320, h: 240 } });
+      await bob.send(dmRoom, {
+        msgtype: "m.video",
+        body: "clip.mp4",
+        url: clip,
+        info: { mimetype: "video/mp4", size: 2048, duration: 3500, w: 320, h: 240 },
+      });
       const report = await bob.upload(new TextEncoder().encode("numbers"), "text/csv", "report.csv");
-      await bob.send(dmRoom, { msgtype: "m.file", body: "this quarter's numbers", filename: "report.csv", url: report, info: { mimetype: "text/csv", size: 7 } });
+      await bob.send(dmRoom, {
+        msgtype: "m.file",
+        body: "this quarter's numbers",
+        filename: "report.csv",
+        url: report,
+        info: { mimetype: "text/csv", size: 7 },
+      });
       const voice = await bob.upload(new Uint8Array(512), "audio/ogg", "voice.ogg");
-      await bob.send(dmRoom, { msgtype: "m.audio", body: "Voice message", url: voice, info: { mimetype: "audio/ogg", size: 512, duration: 2000 }, "org.matrix.msc3245.voice": {} });
+      await bob.send(dmRoom, {
+        msgtype: "m.audio",
+        body: "Voice message",
+        url: voice,
+        info: { mimetype: "audio/ogg", size: 512, duration: 2000 },
+        "org.matrix.msc3245.voice": {},
+      });
       await bob.send(dmRoom, { msgtype: "m.emote", body: "waves" });
-      await bob.send(dmRoom, { msgtype: "m.text", body: "in the thread", "m.relates_to": { rel_type: "m.thread", event_id: root, is_falling_back: true, "m.in_reply_to": { event_id: root } } });
+      await bob.send(dmRoom, {
+        msgtype: "m.text",
+        body: "in the thread",
+        "m.relates_to": {
+          rel_type: "m.thread",
+          event_id: root,
+          is_falling_back: true,
+          "m.in_reply_to": { event_id: root },
+        },
+      });
       const threaded = await api.messageWith(dmChat, (m) => m.text === "in the thread", "the thread's reply");
       const messages = await api.messages(dmChat);
       const find = (match: (m: (typeof messages)[number]) => boolean) => messages.find(match)!;
       expect(threaded.linkedMessageID).toBe(find((m) => m.text === "a thread starts here").id);
       expect(find((m) => m.type === "LOCATION")?.text).toBe("The old harbour\ngeo:51.5,-0.12");
-      expect(find((m) => m.type === "STICKER")?.attachments?.[0]).toMatchObject({ id: sticker, isSticker: true, size: { width: 64, height: 64 } });
-      expect(find((m) => m.type === "VIDEO")?.attachments?.[0]).toMatchObject({ id: clip, mimeType: "video/mp4", duration: 3.5, size: { width: 320, height: 240 } });
+      expect(find((m) => m.type === "STICKER")?.attachments?.[0]).toMatchObject({
+        id: sticker,
+        isSticker: true,
+        size: { width: 64, height: 64 },
+      });
+      expect(find((m) => m.type === "VIDEO")?.attachments?.[0]).toMatchObject({
+        id: clip,
+        mimeType: "video/mp4",
+        duration: 3.5,
+        size: { width: 320, height: 240 },
+      });
       const file = find((m) => m.type === "FILE");
-      expect(file).toMatchObject({ text: "this quarter's numbers", attachments: [{ id: report, fileName: "report.csv", mimeType: "text/csv", fileSize: 7 }] });
-      expect(find((m) => m.type === "VOICE")?.attachments?.[0]).toMatchObject({ id: voice, isVoiceNote: true, duration: 2 });
+      expect(file).toMatchObject({
+        text: "this quarter's numbers",
+        attachments: [{ id: report, fileName: "report.csv", mimeType: "text/csv", fileSize: 7 }],
+      });
+      expect(find((m) => m.type === "VOICE")?.attachments?.[0]).toMatchObject({
+        id: voice,
+        isVoiceNote: true,
+        duration: 2,
+      });
       expect(messages.some((m) => m.text === "* Bob waves")).toBe(true);
       // The file downloads through the API, as it was uploaded.
-      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(report)}`, { headers: { authorization: `Bearer ${runtime.token}` } });
+      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(report)}`, {
+        headers: { authorization: `Bearer ${runtime.token}` },
+      });
       expect(served.status).toBe(200);
       expect(await served.text()).toBe("numbers");
     });
 
     it("sends a large image with a thumbnail the homeserver made", async () => {
       const big = pngOf(1600, 1200);
-      const upload = await api.sdk.assets.upload({ file: new File([new Uint8Array(big)], "landscape.png", { type: "image/png" }) });
+      const upload = await api.sdk.assets.upload({
+        file: new File([new Uint8Array(big)], "landscape.png", { type: "image/png" }),
+      });
       await api.sdk.messages.send(dmChat, { attachment: { uploadID: upload.uploadID! } });
       const image = await bob.waitForEvent((e) => e.content?.body === "landscape.png");
       const info = image.event.content.info;
@@ -337,8 +544,15 @@ export function matrixSuite(target: MatrixTarget) {
     });
 
     it("creates a group of three with a title; the invitees join and messages flow both ways", async () => {
-      const created = await api.sdk.chats.create({ accountID, type: "group", participantIDs: [bob.userID, carol.userID], title: "Trip planning" });
-      const roomID = await bob.waitForInvite((_r, state) => state.some((e) => e.type === "m.room.name" && e.content?.name === "Trip planning"));
+      const created = await api.sdk.chats.create({
+        accountID,
+        type: "group",
+        participantIDs: [bob.userID, carol.userID],
+        title: "Trip planning",
+      });
+      const roomID = await bob.waitForInvite((_r, state) =>
+        state.some((e) => e.type === "m.room.name" && e.content?.name === "Trip planning"),
+      );
       await bob.join(roomID);
       await carol.join(roomID);
       await api.sdk.messages.send(created.chatID, { text: "where to?" });
@@ -350,13 +564,21 @@ export function matrixSuite(target: MatrixTarget) {
     });
 
     it("starts a DM by user ID: the room is direct for both sides", async () => {
-      const started = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@dave:${server.serverName}` } });
+      const started = await api.ok("POST", "/v1/chats", {
+        accountID,
+        mode: "start",
+        user: { id: `@dave:${server.serverName}` },
+      });
       expect(started.status).toBe("created");
       const chat = await api.sdk.chats.retrieve(started.chatID);
       expect(chat.type).toBe("single");
       const direct = await phone.request("GET", `/_matrix/client/v3/user/${enc(phone.userID)}/account_data/m.direct`);
       expect(direct[`@dave:${server.serverName}`]).toHaveLength(1);
-      const again = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@dave:${server.serverName}` } });
+      const again = await api.ok("POST", "/v1/chats", {
+        accountID,
+        mode: "start",
+        user: { id: `@dave:${server.serverName}` },
+      });
       expect(again).toMatchObject({ status: "existing", chatID: started.chatID });
       // A name, not a user ID: found through the user directory.
       const byName = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { fullName: "Dave" } });
@@ -371,7 +593,9 @@ export function matrixSuite(target: MatrixTarget) {
       expect(found.items.map((u) => [u.id, u.fullName])).toContainEqual([`@dave:${server.serverName}`, "Dave"]);
       const exact = await api.sdk.accounts.contacts.search(accountID, { query: `@dave:${server.serverName}` });
       expect(exact.items.map((u) => u.id)).toContain(`@dave:${server.serverName}`);
-      const nobody = await api.ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@nobody:${server.serverName}` } }).catch((e: Error) => e.message);
+      const nobody = await api
+        .ok("POST", "/v1/chats", { accountID, mode: "start", user: { id: `@nobody:${server.serverName}` } })
+        .catch((e: Error) => e.message);
       expect(String(nobody)).toMatch(/422/);
     });
 
@@ -382,10 +606,15 @@ export function matrixSuite(target: MatrixTarget) {
       await bob.setState(dmRoom, "m.room.topic", "", { topic: "a new topic" }); // a notice here, no notification there
       const last = await bob.text(dmRoom, "unread two");
       await api.messageWith(dmChat, (m) => m.text === "unread two", "bob's messages");
-      expect((await api.messages(dmChat)).some((m) => m.type === "NOTICE" && /changed the topic/.test(m.text ?? ""))).toBe(true);
+      expect(
+        (await api.messages(dmChat)).some((m) => m.type === "NOTICE" && /changed the topic/.test(m.text ?? "")),
+      ).toBe(true);
       await waitFor("the server's count", async () => (await api.sdk.chats.retrieve(dmChat)).unreadCount === 2);
       await phone.receipt(dmRoom, last);
-      await waitFor("the chat to be read elsewhere", async () => (await api.sdk.chats.retrieve(dmChat)).unreadCount === 0);
+      await waitFor(
+        "the chat to be read elsewhere",
+        async () => (await api.sdk.chats.retrieve(dmChat)).unreadCount === 0,
+      );
     });
 
     it("waits out the server's rate limit instead of failing a send", async () => {
@@ -393,9 +622,17 @@ export function matrixSuite(target: MatrixTarget) {
       await admin.request("POST", override, { messages_per_second: 1, burst_count: 1 });
       try {
         const sent = [];
-        for (const text of ["limited 1", "limited 2", "limited 3"]) sent.push((await api.sdk.messages.send(dmChat, { text })).pendingMessageID);
-        for (const text of ["limited 1", "limited 2", "limited 3"]) await bob.waitForEvent((e) => e.content?.body === text, 20_000);
-        for (const id of sent) await api.messageWith(dmChat, (m) => m.id === id && m.sendStatus?.status === "SUCCESS", `${id} confirmed`, 20_000);
+        for (const text of ["limited 1", "limited 2", "limited 3"])
+          sent.push((await api.sdk.messages.send(dmChat, { text })).pendingMessageID);
+        for (const text of ["limited 1", "limited 2", "limited 3"])
+          await bob.waitForEvent((e) => e.content?.body === text, 20_000);
+        for (const id of sent)
+          await api.messageWith(
+            dmChat,
+            (m) => m.id === id && m.sendStatus?.status === "SUCCESS",
+            `${id} confirmed`,
+            20_000,
+          );
       } finally {
         await admin.request("DELETE", override);
       }
@@ -406,8 +643,15 @@ export function matrixSuite(target: MatrixTarget) {
       expect(await phone.tags(dmRoom)).toHaveProperty("m.favourite");
       const rules = await phone.request("GET", "/_matrix/client/v3/pushrules/");
       expect(JSON.stringify(rules.global.override)).toContain(dmRoom);
-      await phone.request("PUT", `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/tags/m.lowpriority`, {});
-      await phone.request("DELETE", `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/tags/m.favourite`);
+      await phone.request(
+        "PUT",
+        `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/tags/m.lowpriority`,
+        {},
+      );
+      await phone.request(
+        "DELETE",
+        `/_matrix/client/v3/user/${enc(phone.userID)}/rooms/${enc(dmRoom)}/tags/m.favourite`,
+      );
       await waitFor("the tags changed elsewhere to show", async () => {
         const chat = await api.sdk.chats.retrieve(dmChat);
         return chat.isLowPriority === true && chat.isPinned === false && chat.isMuted === true;
@@ -421,12 +665,29 @@ export function matrixSuite(target: MatrixTarget) {
     it("shows an encrypted room's messages as a notice and refuses to send there, saying why", async () => {
       const roomID = await bob.createRoom({ name: "Secret", invite: [phone.userID], encrypted: true });
       await phone.join(roomID);
-      await bob.send(roomID, { algorithm: "m.megolm.v1.aes-sha2", ciphertext: "AwgAEnAC", device_id: "BOBDEVICE", sender_key: "abc", session_id: "xyz" }, "m.room.encrypted");
+      await bob.send(
+        roomID,
+        {
+          algorithm: "m.megolm.v1.aes-sha2",
+          ciphertext: "AwgAEnAC",
+          device_id: "BOBDEVICE",
+          sender_key: "abc",
+          session_id: "xyz",
+        },
+        "m.room.encrypted",
+      );
       const chat = await api.chatTitled(accountID, "Secret");
-      const notice = await api.messageWith(chat.id, (m) => m.type === "NOTICE" && /encrypted/.test(m.text ?? ""), "the encrypted notice");
+      const notice = await api.messageWith(
+        chat.id,
+        (m) => m.type === "NOTICE" && /encrypted/.test(m.text ?? ""),
+        "the encrypted notice",
+      );
       expect(notice.senderID).toBe(bob.userID);
       const refused = await api.raw("POST", `/v1/chats/${enc(chat.id)}/messages`, { text: "hi" });
-      expect(refused).toMatchObject({ status: 422, body: { code: "NOT_SUPPORTED", message: expect.stringMatching(/encrypted/) } });
+      expect(refused).toMatchObject({
+        status: 422,
+        body: { code: "NOT_SUPPORTED", message: expect.stringMatching(/encrypted/) },
+      });
       expect((await api.messages(chat.id)).some((m) => m.text === "hi")).toBe(false);
     });
 
@@ -436,8 +697,14 @@ export function matrixSuite(target: MatrixTarget) {
       const message = await api.messageWith(group.id, (m) => m.text === "the original words", "bob's message");
       await carol.edit(historyRoom, original, "words bob never said");
       // The server lets a moderator redact others' messages; here, as for every network, only the sender's own count.
-      const levels = await bob.request("GET", `/_matrix/client/v3/rooms/${enc(historyRoom)}/state/m.room.power_levels/`);
-      await bob.setState(historyRoom, "m.room.power_levels", "", { ...levels, users: { ...levels.users, [carol.userID]: 50 } });
+      const levels = await bob.request(
+        "GET",
+        `/_matrix/client/v3/rooms/${enc(historyRoom)}/state/m.room.power_levels/`,
+      );
+      await bob.setState(historyRoom, "m.room.power_levels", "", {
+        ...levels,
+        users: { ...levels.users, [carol.userID]: 50 },
+      });
       await carol.redact(historyRoom, original);
       await carol.text(historyRoom, "after the forgery");
       await api.messageWith(group.id, (m) => m.text === "after the forgery", "carol's next message");
@@ -449,7 +716,11 @@ export function matrixSuite(target: MatrixTarget) {
         for (let i = 1; i <= 130; i++) await bob.text(dmRoom, `offline ${i}`);
       });
       await api.accountStatus(accountID, "connected", undefined, 30_000);
-      await waitFor("all 130 offline messages", async () => (await api.messages(dmChat)).filter((m) => m.text?.startsWith("offline ")).length >= 130, 30_000);
+      await waitFor(
+        "all 130 offline messages",
+        async () => (await api.messages(dmChat)).filter((m) => m.text?.startsWith("offline ")).length >= 130,
+        30_000,
+      );
       const texts = (await api.messages(dmChat)).map((m) => m.text).filter((t) => t?.startsWith("offline "));
       expect(texts).toHaveLength(130);
       expect(texts[0]).toBe("offline 130");
@@ -459,7 +730,12 @@ export function matrixSuite(target: MatrixTarget) {
     it("reconnects after Synapse restarts, and loses or doubles nothing", async () => {
       await server.restart();
       await bob.text(dmRoom, "after the server restart");
-      await api.messageWith(dmChat, (m) => m.text === "after the server restart", "the message after the restart", 30_000);
+      await api.messageWith(
+        dmChat,
+        (m) => m.text === "after the server restart",
+        "the message after the restart",
+        30_000,
+      );
       await api.accountStatus(accountID, "connected", undefined, 30_000);
       const texts = (await api.messages(dmChat)).map((m) => m.text);
       expect(texts.filter((t) => t === "after the server restart")).toHaveLength(1);
@@ -472,7 +748,12 @@ export function matrixSuite(target: MatrixTarget) {
       expect(away.statusText).toMatch(/cannot reach .*retrying in \d+ s/);
       await server.start();
       await bob.text(dmRoom, "after the server came back");
-      await api.messageWith(dmChat, (m) => m.text === "after the server came back", "the message after the outage", 45_000);
+      await api.messageWith(
+        dmChat,
+        (m) => m.text === "after the server came back",
+        "the message after the outage",
+        45_000,
+      );
       await api.accountStatus(accountID, "connected", undefined, 30_000);
     });
 
@@ -490,10 +771,14 @@ export function matrixSuite(target: MatrixTarget) {
       await phone.join(old);
       const before = await api.chatTitled(accountID, "Old house");
       const upgraded = await bob.request("POST", `/_matrix/client/v3/rooms/${enc(old)}/upgrade`, { new_version: "9" });
-      await waitFor("alice in the new room", async () => {
-        const joined = await phone.request("GET", "/_matrix/client/v3/joined_rooms");
-        return joined.joined_rooms.includes(upgraded.replacement_room);
-      }, 20_000);
+      await waitFor(
+        "alice in the new room",
+        async () => {
+          const joined = await phone.request("GET", "/_matrix/client/v3/joined_rooms");
+          return joined.joined_rooms.includes(upgraded.replacement_room);
+        },
+        20_000,
+      );
       await waitFor("the old chat archived", async () => (await api.sdk.chats.retrieve(before.id)).isArchived === true);
       await bob.text(upgraded.replacement_room, "in the new house");
       const chats = await waitFor("the new room's chat", async () => {
@@ -501,16 +786,30 @@ export function matrixSuite(target: MatrixTarget) {
         return page.items.find((c) => c.title === "Old house" && c.id !== before.id);
       });
       await api.messageWith(chats.id, (m) => m.text === "in the new house", "the message in the new room");
-      await bob.request("POST", `/_matrix/client/v3/rooms/${enc(upgraded.replacement_room)}/kick`, { user_id: phone.userID, reason: "moving on" });
-      await waitFor("the chat archived after the kick", async () => (await api.sdk.chats.retrieve(chats.id)).isArchived === true);
-      expect((await api.messages(chats.id)).some((m) => /removed Alice Liddell: moving on/.test(m.text ?? ""))).toBe(true);
+      await bob.request("POST", `/_matrix/client/v3/rooms/${enc(upgraded.replacement_room)}/kick`, {
+        user_id: phone.userID,
+        reason: "moving on",
+      });
+      await waitFor(
+        "the chat archived after the kick",
+        async () => (await api.sdk.chats.retrieve(chats.id)).isArchived === true,
+      );
+      expect((await api.messages(chats.id)).some((m) => /removed Alice Liddell: moving on/.test(m.text ?? ""))).toBe(
+        true,
+      );
     });
 
     it("declines an invitation when its chat is archived", async () => {
       const roomID = await carol.createRoom({ name: "Not for me", invite: [phone.userID] });
       const chat = await api.chatTitled(accountID, "Not for me");
       await api.ok("PATCH", `/v1/chats/${enc(chat.id)}`, { isArchived: true });
-      const left = await carol.waitForEvent((e, r) => r === roomID && e.type === "m.room.member" && e.state_key === phone.userID && e.content.membership === "leave");
+      const left = await carol.waitForEvent(
+        (e, r) =>
+          r === roomID &&
+          e.type === "m.room.member" &&
+          e.state_key === phone.userID &&
+          e.content.membership === "leave",
+      );
       expect(left.event.sender).toBe(phone.userID);
     });
 
@@ -518,9 +817,19 @@ export function matrixSuite(target: MatrixTarget) {
       const devices = await phone.request("GET", "/_matrix/client/v3/devices");
       const device = devices.devices.find((d: { display_name?: string }) => d.display_name === "inboxd");
       expect(device).toBeDefined();
-      const auth = { type: "m.login.password", identifier: { type: "m.id.user", user: phone.userID }, password: password("alice") };
-      const first = await phone.request("POST", "/_matrix/client/v3/delete_devices", { devices: [device.device_id] }).catch((e: { body?: { session?: string } }) => e.body);
-      if (first?.session) await phone.request("POST", "/_matrix/client/v3/delete_devices", { devices: [device.device_id], auth: { ...auth, session: first.session } });
+      const auth = {
+        type: "m.login.password",
+        identifier: { type: "m.id.user", user: phone.userID },
+        password: password("alice"),
+      };
+      const first = await phone
+        .request("POST", "/_matrix/client/v3/delete_devices", { devices: [device.device_id] })
+        .catch((e: { body?: { session?: string } }) => e.body);
+      if (first?.session)
+        await phone.request("POST", "/_matrix/client/v3/delete_devices", {
+          devices: [device.device_id],
+          auth: { ...auth, session: first.session },
+        });
       const account = await api.accountStatus(accountID, "reconnect_required", undefined, 45_000);
       expect(account.statusText).toMatch(/sign in again/i);
     });
@@ -538,7 +847,10 @@ export function matrixSuite(target: MatrixTarget) {
     });
 
     it("logs the session out on the server when the account is removed", async () => {
-      const whoami = () => fetch(`${server.url}/_matrix/client/v3/account/whoami`, { headers: { authorization: `Bearer ${session2.accessToken}` } });
+      const whoami = () =>
+        fetch(`${server.url}/_matrix/client/v3/account/whoami`, {
+          headers: { authorization: `Bearer ${session2.accessToken}` },
+        });
       expect((await whoami()).status).toBe(200);
       await api.ok("POST", `/v1/bridges/${MATRIX_BRIDGE}/logins/${enc(loginID)}/remove`, {});
       // The token the account used is dead now: the device is gone from the server.

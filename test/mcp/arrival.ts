@@ -3,7 +3,9 @@
  * whatever the session asked for meanwhile, and wait_for_message returns only what came after the call began.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { connect as connectWs, ECHO_ID, enc, sleep, type Chat, type Conn, type Page, type WsEvent } from "../events/kit.ts";
+import type { Chat, Page } from "../../src/schema/wire.ts";
+import { ECHO_ID, enc, sleep } from "../kit/common.ts";
+import { connect as connectWs, type Conn, type WsEvent } from "../events/kit.ts";
 import { png } from "../assets/fixtures.ts";
 import { ok, type Message } from "./kit.ts";
 import type { McpEnv } from "./suite.ts";
@@ -21,7 +23,10 @@ export function arrivalTests(env: McpEnv) {
   const laneChats = async (): Promise<{ echo: Chat; group: Chat }> => {
     const accountID = (await env.api.get("/v1/accounts"))[env.lane].accountID;
     const chats = (await env.api.get<Page<Chat>>(`/v1/chats/search?accountIDs=${enc(accountID)}&limit=200`)).items;
-    return { echo: chats.find((c) => c.participants.items.some((p) => p.id === ECHO_ID))!, group: chats.find((c) => c.type === "group")! };
+    return {
+      echo: chats.find((c) => c.participants.items.some((p) => p.id === ECHO_ID))!,
+      group: chats.find((c) => c.type === "group")!,
+    };
   };
   const announced = (chatID: string, text: string, from: number) =>
     ws.event("message.upserted", chatID, { from, where: (e) => e.entries!.some((m: Message) => m.text === text) });
@@ -48,7 +53,11 @@ export function arrivalTests(env: McpEnv) {
       text: caption,
       attachment: { content: Buffer.from(png(40, 30)).toString("base64"), fileName: "dot.png", mimeType: "image/png" },
     });
-    await ok(env.client, "add_reaction", { chatID: echo.id, messageID: text.structured.pendingMessageID, reactionKey: "👍" });
+    await ok(env.client, "add_reaction", {
+      chatID: echo.id,
+      messageID: text.structured.pendingMessageID,
+      reactionKey: "👍",
+    });
     await ok(env.client, "archive_chat", { chatID: group.id });
     await ok(env.client, "set_chat_reminder", { chatID: group.id, reminder: { remindAtMs: Date.now() + 3_600_000 } });
     await ok(env.client, "clear_chat_reminder", { chatID: group.id });
@@ -56,7 +65,10 @@ export function arrivalTests(env: McpEnv) {
     const answer = `Echo: ${caption}`;
     const event = await announced(echo.id, answer, from);
     const listed = (await ok(env.client, "list_messages", { chatID: echo.id })).structured.items as Message[];
-    expect(listed.find((m) => m.text === answer), `"${answer}" listed`).toMatchObject({ senderID: ECHO_ID, linkedMessageID: picture.structured.pendingMessageID });
+    expect(
+      listed.find((m) => m.text === answer),
+      `"${answer}" listed`,
+    ).toMatchObject({ senderID: ECHO_ID, linkedMessageID: picture.structured.pendingMessageID });
     for (const said of [`over v0 ${stamp}`, `over MCP ${stamp}`, caption]) {
       const reply = `Echo: ${said}`;
       const lag = lagOf(said === caption ? event : await announced(echo.id, reply, from), reply);
@@ -70,7 +82,9 @@ export function arrivalTests(env: McpEnv) {
     const from = ws.mark();
     const old = `old ${env.kind} ${Date.now()}`;
     await env.api.send(echo.id, old);
-    const earlier = (await announced(echo.id, `Echo: ${old}`, from)).entries!.find((m: Message) => m.text === `Echo: ${old}`) as Message;
+    const earlier = (await announced(echo.id, `Echo: ${old}`, from)).entries!.find(
+      (m: Message) => m.text === `Echo: ${old}`,
+    ) as Message;
     for (const chatIDs of [undefined, [echo.id]]) {
       const fresh = `fresh ${env.kind} ${chatIDs ? "in the chat" : "anywhere"} ${Date.now()}`;
       const waiting = ok(env.client, "wait_for_message", { ...(chatIDs ? { chatIDs } : {}), timeoutSeconds: 10 });
@@ -81,7 +95,10 @@ export function arrivalTests(env: McpEnv) {
         await env.api.send(echo.id, fresh);
       });
       const [{ structured }] = await Promise.all([waiting, meanwhile]);
-      expect(structured.message, chatIDs ? "in the Echo chat" : "in any chat").toMatchObject({ text: `Echo: ${fresh}`, senderID: ECHO_ID });
+      expect(structured.message, chatIDs ? "in the Echo chat" : "in any chat").toMatchObject({
+        text: `Echo: ${fresh}`,
+        senderID: ECHO_ID,
+      });
       await ok(env.client, "remove_reaction", { chatID: echo.id, messageID: earlier.id, reactionKey: "👀" });
     }
   });

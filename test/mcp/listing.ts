@@ -7,7 +7,10 @@ const DESTRUCTIVE = ["clear_chat_reminder", "edit_message", "delete_message", "r
 
 export function listingTests(env: McpEnv) {
   it("initializes: server name and version, tools and resources, instructions on how the tools go together", () => {
-    expect(env.client.getServerVersion()).toMatchObject({ name: "inboxd", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    expect(env.client.getServerVersion()).toMatchObject({
+      name: "inboxd",
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+    });
     expect(env.client.getServerCapabilities()).toMatchObject({ tools: {}, resources: {} });
     const instructions = env.client.getInstructions() ?? "";
     for (const word of ["list_unread", "wait_for_message", "untrusted", "cursor"]) expect(instructions).toContain(word);
@@ -26,22 +29,42 @@ export function listingTests(env: McpEnv) {
     }
     const byName = new Map(tools.map((t) => [t.name, t]));
     // The real app's inputs: send_message {chatID*, text, replyToMessageID}, set_chat_reminder {chatID*, reminder*{remindAtMs…}}.
-    expect(byName.get("send_message")!.inputSchema).toMatchObject({ required: ["chatID"], properties: { chatID: { type: "string" }, text: { type: "string" }, replyToMessageID: { type: "string" } } });
+    expect(byName.get("send_message")!.inputSchema).toMatchObject({
+      required: ["chatID"],
+      properties: { chatID: { type: "string" }, text: { type: "string" }, replyToMessageID: { type: "string" } },
+    });
     expect(byName.get("set_chat_reminder")!.inputSchema).toMatchObject({
       required: ["chatID", "reminder"],
-      properties: { reminder: { properties: { remindAtMs: { type: "number" }, dismissOnIncomingMessage: { type: "boolean" } } } },
+      properties: {
+        reminder: { properties: { remindAtMs: { type: "number" }, dismissOnIncomingMessage: { type: "boolean" } } },
+      },
     });
-    expect(Object.keys(byName.get("focus_app")!.inputSchema.properties!).sort()).toEqual(["chatID", "draftAttachmentPath", "draftText", "messageID"]);
-    expect(byName.get("search_messages")!.inputSchema.properties).toMatchObject({ query: {}, chatIDs: { type: "array" }, cursor: {}, direction: { enum: ["before", "after"] } });
+    expect(Object.keys(byName.get("focus_app")!.inputSchema.properties!).sort()).toEqual([
+      "chatID",
+      "draftAttachmentPath",
+      "draftText",
+      "messageID",
+    ]);
+    expect(byName.get("search_messages")!.inputSchema.properties).toMatchObject({
+      query: {},
+      chatIDs: { type: "array" },
+      cursor: {},
+      direction: { enum: ["before", "after"] },
+    });
     // Attachments: an uploadID, or base64 content with a file name.
-    const attachment = byName.get("send_message")!.inputSchema.properties!.attachment as { anyOf: { required: string[] }[] };
+    const attachment = byName.get("send_message")!.inputSchema.properties!.attachment as {
+      anyOf: { required: string[] }[];
+    };
     expect(attachment.anyOf.map((a) => a.required)).toEqual([["uploadID"], ["content", "fileName"]]);
   });
 
   it("annotates every tool: read-only ones, destructive ones, idempotent ones", async () => {
     for (const tool of await listTools(env.client)) {
       const readOnly = READ_ONLY_TOOLS.includes(tool.name);
-      expect(tool.annotations, tool.name).toMatchObject({ readOnlyHint: readOnly, destructiveHint: DESTRUCTIVE.includes(tool.name) });
+      expect(tool.annotations, tool.name).toMatchObject({
+        readOnlyHint: readOnly,
+        destructiveHint: DESTRUCTIVE.includes(tool.name),
+      });
       expect(typeof tool.annotations?.idempotentHint, tool.name).toBe("boolean");
       expect(typeof tool.annotations?.openWorldHint, tool.name).toBe("boolean");
     }

@@ -1,6 +1,7 @@
 /** The read-only tools and the resources, each compared with what REST answers for the same question. */
 import { expect, it } from "vitest";
-import { chatPath, enc, type Chat, type Page } from "../events/kit.ts";
+import type { Chat, Page } from "../../src/schema/wire.ts";
+import { chatPath, enc } from "../kit/common.ts";
 import { ok, type Message } from "./kit.ts";
 import type { McpEnv } from "./suite.ts";
 
@@ -21,13 +22,22 @@ export function readingTests(env: McpEnv) {
     expect(first.structured.items.map((c: Chat) => c.id)).toEqual(rest.items.map((c) => c.id));
     expect(first.structured.hasMore).toBe(true);
     expect(first.text).toContain(first.structured.oldestCursor);
-    const second = await ok(env.client, "search_chats", { limit: 5, cursor: first.structured.oldestCursor, direction: "before" });
-    const restSecond = await env.api.get<Page<Chat>>(`/v1/chats/search?limit=5&cursor=${enc(rest.oldestCursor!)}&direction=before`);
+    const second = await ok(env.client, "search_chats", {
+      limit: 5,
+      cursor: first.structured.oldestCursor,
+      direction: "before",
+    });
+    const restSecond = await env.api.get<Page<Chat>>(
+      `/v1/chats/search?limit=5&cursor=${enc(rest.oldestCursor!)}&direction=before`,
+    );
     expect(second.structured.items.map((c: Chat) => c.id)).toEqual(restSecond.items.map((c) => c.id));
     // A participant's name typed as words finds the chat.
     const group = (await chats()).find((c) => c.type === "group")!;
     const person = group.participants.items.find((p) => !p.isSelf && p.fullName)!;
-    const byName = await ok(env.client, "search_chats", { query: person.fullName!.toLowerCase(), scope: "participants" });
+    const byName = await ok(env.client, "search_chats", {
+      query: person.fullName!.toLowerCase(),
+      scope: "participants",
+    });
     expect(byName.structured.items.map((c: Chat) => c.id)).toContain(group.id);
     expect((await ok(env.client, "search_chats", { query: "qqqzzzxxx" })).text).toContain("No chat matches");
   });
@@ -57,7 +67,9 @@ export function readingTests(env: McpEnv) {
     expect(text.indexOf(rest.items.at(-1)!.id)).toBeLessThan(text.indexOf(rest.items[0].id));
     if (rest.hasMore) {
       const older = await ok(env.client, "list_messages", { chatID: chat.id, cursor: structured.oldestCursor });
-      const restOlder = await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages?cursor=${enc(rest.oldestCursor!)}`);
+      const restOlder = await env.api.get<Page<Message>>(
+        `${chatPath(chat.id)}/messages?cursor=${enc(rest.oldestCursor!)}`,
+      );
       expect(older.structured.items.map((m: Message) => m.id)).toEqual(restOlder.items.map((m) => m.id));
     }
   });
@@ -67,19 +79,29 @@ export function readingTests(env: McpEnv) {
     const middle = (await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages`)).items[10];
     for (const direction of ["before", "after"]) {
       const byID = await ok(env.client, "list_messages", { chatID: chat.id, cursor: middle.id, direction });
-      const rest = await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages?cursor=${enc(middle.sortKey)}&direction=${direction}`);
-      expect(byID.structured.items.map((m: Message) => m.id), direction).toEqual(rest.items.map((m) => m.id));
+      const rest = await env.api.get<Page<Message>>(
+        `${chatPath(chat.id)}/messages?cursor=${enc(middle.sortKey)}&direction=${direction}`,
+      );
+      expect(
+        byID.structured.items.map((m: Message) => m.id),
+        direction,
+      ).toEqual(rest.items.map((m) => m.id));
       expect(byID.structured.items.map((m: Message) => m.id)).not.toContain(middle.id);
     }
     const foreign = (await env.api.get<Page<Message>>(`${chatPath(other.id)}/messages`)).items[0];
-    const refused = await env.client.callTool({ name: "list_messages", arguments: { chatID: chat.id, cursor: foreign.id } });
+    const refused = await env.client.callTool({
+      name: "list_messages",
+      arguments: { chatID: chat.id, cursor: foreign.id },
+    });
     expect(refused.isError).toBe(true);
     expect((refused.content as { text: string }[])[0].text).toMatch(/400 INVALID_REQUEST.*another chat/);
   });
 
   it("search_messages: literal words, the same hits as /v1/messages/search", async () => {
     const chat = (await chats())[env.lane + 2];
-    const sample = (await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages`)).items.find((m) => (m.text ?? "").split(" ").length > 3)!;
+    const sample = (await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages`)).items.find(
+      (m) => (m.text ?? "").split(" ").length > 3,
+    )!;
     const word = sample.text!.split(/[^\p{L}]+/u).filter((w) => w.length > 5)[0] ?? sample.text!.split(" ")[0];
     const { structured, text } = await ok(env.client, "search_messages", { query: word, chatIDs: [chat.id] });
     const rest = await env.api.get(`/v1/messages/search?query=${enc(word)}&chatIDs=${enc(chat.id)}`);
@@ -115,7 +137,9 @@ export function readingTests(env: McpEnv) {
     const rest = await env.api.get(`/v1/search?query=${enc(query)}`);
     expect(structured.results.chats.map((c: Chat) => c.id)).toEqual(rest.results.chats.map((c: Chat) => c.id));
     expect(structured.results.in_groups.map((c: Chat) => c.id)).toContain(group.id);
-    expect(structured.results.messages.items.map((m: Message) => m.id)).toEqual(rest.results.messages.items.map((m: Message) => m.id));
+    expect(structured.results.messages.items.map((m: Message) => m.id)).toEqual(
+      rest.results.messages.items.map((m: Message) => m.id),
+    );
     expect(text).toContain("## Groups with a matching participant");
     // Its message part pages on through search_messages, with the cursor its text names.
     const common = await ok(env.client, "search", { query: "the" });
@@ -131,17 +155,25 @@ export function readingTests(env: McpEnv) {
   it("search_docs: operations of the served OpenAPI document and README sections, best first", async () => {
     const reminders = await ok(env.client, "search_docs", { query: "chat reminder", language: "http" });
     expect(reminders.structured.results[0].matched).toEqual(["chat", "reminder"]);
-    expect(reminders.structured.results.map((r: { title: string }) => r.title)).toContain("POST /v1/chats/{chatID}/reminders — Create a chat reminder");
+    expect(reminders.structured.results.map((r: { title: string }) => r.title)).toContain(
+      "POST /v1/chats/{chatID}/reminders — Create a chat reminder",
+    );
     const spec = await env.api.get("/v1/spec");
     expect(spec.paths["/v1/chats/{chatID}/reminders"].post.summary).toBe("Create a chat reminder");
     const ws = await ok(env.client, "search_docs", { query: "websocket subscriptions", detail: "verbose" });
-    expect(ws.structured.results.some((r: { source: string; text: string }) => r.source === "readme" && r.text.includes("subscriptions.set"))).toBe(true);
+    expect(
+      ws.structured.results.some(
+        (r: { source: string; text: string }) => r.source === "readme" && r.text.includes("subscriptions.set"),
+      ),
+    ).toBe(true);
     expect((await ok(env.client, "search_docs", { query: "qqqzzzxxx" })).structured.results).toEqual([]);
   });
 
   it("list_unread: the inbox's unread chats (as /v1/chats/search?unreadOnly) with their unread messages", async () => {
     const { structured, text } = await ok(env.client, "list_unread", { limit: 50 });
-    const rest = await env.api.get<Page<Chat>>("/v1/chats/search?unreadOnly=true&inbox=primary&includeMuted=false&limit=50");
+    const rest = await env.api.get<Page<Chat>>(
+      "/v1/chats/search?unreadOnly=true&inbox=primary&includeMuted=false&limit=50",
+    );
     expect(structured.items.map((i: { chat: Chat }) => i.chat.id)).toEqual(rest.items.map((c) => c.id));
     expect(rest.items.length).toBeGreaterThan(0);
     for (const { chat, messages } of structured.items as { chat: Chat; messages: Message[] }[]) {
@@ -155,15 +187,24 @@ export function readingTests(env: McpEnv) {
     const { resources } = await env.client.listResources();
     expect(resources[0]).toMatchObject({ uri: "inboxd://unread", mimeType: "text/markdown" });
     const { resourceTemplates } = await env.client.listResourceTemplates();
-    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(["inboxd://chats/{chatID}/messages", "inboxd://assets/{assetID}"]);
+    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      "inboxd://chats/{chatID}/messages",
+      "inboxd://assets/{assetID}",
+    ]);
     const unread = await env.client.readResource({ uri: "inboxd://unread" });
-    const firstUnread = (await env.api.get<Page<Chat>>("/v1/chats/search?unreadOnly=true&inbox=primary&includeMuted=false&limit=1")).items[0];
+    const firstUnread = (
+      await env.api.get<Page<Chat>>("/v1/chats/search?unreadOnly=true&inbox=primary&includeMuted=false&limit=1")
+    ).items[0];
     expect((unread.contents[0] as { text: string }).text).toContain(firstUnread.id);
     const chat = (await chats())[1];
     const uri = `inboxd://chats/${encodeURIComponent(chat.id)}/messages`;
     expect(resources.map((r) => r.uri)).toContain(uri);
     const newest = (await env.api.get<Page<Message>>(`${chatPath(chat.id)}/messages`)).items[0];
-    expect((await env.client.readResource({ uri })).contents[0]).toMatchObject({ uri, mimeType: "text/markdown", text: expect.stringContaining(newest.id) });
+    expect((await env.client.readResource({ uri })).contents[0]).toMatchObject({
+      uri,
+      mimeType: "text/markdown",
+      text: expect.stringContaining(newest.id),
+    });
     await expect(env.client.readResource({ uri: "inboxd://chats/nope/messages" })).rejects.toThrow(/not found/i);
   });
 

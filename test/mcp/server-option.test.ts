@@ -24,9 +24,13 @@ afterAll(async () => {
 async function daemon(args: string[], env: NodeJS.ProcessEnv = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "inboxd-mcp-tools-"));
   dirs.push(dataDir);
-  const created = await promisify(execFile)(cli[0], [...cli.slice(1), "token", "create", "--data-dir", dataDir], { cwd: ROOT });
+  const created = await promisify(execFile)(cli[0], [...cli.slice(1), "token", "create", "--data-dir", dataDir], {
+    cwd: ROOT,
+  });
   const token = created.stdout.trim().split("\n").pop()!;
-  const server = await startServing(cli[0], [...cli.slice(1), "serve", "--port", "0", "--data-dir", dataDir, ...args], { env: { ...process.env, ...env } });
+  const server = await startServing(cli[0], [...cli.slice(1), "serve", "--port", "0", "--data-dir", dataDir, ...args], {
+    env: { ...process.env, ...env },
+  });
   servers.push(server);
   return { url: server.url.replace(/\/$/, ""), token };
 }
@@ -54,7 +58,11 @@ describe("inboxd serve --mcp-tools", () => {
   it("refuses to start with an unknown tool name, naming it", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "inboxd-mcp-tools-"));
     dirs.push(dataDir);
-    const result = await promisify(execFile)(cli[0], [...cli.slice(1), "serve", "--port", "0", "--data-dir", dataDir, "--mcp-tools", "search,send_mesage"], { cwd: ROOT }).then(
+    const result = await promisify(execFile)(
+      cli[0],
+      [...cli.slice(1), "serve", "--port", "0", "--data-dir", dataDir, "--mcp-tools", "search,send_mesage"],
+      { cwd: ROOT },
+    ).then(
       () => ({ code: 0, stderr: "" }),
       (error: { code: number; stderr: string }) => error,
     );

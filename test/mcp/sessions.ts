@@ -4,9 +4,8 @@
  */
 import { expect, it } from "vitest";
 import { MAX_SSE_SESSIONS, SSE_KEEP_ALIVE_MS } from "../../src/mcp/sse.ts";
-import { randomToken, waitFor } from "../events/kit.ts";
+import { randomToken, type Start, waitFor } from "../kit/common.ts";
 import { endpoint } from "./kit.ts";
-import type { Start } from "./suite.ts";
 
 /**
  * When a dropped client's session is freed: the daemon learns of the disconnect at once; a Durable Object only when
@@ -21,7 +20,10 @@ export function sessionTests(start: Start, freedAt: FreedAt) {
     try {
       const open = async () => {
         const aborted = new AbortController();
-        const res = await fetch(endpoint(server.url, "sse"), { headers: { authorization: `Bearer ${token}` }, signal: aborted.signal });
+        const res = await fetch(endpoint(server.url, "sse"), {
+          headers: { authorization: `Bearer ${token}` },
+          signal: aborted.signal,
+        });
         if (res.status === 200) await res.body!.getReader().read();
         aborted.abort();
         return res.status;
@@ -31,7 +33,12 @@ export function sessionTests(start: Start, freedAt: FreedAt) {
         if ((await open()) === 200) continue;
         expect(freedAt, `session ${i + 1} refused`).toBe("keep-alive");
         refused++;
-        await waitFor(`session ${i + 1} to be accepted once older ones are freed`, async () => (await open()) === 200, 3 * SSE_KEEP_ALIVE_MS, 250);
+        await waitFor(
+          `session ${i + 1} to be accepted once older ones are freed`,
+          async () => (await open()) === 200,
+          3 * SSE_KEEP_ALIVE_MS,
+          250,
+        );
       }
       expect(refused).toBeLessThanOrEqual(20);
     } finally {

@@ -5,18 +5,13 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Api, randomToken } from "../events/kit.ts";
+import { randomToken, type Start } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
 import { connect, endpoint, listTools, READ_ONLY_TOOLS, TRANSPORTS, type TransportKind } from "./kit.ts";
 import { listingTests } from "./listing.ts";
 import { readingTests } from "./reading.ts";
 import { writingTests } from "./writing.ts";
 import { arrivalTests } from "./arrival.ts";
-
-export interface StartOptions {
-  seed: { chats: number; messages: number; accounts?: number; seed?: number };
-  tokens: { token: string; scopes: ("read" | "write")[] }[];
-}
-export type Start = (options: StartOptions) => Promise<{ url: string; stop(): Promise<void> }>;
 
 /** What the scenario files share; filled in beforeAll. */
 export interface McpEnv {
@@ -38,7 +33,13 @@ export function mcpSuite(name: string, start: Start) {
     const base = { rw: randomToken("rw"), ro: randomToken("ro") } as McpEnv;
 
     beforeAll(async () => {
-      const server = await start({ seed: SEED, tokens: [{ token: base.rw, scopes: ["read", "write"] }, { token: base.ro, scopes: ["read"] }] });
+      const server = await start({
+        seed: SEED,
+        tokens: [
+          { token: base.rw, scopes: ["read", "write"] },
+          { token: base.ro, scopes: ["read"] },
+        ],
+      });
       stop = server.stop;
       base.url = server.url;
       base.api = new Api(server.url, base.rw);
@@ -47,8 +48,15 @@ export function mcpSuite(name: string, start: Start) {
 
     describe("access", () => {
       it("answers 401 with WWW-Authenticate: Bearer without a token, on every MCP endpoint", async () => {
-        for (const [method, path] of [["POST", "/v0/mcp"], ["GET", "/v0/sse"], ["POST", "/v0/sse/messages?sessionId=x"]]) {
-          const res = await base.api.raw(method, path, { token: null, json: method === "POST" ? { jsonrpc: "2.0", id: 1, method: "ping" } : undefined });
+        for (const [method, path] of [
+          ["POST", "/v0/mcp"],
+          ["GET", "/v0/sse"],
+          ["POST", "/v0/sse/messages?sessionId=x"],
+        ]) {
+          const res = await base.api.raw(method, path, {
+            token: null,
+            json: method === "POST" ? { jsonrpc: "2.0", id: 1, method: "ping" } : undefined,
+          });
           expect(res.status, `${method} ${path}`).toBe(401);
           expect(res.headers.get("www-authenticate"), `${method} ${path}`).toMatch(/^Bearer /);
         }
@@ -68,7 +76,11 @@ export function mcpSuite(name: string, start: Start) {
         const post = (id: number, method: string, params?: object) =>
           fetch(endpoint(base.url, "streamable"), {
             method: "POST",
-            headers: { authorization: `Bearer ${base.rw}`, accept: "application/json, text/event-stream", "content-type": "application/json" },
+            headers: {
+              authorization: `Bearer ${base.rw}`,
+              accept: "application/json, text/event-stream",
+              "content-type": "application/json",
+            },
             body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
           });
         const quick = await post(1, "tools/call", { name: "get_accounts", arguments: {} });
@@ -77,15 +89,29 @@ export function mcpSuite(name: string, start: Start) {
         const waiting = await post(2, "tools/call", { name: "wait_for_message", arguments: { timeoutSeconds: 1 } });
         expect(waiting.headers.get("content-type")).toMatch(/^text\/event-stream/);
         expect(await waiting.text()).toMatch(/^event: message\ndata: \{"result":\{.*"timedOut":true/m);
-        const noAccept = await fetch(endpoint(base.url, "streamable"), { method: "POST", headers: { authorization: `Bearer ${base.rw}`, "content-type": "application/json" }, body: "{}" });
+        const noAccept = await fetch(endpoint(base.url, "streamable"), {
+          method: "POST",
+          headers: { authorization: `Bearer ${base.rw}`, "content-type": "application/json" },
+          body: "{}",
+        });
         expect(noAccept.status).toBe(406);
-        const notJson = await fetch(endpoint(base.url, "streamable"), { method: "POST", headers: { authorization: `Bearer ${base.rw}`, accept: "application/json, text/event-stream", "content-type": "application/json" }, body: "{nope" });
+        const notJson = await fetch(endpoint(base.url, "streamable"), {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${base.rw}`,
+            accept: "application/json, text/event-stream",
+            "content-type": "application/json",
+          },
+          body: "{nope",
+        });
         expect(notJson.status).toBe(400);
         expect((await notJson.json()).error.code).toBe(-32700);
       });
 
       it("keeps a /v0/sse session to the token that opened it", async () => {
-        const res = await fetch(endpoint(base.url, "sse"), { headers: { authorization: `Bearer ${base.rw}`, accept: "text/event-stream" } });
+        const res = await fetch(endpoint(base.url, "sse"), {
+          headers: { authorization: `Bearer ${base.rw}`, accept: "text/event-stream" },
+        });
         const reader = res.body!.getReader();
         let text = "";
         while (!text.includes("\n\n")) text += new TextDecoder().decode((await reader.read()).value);
@@ -109,7 +135,9 @@ export function mcpSuite(name: string, start: Start) {
             expect(tools.every((t) => t.annotations?.readOnlyHint === true)).toBe(true);
             const [chat] = (await base.api.get("/v1/chats?limit=1")).items;
             const before = (await base.api.get(`/v1/chats/${encodeURIComponent(chat.id)}/messages`)).items[0].id;
-            await expect(client.callTool({ name: "send_message", arguments: { chatID: chat.id, text: "from a read token" } })).rejects.toThrow(/read-only/);
+            await expect(
+              client.callTool({ name: "send_message", arguments: { chatID: chat.id, text: "from a read token" } }),
+            ).rejects.toThrow(/read-only/);
             expect((await base.api.get(`/v1/chats/${encodeURIComponent(chat.id)}/messages`)).items[0].id).toBe(before);
             const read = await client.callTool({ name: "get_chat", arguments: { chatID: chat.id } });
             expect(read.isError).toBeFalsy();

@@ -31,7 +31,12 @@ export const CHROMIUM_INSTALL_MS = 600_000;
 export async function ensureChromium(): Promise<void> {
   if (existsSync(CHROMIUM)) return;
   const hint = `these tests drive Debian's chromium at ${CHROMIUM}: run \`sudo apt-get install -y chromium\``;
-  await aptInstall(["chromium"], { lock: "inboxd-chromium-install.lock", unless: `test -x ${CHROMIUM}`, notRoot: `${hint} (not root, so the tests cannot install it)`, failed: `installing chromium failed; ${hint}` });
+  await aptInstall(["chromium"], {
+    lock: "inboxd-chromium-install.lock",
+    unless: `test -x ${CHROMIUM}`,
+    notRoot: `${hint} (not root, so the tests cannot install it)`,
+    failed: `installing chromium failed; ${hint}`,
+  });
   if (!existsSync(CHROMIUM)) throw new Error(`apt-get reported success but ${CHROMIUM} is still missing; ${hint}`);
 }
 const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
@@ -62,15 +67,25 @@ async function redirectReceiver() {
 }
 
 /** The person: signs in the way this runtime offers (`signIn` opens the one-time link, or pastes the admin token). */
-async function approveInBrowser(page: Page, authorizeURL: string, signIn: (page: Page, next: string) => Promise<void>, screenshot?: string) {
+async function approveInBrowser(
+  page: Page,
+  authorizeURL: string,
+  signIn: (page: Page, next: string) => Promise<void>,
+  screenshot?: string,
+) {
   await page.goto(authorizeURL);
-  if (await page.getByRole("heading", { name: "Sign in to inboxd" }).isVisible()) await signIn(page, new URL(authorizeURL).pathname + new URL(authorizeURL).search);
+  if (await page.getByRole("heading", { name: "Sign in to inboxd" }).isVisible())
+    await signIn(page, new URL(authorizeURL).pathname + new URL(authorizeURL).search);
   await page.getByRole("button", { name: "Approve" }).waitFor();
   if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
   await page.getByRole("button", { name: "Approve" }).click();
 }
 
-export function browserSuite(name: string, start: () => Promise<Server & { signIn(page: Page, next: string): Promise<void> }>, options: { screenshot?: boolean } = {}) {
+export function browserSuite(
+  name: string,
+  start: () => Promise<Server & { signIn(page: Page, next: string): Promise<void> }>,
+  options: { screenshot?: boolean } = {},
+) {
   describe(`OAuth in a real browser on ${name}`, () => {
     let server: Awaited<ReturnType<typeof start>>;
     let browser: Chromium;
@@ -81,7 +96,18 @@ export function browserSuite(name: string, start: () => Promise<Server & { signI
       server = await start();
       receiver = await redirectReceiver();
       // As root and on a closed network: no sandbox, no background connections (they are refused here).
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+        ],
+      });
     }, CHROMIUM_INSTALL_MS);
     afterAll(async () => {
       await browser?.close();
@@ -95,19 +121,30 @@ export function browserSuite(name: string, start: () => Promise<Server & { signI
       const { verifier, challenge } = await pkce();
       const authorize = `${server.url}/oauth/authorize?${new URLSearchParams({ response_type: "code", client_id: client.client_id, redirect_uri: receiver.url, code_challenge: challenge, code_challenge_method: "S256", scope: "read write", state: "browser-state" })}`;
       const page = await (await browser.newContext()).newPage();
-      // The README shows docs/oauth-consent.png; UPDATE_SCREENSHOTS=1 retakes it (otherwise it goes to a temp file).
-      const shot = options.screenshot && process.env.UPDATE_SCREENSHOTS === "1" ? `${DOCS}oauth-consent.png` : join(tmpdir(), `inboxd-oauth-consent-${process.pid}.png`);
+      // docs/oauth.md shows docs/oauth-consent.png; UPDATE_SCREENSHOTS=1 retakes it (otherwise it goes to a temp file).
+      const shot =
+        options.screenshot && process.env.UPDATE_SCREENSHOTS === "1"
+          ? `${DOCS}oauth-consent.png`
+          : join(tmpdir(), `inboxd-oauth-consent-${process.pid}.png`);
       mkdirSync(dirname(shot), { recursive: true });
       await approveInBrowser(page, authorize, server.signIn, shot);
       expect(statSync(shot).size).toBeGreaterThan(5_000);
       const back = await receiver.take();
       expect(back.get("state")).toBe("browser-state");
-      const token = await exchange(app, { grant_type: "authorization_code", code: back.get("code")!, code_verifier: verifier, client_id: client.client_id, redirect_uri: receiver.url });
+      const token = await exchange(app, {
+        grant_type: "authorization_code",
+        code: back.get("code")!,
+        code_verifier: verifier,
+        client_id: client.client_id,
+        redirect_uri: receiver.url,
+      });
       expect(token.status).toBe(200);
       const { access_token } = token.json as { access_token: string };
       const sdk = new BeeperDesktop({ baseURL: server.url, accessToken: access_token, maxRetries: 0, logLevel: "off" });
       expect(Array.isArray(await sdk.accounts.list())).toBe(true);
-      const info = await (await fetch(`${server.url}/v1/info`, { headers: { authorization: `Bearer ${access_token}` } })).json();
+      const info = await (
+        await fetch(`${server.url}/v1/info`, { headers: { authorization: `Bearer ${access_token}` } })
+      ).json();
       expect(info.endpoints.oauth.token_endpoint).toBe(`${server.url}/oauth/token`);
       await page.context().close();
     });
@@ -115,7 +152,9 @@ export function browserSuite(name: string, start: () => Promise<Server & { signI
     it("an MCP client starts from a bare 401 on /v0/mcp, and after the owner approves it lists the tools", async () => {
       const provider = new MemoryProvider(receiver.url);
       const first = new StreamableHTTPClientTransport(new URL(`${server.url}/v0/mcp`), { authProvider: provider });
-      await expect(new Client({ name: "oauth-test", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+      await expect(new Client({ name: "oauth-test", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(
+        UnauthorizedError,
+      );
       expect(provider.authorizationURL, "the client found the authorization endpoint from the 401").toBeDefined();
       const page = await (await browser.newContext()).newPage();
       await approveInBrowser(page, provider.authorizationURL!.toString(), server.signIn);

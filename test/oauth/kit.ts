@@ -6,7 +6,11 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationFull, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type {
+  OAuthClientInformationFull,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { s256 } from "../../src/oauth/form.ts";
 
 export const randomToken = () => `oauth_${randomBytes(18).toString("base64url")}`;
@@ -14,7 +18,11 @@ export const randomToken = () => `oauth_${randomBytes(18).toString("base64url")}
 /** What a person does on the daemon's machine: `inboxd open --print` beside the running daemon, for a fresh one-time sign-in link. */
 export async function ownerSignInLink(node: { url: string; dataDir: string }, root: string): Promise<string> {
   const port = new URL(node.url).port;
-  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "open", "--data-dir", node.dataDir, "--port", port, "--print"], { cwd: root });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ["--import", "tsx", "adapters/node/cli.ts", "open", "--data-dir", node.dataDir, "--port", port, "--print"],
+    { cwd: root },
+  );
   const link = stdout.trim().split("\n").pop()!;
   if (!link.startsWith(`${node.url}/oauth/login?code=`)) throw new Error(`inboxd open printed ${stdout}`);
   return link;
@@ -43,7 +51,16 @@ export class Browser {
     private readonly fetchFn: typeof fetch = fetch,
   ) {}
 
-  async request(path: string, init: { method?: string; form?: Record<string, string>; json?: unknown; headers?: Record<string, string>; token?: string } = {}): Promise<Answer> {
+  async request(
+    path: string,
+    init: {
+      method?: string;
+      form?: Record<string, string>;
+      json?: unknown;
+      headers?: Record<string, string>;
+      token?: string;
+    } = {},
+  ): Promise<Answer> {
     const headers: Record<string, string> = { ...init.headers };
     if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
     if (init.token) headers.authorization = `Bearer ${init.token}`;
@@ -55,7 +72,12 @@ export class Browser {
       headers["content-type"] = "application/json";
       body = JSON.stringify(init.json);
     }
-    const res = await this.fetchFn(path.startsWith("http") ? path : this.base + path, { method: init.method ?? (body ? "POST" : "GET"), headers, body, redirect: "manual" });
+    const res = await this.fetchFn(path.startsWith("http") ? path : this.base + path, {
+      method: init.method ?? (body ? "POST" : "GET"),
+      headers,
+      body,
+      redirect: "manual",
+    });
     for (const cookie of res.headers.getSetCookie()) {
       const [pair] = cookie.split(";");
       const [name, ...value] = pair.split("=");
@@ -82,7 +104,15 @@ export async function pkce() {
 }
 
 export async function register(browser: Browser, redirectURIs = ["http://127.0.0.1/callback"], name = "Test App") {
-  const r = await browser.request("/oauth/register", { json: { client_name: name, redirect_uris: redirectURIs, grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "none" } });
+  const r = await browser.request("/oauth/register", {
+    json: {
+      client_name: name,
+      redirect_uris: redirectURIs,
+      grant_types: ["authorization_code"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    },
+  });
   if (r.status !== 201) throw new Error(`register → ${r.status}: ${r.text}`);
   return r.json as { client_id: string; client_name: string };
 }
@@ -95,13 +125,40 @@ export function authorizeQuery(params: Record<string, string | undefined>) {
 
 /** The consent page's form fields (hidden inputs), as the browser would post them. */
 export function consentFields(html: string): Record<string, string> {
-  const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
-  return Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], unescape(m[2])]));
+  const unescapeHtml = (s: string) =>
+    s
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&amp;/g, "&");
+  return Object.fromEntries(
+    [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], unescapeHtml(m[2])]),
+  );
 }
 
 /** Runs the whole flow as app + owner: answers the redirect back to the app (with `code` or `error`). */
-export async function approve(browser: Browser, server: Server, options: { clientID: string; redirectURI: string; challenge: string; scope?: string; state?: string; decision?: "approve" | "deny" }) {
-  const query = authorizeQuery({ response_type: "code", client_id: options.clientID, redirect_uri: options.redirectURI, code_challenge: options.challenge, code_challenge_method: "S256", scope: options.scope ?? "read write", state: options.state ?? "s-123" });
+export async function approve(
+  browser: Browser,
+  server: Server,
+  options: {
+    clientID: string;
+    redirectURI: string;
+    challenge: string;
+    scope?: string;
+    state?: string;
+    decision?: "approve" | "deny";
+  },
+) {
+  const query = authorizeQuery({
+    response_type: "code",
+    client_id: options.clientID,
+    redirect_uri: options.redirectURI,
+    code_challenge: options.challenge,
+    code_challenge_method: "S256",
+    scope: options.scope ?? "read write",
+    state: options.state ?? "s-123",
+  });
   let page = await browser.request(query);
   if (/Sign in to inboxd/.test(page.text)) {
     const signedIn = await browser.request("/oauth/login", { form: { code: server.admin, next: query } });
@@ -109,7 +166,9 @@ export async function approve(browser: Browser, server: Server, options: { clien
     page = await browser.request(signedIn.headers.get("location")!);
   }
   if (page.status !== 200) throw new Error(`consent page → ${page.status}: ${page.text.slice(0, 300)}`);
-  const decided = await browser.request("/oauth/authorize", { form: { ...consentFields(page.text), decision: options.decision ?? "approve" } });
+  const decided = await browser.request("/oauth/authorize", {
+    form: { ...consentFields(page.text), decision: options.decision ?? "approve" },
+  });
   if (decided.status !== 303) throw new Error(`decision → ${decided.status}: ${decided.text.slice(0, 300)}`);
   return new URL(decided.headers.get("location")!);
 }
@@ -128,7 +187,13 @@ export class MemoryProvider implements OAuthClientProvider {
   constructor(readonly redirectUrl: string) {}
 
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: "MCP OAuth test", redirect_uris: [this.redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+    return {
+      client_name: "MCP OAuth test",
+      redirect_uris: [this.redirectUrl],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
   }
   clientInformation = () => this.info;
   saveClientInformation = (info: OAuthClientInformationFull) => void (this.info = info);

@@ -28,40 +28,94 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
     const flow = async (options: { scope?: string } = {}) => {
       const client = await register(app, [redirectURI]);
       const { verifier, challenge } = await pkce();
-      const back = await approve(owner, server, { clientID: client.client_id, redirectURI, challenge, scope: options.scope });
-      const token = await exchange(app, { grant_type: "authorization_code", code: back.searchParams.get("code")!, code_verifier: verifier, client_id: client.client_id, redirect_uri: redirectURI });
+      const back = await approve(owner, server, {
+        clientID: client.client_id,
+        redirectURI,
+        challenge,
+        scope: options.scope,
+      });
+      const token = await exchange(app, {
+        grant_type: "authorization_code",
+        code: back.searchParams.get("code")!,
+        code_verifier: verifier,
+        client_id: client.client_id,
+        redirect_uri: redirectURI,
+      });
       if (token.status !== 200) throw new Error(`token → ${token.status}: ${token.text}`);
-      return { client, tokens: token.json as { access_token: string; refresh_token: string; expires_in: number; scope: string; token_type: string } };
+      return {
+        client,
+        tokens: token.json as {
+          access_token: string;
+          refresh_token: string;
+          expires_in: number;
+          scope: string;
+          token_type: string;
+        },
+      };
     };
 
     it("publishes its metadata without a token, and a 401 points to it (RFC 8414, RFC 9728)", async () => {
       const as = await app.request("/.well-known/oauth-authorization-server");
       expect(as.status).toBe(200);
-      expect(as.json).toMatchObject({ issuer: server.url, authorization_endpoint: `${server.url}/oauth/authorize`, token_endpoint: `${server.url}/oauth/token`, registration_endpoint: `${server.url}/oauth/register`, code_challenge_methods_supported: ["S256"] });
+      expect(as.json).toMatchObject({
+        issuer: server.url,
+        authorization_endpoint: `${server.url}/oauth/authorize`,
+        token_endpoint: `${server.url}/oauth/token`,
+        registration_endpoint: `${server.url}/oauth/register`,
+        code_challenge_methods_supported: ["S256"],
+      });
       const pr = await app.request("/.well-known/oauth-protected-resource");
       expect(pr.json).toMatchObject({ resource: server.url, authorization_servers: [server.url] });
       for (const path of ["/v1/chats", "/v0/mcp"]) {
-        const refused = await app.request(path, { method: path === "/v0/mcp" ? "POST" : "GET", json: path === "/v0/mcp" ? { jsonrpc: "2.0", id: 1, method: "initialize", params: {} } : undefined });
+        const refused = await app.request(path, {
+          method: path === "/v0/mcp" ? "POST" : "GET",
+          json: path === "/v0/mcp" ? { jsonrpc: "2.0", id: 1, method: "initialize", params: {} } : undefined,
+        });
         expect(refused.status).toBe(401);
-        expect(refused.headers.get("www-authenticate")).toBe(`Bearer realm="inboxd", resource_metadata="${server.url}/.well-known/oauth-protected-resource"`);
+        expect(refused.headers.get("www-authenticate")).toBe(
+          `Bearer realm="inboxd", resource_metadata="${server.url}/.well-known/oauth-protected-resource"`,
+        );
       }
     });
 
     it("registers public clients with loopback or https redirect URIs only", async () => {
-      for (const ok of [["http://127.0.0.1/cb"], ["http://[::1]:9/cb"], ["http://localhost/cb"], ["https://app.example/cb"]]) expect((await app.request("/oauth/register", { json: { client_name: "ok", redirect_uris: ok } })).status).toBe(201);
-      for (const bad of [["http://evil.example/cb"], ["javascript:alert(1)"], ["https://app.example/cb#frag"], ["http://127.0.0.1.evil.example/cb"]]) {
+      for (const ok of [
+        ["http://127.0.0.1/cb"],
+        ["http://[::1]:9/cb"],
+        ["http://localhost/cb"],
+        ["https://app.example/cb"],
+      ])
+        expect((await app.request("/oauth/register", { json: { client_name: "ok", redirect_uris: ok } })).status).toBe(
+          201,
+        );
+      for (const bad of [
+        ["http://evil.example/cb"],
+        ["javascript:alert(1)"],
+        ["https://app.example/cb#frag"],
+        ["http://127.0.0.1.evil.example/cb"],
+      ]) {
         const r = await app.request("/oauth/register", { json: { client_name: "bad", redirect_uris: bad } });
         expect(r.status, bad[0]).toBe(400);
         expect(r.json.error).toBe("invalid_redirect_uri");
       }
-      const confidential = await app.request("/oauth/register", { json: { redirect_uris: ["https://app.example/cb"], token_endpoint_auth_method: "client_secret_basic" } });
+      const confidential = await app.request("/oauth/register", {
+        json: { redirect_uris: ["https://app.example/cb"], token_endpoint_auth_method: "client_secret_basic" },
+      });
       expect(confidential.status).toBe(400);
     });
 
     it("runs the code flow: sign-in, a consent page naming the app, a code for its verifier, tokens the SDK can use", async () => {
       const client = await register(app, [redirectURI], "Calendar Sync");
       const { verifier, challenge } = await pkce();
-      const query = authorizeQuery({ response_type: "code", client_id: client.client_id, redirect_uri: redirectURI, code_challenge: challenge, code_challenge_method: "S256", scope: "read", state: "opaque-state" });
+      const query = authorizeQuery({
+        response_type: "code",
+        client_id: client.client_id,
+        redirect_uri: redirectURI,
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+        scope: "read",
+        state: "opaque-state",
+      });
       const fresh = new Browser(server.url);
       const signIn = await fresh.request(query);
       expect(signIn.status).toBe(200);
@@ -82,47 +136,101 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
       expect(consent.headers.get("content-security-policy")).toMatch(/default-src 'none'/);
       expect(consent.headers.get("x-frame-options")).toBe("DENY");
       expect(consent.text).not.toMatch(/<script|src="http|href="http/);
-      const back = await fresh.request("/oauth/authorize", { form: { ...consentFields(consent.text), decision: "approve" } });
+      const back = await fresh.request("/oauth/authorize", {
+        form: { ...consentFields(consent.text), decision: "approve" },
+      });
       const location = new URL(back.headers.get("location")!);
       expect(location.origin + location.pathname).toBe(redirectURI);
       expect(location.searchParams.get("state")).toBe("opaque-state");
-      const token = await exchange(app, { grant_type: "authorization_code", code: location.searchParams.get("code")!, code_verifier: verifier, client_id: client.client_id, redirect_uri: redirectURI });
+      const token = await exchange(app, {
+        grant_type: "authorization_code",
+        code: location.searchParams.get("code")!,
+        code_verifier: verifier,
+        client_id: client.client_id,
+        redirect_uri: redirectURI,
+      });
       expect(token.status).toBe(200);
-      expect(token.json).toMatchObject({ token_type: "Bearer", scope: "read", expires_in: expect.any(Number), refresh_token: expect.any(String) });
-      const sdk = new BeeperDesktop({ baseURL: server.url, accessToken: token.json.access_token, maxRetries: 0, logLevel: "off" });
+      expect(token.json).toMatchObject({
+        token_type: "Bearer",
+        scope: "read",
+        expires_in: expect.any(Number),
+        refresh_token: expect.any(String),
+      });
+      const sdk = new BeeperDesktop({
+        baseURL: server.url,
+        accessToken: token.json.access_token,
+        maxRetries: 0,
+        logLevel: "off",
+      });
       expect(Array.isArray((await sdk.accounts.list()) as unknown[])).toBe(true);
       // A read-only grant cannot write.
-      await expect(sdk.chats.create({ accountID: "x", type: "single", participantIDs: ["y"] })).rejects.toMatchObject({ status: 403 });
+      await expect(sdk.chats.create({ accountID: "x", type: "single", participantIDs: ["y"] })).rejects.toMatchObject({
+        status: 403,
+      });
       const introspected = await app.request("/oauth/introspect", { form: { token: token.json.access_token } });
-      expect(introspected.json).toMatchObject({ active: true, scope: "read", client_id: client.client_id, sub: "owner", token_type: "Bearer", exp: expect.any(Number), iat: expect.any(Number) });
+      expect(introspected.json).toMatchObject({
+        active: true,
+        scope: "read",
+        client_id: client.client_id,
+        sub: "owner",
+        token_type: "Bearer",
+        exp: expect.any(Number),
+        iat: expect.any(Number),
+      });
       const userinfo = await app.request("/oauth/userinfo", { token: token.json.access_token });
-      expect(userinfo.json).toMatchObject({ sub: "owner", scope: "read", client_id: client.client_id, token_use: "access" });
+      expect(userinfo.json).toMatchObject({
+        sub: "owner",
+        scope: "read",
+        client_id: client.client_id,
+        token_use: "access",
+      });
     });
 
     it("rotates refresh tokens; a reused one revokes the whole grant", async () => {
       const { client, tokens } = await flow();
-      const refreshed = await exchange(app, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
+      const refreshed = await exchange(app, {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: client.client_id,
+      });
       expect(refreshed.status).toBe(200);
       expect(refreshed.json.refresh_token).not.toBe(tokens.refresh_token);
       expect((await app.request("/v1/accounts", { token: refreshed.json.access_token })).status).toBe(200);
-      const reused = await exchange(app, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: client.client_id });
+      const reused = await exchange(app, {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: client.client_id,
+      });
       expect(reused.status).toBe(400);
       expect(reused.json.error).toBe("invalid_grant");
       await sleep(AFTER_CACHE);
-      for (const t of [tokens.access_token, refreshed.json.access_token]) expect((await app.request("/v1/accounts", { token: t })).status).toBe(401);
-      expect((await exchange(app, { grant_type: "refresh_token", refresh_token: refreshed.json.refresh_token })).status).toBe(400);
+      for (const t of [tokens.access_token, refreshed.json.access_token])
+        expect((await app.request("/v1/accounts", { token: t })).status).toBe(401);
+      expect(
+        (await exchange(app, { grant_type: "refresh_token", refresh_token: refreshed.json.refresh_token })).status,
+      ).toBe(400);
     });
 
     it("revokes a token (RFC 7009); introspection then says inactive, as for unknown tokens", async () => {
       const { tokens } = await flow();
-      expect((await app.request("/oauth/revoke", { form: { token: tokens.access_token, token_type_hint: "access_token" } })).status).toBe(200);
+      expect(
+        (await app.request("/oauth/revoke", { form: { token: tokens.access_token, token_type_hint: "access_token" } }))
+          .status,
+      ).toBe(200);
       await sleep(AFTER_CACHE);
       expect((await app.request("/v1/accounts", { token: tokens.access_token })).status).toBe(401);
-      expect((await app.request("/oauth/introspect", { form: { token: tokens.access_token } })).json).toEqual({ active: false });
-      expect((await app.request("/oauth/introspect", { form: { token: "inbx_made-up" } })).json).toEqual({ active: false });
+      expect((await app.request("/oauth/introspect", { form: { token: tokens.access_token } })).json).toEqual({
+        active: false,
+      });
+      expect((await app.request("/oauth/introspect", { form: { token: "inbx_made-up" } })).json).toEqual({
+        active: false,
+      });
       expect((await app.request("/oauth/revoke", { form: { token: "unknown" } })).status).toBe(200);
       // The owner's own token introspects too.
-      expect((await app.request("/oauth/introspect", { form: { token: server.admin } })).json).toMatchObject({ active: true, scope: "read write" });
+      expect((await app.request("/oauth/introspect", { form: { token: server.admin } })).json).toMatchObject({
+        active: true,
+        scope: "read write",
+      });
     });
 
     describe("attacks", () => {
@@ -131,10 +239,23 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
         clientID = (await register(app, [redirectURI])).client_id;
       });
       const authorize = (params: Record<string, string | undefined>) =>
-        owner.request(authorizeQuery({ response_type: "code", client_id: clientID, redirect_uri: redirectURI, code_challenge_method: "S256", state: "st", scope: "read", ...params }));
+        owner.request(
+          authorizeQuery({
+            response_type: "code",
+            client_id: clientID,
+            redirect_uri: redirectURI,
+            code_challenge_method: "S256",
+            state: "st",
+            scope: "read",
+            ...params,
+          }),
+        );
 
       it("refuses a missing or plain PKCE challenge, back at the app with the state", async () => {
-        for (const params of [{ code_challenge: undefined }, { code_challenge: "x".repeat(43), code_challenge_method: "plain" }]) {
+        for (const params of [
+          { code_challenge: undefined },
+          { code_challenge: "x".repeat(43), code_challenge_method: "plain" },
+        ]) {
           const r = await authorize(params);
           expect(r.status).toBe(303);
           const back = new URL(r.headers.get("location")!);
@@ -145,16 +266,31 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
       });
 
       it("never redirects to an address the app did not register (no open redirect)", async () => {
-        for (const uri of ["https://evil.example/steal", "http://127.0.0.1:8765/other", "http://127.0.0.1.evil.example:8765/callback"]) {
+        for (const uri of [
+          "https://evil.example/steal",
+          "http://127.0.0.1:8765/other",
+          "http://127.0.0.1.evil.example:8765/callback",
+        ]) {
           const r = await authorize({ redirect_uri: uri, code_challenge: (await pkce()).challenge });
           expect(r.status, uri).toBe(400);
           expect(r.headers.get("location")).toBeNull();
         }
-        const unknown = await owner.request(authorizeQuery({ response_type: "code", client_id: "client_nobody", redirect_uri: "https://evil.example", code_challenge: (await pkce()).challenge, code_challenge_method: "S256" }));
+        const unknown = await owner.request(
+          authorizeQuery({
+            response_type: "code",
+            client_id: "client_nobody",
+            redirect_uri: "https://evil.example",
+            code_challenge: (await pkce()).challenge,
+            code_challenge_method: "S256",
+          }),
+        );
         expect(unknown.status).toBe(400);
         expect(unknown.headers.get("location")).toBeNull();
         // A loopback redirect may use any port (RFC 8252 §7.3).
-        const port = await authorize({ redirect_uri: "http://127.0.0.1:40111/callback", code_challenge: (await pkce()).challenge });
+        const port = await authorize({
+          redirect_uri: "http://127.0.0.1:40111/callback",
+          code_challenge: (await pkce()).challenge,
+        });
         expect([200]).toContain(port.status);
       });
 
@@ -162,22 +298,45 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
         const { verifier, challenge } = await pkce();
         const back = await approve(owner, server, { clientID, redirectURI, challenge });
         const code = back.searchParams.get("code")!;
-        const wrong = await exchange(app, { grant_type: "authorization_code", code, code_verifier: (await pkce()).verifier, client_id: clientID, redirect_uri: redirectURI });
+        const wrong = await exchange(app, {
+          grant_type: "authorization_code",
+          code,
+          code_verifier: (await pkce()).verifier,
+          client_id: clientID,
+          redirect_uri: redirectURI,
+        });
         expect(wrong.status).toBe(400);
         expect(wrong.json.error).toBe("invalid_grant");
         // The failed attempt used the code up.
-        expect((await exchange(app, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientID })).status).toBe(400);
+        expect(
+          (
+            await exchange(app, {
+              grant_type: "authorization_code",
+              code,
+              code_verifier: verifier,
+              client_id: clientID,
+            })
+          ).status,
+        ).toBe(400);
 
         const second = await pkce();
         const again = await approve(owner, server, { clientID, redirectURI, challenge: second.challenge });
-        const fields = { grant_type: "authorization_code", code: again.searchParams.get("code")!, code_verifier: second.verifier, client_id: clientID, redirect_uri: redirectURI };
+        const fields = {
+          grant_type: "authorization_code",
+          code: again.searchParams.get("code")!,
+          code_verifier: second.verifier,
+          client_id: clientID,
+          redirect_uri: redirectURI,
+        };
         const first = await exchange(app, fields);
         expect(first.status).toBe(200);
         const replay = await exchange(app, fields);
         expect(replay.status).toBe(400);
         await sleep(AFTER_CACHE);
         expect((await app.request("/v1/accounts", { token: first.json.access_token })).status).toBe(401);
-        expect((await exchange(app, { grant_type: "refresh_token", refresh_token: first.json.refresh_token })).status).toBe(400);
+        expect(
+          (await exchange(app, { grant_type: "refresh_token", refresh_token: first.json.refresh_token })).status,
+        ).toBe(400);
       });
 
       it("refuses the consent form without the page's CSRF token, without a session, or from another site", async () => {
@@ -185,15 +344,24 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
         const page = await authorize({ code_challenge: challenge });
         const fields = consentFields(page.text);
         expect(fields.csrf).toBeTruthy();
-        const forged = await owner.request("/oauth/authorize", { form: { ...fields, csrf: "forged", decision: "approve" } });
+        const forged = await owner.request("/oauth/authorize", {
+          form: { ...fields, csrf: "forged", decision: "approve" },
+        });
         expect(forged.status).toBe(403);
         expect(forged.headers.get("location")).toBeNull();
         const { csrf: _csrf, ...noCsrf } = fields;
-        expect((await owner.request("/oauth/authorize", { form: { ...noCsrf, decision: "approve" } })).status).toBe(403);
-        const stranger = await new Browser(server.url).request("/oauth/authorize", { form: { ...fields, decision: "approve" } });
+        expect((await owner.request("/oauth/authorize", { form: { ...noCsrf, decision: "approve" } })).status).toBe(
+          403,
+        );
+        const stranger = await new Browser(server.url).request("/oauth/authorize", {
+          form: { ...fields, decision: "approve" },
+        });
         expect(stranger.status).toBe(401);
         expect(stranger.headers.get("location")).toBeNull();
-        const crossSite = await owner.request("/oauth/authorize", { form: { ...fields, decision: "approve" }, headers: { origin: "https://evil.example" } });
+        const crossSite = await owner.request("/oauth/authorize", {
+          form: { ...fields, decision: "approve" },
+          headers: { origin: "https://evil.example" },
+        });
         expect(crossSite.status).toBe(403);
       });
 
@@ -207,7 +375,9 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
       });
 
       it("does not sign in through a link whose next is another site", async () => {
-        const r = await new Browser(server.url).request("/oauth/login", { form: { code: server.admin, next: "//evil.example/x" } });
+        const r = await new Browser(server.url).request("/oauth/login", {
+          form: { code: server.admin, next: "//evil.example/x" },
+        });
         expect(r.status).toBe(303);
         expect(r.headers.get("location")).toBe("/");
       });

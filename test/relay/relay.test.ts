@@ -28,9 +28,26 @@ const relayLogs: { level: string; message: string }[] = [];
 
 /** `inboxd serve --relay` on a prepared data dir, as a person runs it (the secret from the environment). */
 const serve = (secret = SECRET, to = { relay: relay.url, dataDir }) =>
-  startServing(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", to.dataDir, "--port", "0", "--rate-limit", "off", "--relay", to.relay], {
-    env: { ...process.env, INBOXD_RELAY_SECRET: secret },
-  });
+  startServing(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      "adapters/node/cli.ts",
+      "serve",
+      "--data-dir",
+      to.dataDir,
+      "--port",
+      "0",
+      "--rate-limit",
+      "off",
+      "--relay",
+      to.relay,
+    ],
+    {
+      env: { ...process.env, INBOXD_RELAY_SECRET: secret },
+    },
+  );
 /** Resolves once the daemon says it dialed in (also outside a test: expect.poll is not allowed in beforeAll). */
 async function connected(process: ServingProcess) {
   const deadline = Date.now() + 15_000;
@@ -39,14 +56,21 @@ async function connected(process: ServingProcess) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
-const get = (path: string, headers: Record<string, string> = {}) => fetch(`${relay.url}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+const get = (path: string, headers: Record<string, string> = {}) =>
+  fetch(`${relay.url}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
 
 beforeAll(async () => {
   relay = await startWorkerd({
     vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: SECRET, INBOXD_RELAY_MAX_BODY_BYTES: String(MAX_BODY) },
     onLog: (log) => void relayLogs.push(log),
   });
-  dataDir = await prepareDataDir({ seed: { chats: 8, messages: 80, accounts: 1, seed: 21 }, tokens: [{ token, scopes: ["read", "write"] }, { token: readOnly, scopes: ["read"] }] });
+  dataDir = await prepareDataDir({
+    seed: { chats: 8, messages: 80, accounts: 1, seed: 21 },
+    tokens: [
+      { token, scopes: ["read", "write"] },
+      { token: readOnly, scopes: ["read"] },
+    ],
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -64,7 +88,10 @@ describe("the relay Worker without a daemon", () => {
     const res = await get("/v1/chats");
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("5");
-    expect(await res.json()).toMatchObject({ code: "RELAY_OFFLINE", message: expect.stringContaining("inboxd serve --relay") });
+    expect(await res.json()).toMatchObject({
+      code: "RELAY_OFFLINE",
+      message: expect.stringContaining("inboxd serve --relay"),
+    });
   });
 
   it("refuses a daemon with a wrong pairing secret, logging the refusal but never the secret", async () => {
@@ -92,7 +119,12 @@ describe("the daemon dialed in to the relay", () => {
   it("/v1/info through the relay names the relay's origin for every URL, and remote_access true", async () => {
     const info = (await (await get("/v1/info")).json()) as any;
     expect(info.server).toMatchObject({ base_url: relay.url, remote_access: true });
-    for (const url of [info.endpoints.spec, info.endpoints.mcp, info.endpoints.ws_events, ...Object.values(info.endpoints.oauth as Record<string, string>)])
+    for (const url of [
+      info.endpoints.spec,
+      info.endpoints.mcp,
+      info.endpoints.ws_events,
+      ...Object.values(info.endpoints.oauth as Record<string, string>),
+    ])
       expect((url as string).replace(/^ws/, "http").startsWith(`${relay.url}/`), url).toBe(true);
   });
 
@@ -100,9 +132,17 @@ describe("the daemon dialed in to the relay", () => {
     expect((await fetch(`${relay.url}/v1/chats`)).status).toBe(401);
     const wrong = await fetch(`${relay.url}/v1/chats`, { headers: { authorization: "Bearer inbx_nope" } });
     expect(wrong.status).toBe(401);
-    expect(wrong.headers.get("www-authenticate")).toContain(`resource_metadata="${relay.url}/.well-known/oauth-protected-resource"`);
-    expect((await fetch(`${relay.url}/v1/chats`, { headers: { authorization: `Bearer ${readOnly}` } })).status).toBe(200);
-    const write = await fetch(`${relay.url}/v1/labels`, { method: "POST", headers: { authorization: `Bearer ${readOnly}`, "content-type": "application/json" }, body: JSON.stringify({ name: "nope" }) });
+    expect(wrong.headers.get("www-authenticate")).toContain(
+      `resource_metadata="${relay.url}/.well-known/oauth-protected-resource"`,
+    );
+    expect((await fetch(`${relay.url}/v1/chats`, { headers: { authorization: `Bearer ${readOnly}` } })).status).toBe(
+      200,
+    );
+    const write = await fetch(`${relay.url}/v1/labels`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${readOnly}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "nope" }),
+    });
     expect(write.status).toBe(403);
   });
 
@@ -112,17 +152,30 @@ describe("the daemon dialed in to the relay", () => {
   });
 
   it("refuses a request body over the relay's limit with 413 before it reaches the daemon", async () => {
-    const res = await fetch(`${relay.url}/v1/assets/upload/base64`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "x".repeat(MAX_BODY + 1) });
+    const res = await fetch(`${relay.url}/v1/assets/upload/base64`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: "x".repeat(MAX_BODY + 1),
+    });
     expect(res.status).toBe(413);
     expect(((await res.json()) as { message: string }).message).toContain(`at most ${MAX_BODY} bytes`);
   });
 
   it("passes on a refusal the daemon answers before reading the body (a big upload with a wrong token: 401, not 502)", async () => {
-    const big = await fetch(`${relay.url}/v1/assets/upload/base64`, { method: "POST", headers: { authorization: "Bearer inbx_expired", "content-type": "application/json" }, body: "x".repeat(1_500_000) });
+    const big = await fetch(`${relay.url}/v1/assets/upload/base64`, {
+      method: "POST",
+      headers: { authorization: "Bearer inbx_expired", "content-type": "application/json" },
+      body: "x".repeat(1_500_000),
+    });
     expect(big.status).toBe(401);
     expect(big.headers.get("www-authenticate")).toMatch(/^Bearer /);
     // The same without a Content-Length (a streamed body).
-    const streamed = await fetch(`${relay.url}/v1/labels`, { method: "POST", headers: { authorization: "Bearer inbx_expired", "content-type": "application/json" }, body: chunks(3, 10_000), duplex: "half" } as RequestInit);
+    const streamed = await fetch(`${relay.url}/v1/labels`, {
+      method: "POST",
+      headers: { authorization: "Bearer inbx_expired", "content-type": "application/json" },
+      body: chunks(3, 10_000),
+      duplex: "half",
+    } as RequestInit);
     expect(streamed.status).toBe(401);
     // And the connection carries on.
     expect((await get("/v1/chats?limit=1")).status).toBe(200);
@@ -130,9 +183,16 @@ describe("the daemon dialed in to the relay", () => {
 
   it("refuses a streamed body that grows past the limit with 413", async () => {
     // A multipart upload the daemon reads as it comes (and would take far beyond 2 MiB).
-    const res = await fetch(`${relay.url}/v1/assets/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "multipart/form-data; boundary=relay-test" }, body: chunks(40, 64 * 1024), duplex: "half" } as RequestInit);
+    const res = await fetch(`${relay.url}/v1/assets/upload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "multipart/form-data; boundary=relay-test" },
+      body: chunks(40, 64 * 1024),
+      duplex: "half",
+    } as RequestInit);
     expect(res.status).toBe(413);
-    expect(((await res.json()) as { message: string }).message).toContain(`the relay forwards request bodies of at most ${MAX_BODY} bytes`);
+    expect(((await res.json()) as { message: string }).message).toContain(
+      `the relay forwards request bodies of at most ${MAX_BODY} bytes`,
+    );
     expect((await get("/v1/chats?limit=1")).status).toBe(200);
   });
 
@@ -145,8 +205,16 @@ describe("the daemon dialed in to the relay", () => {
       expect(code).toBe(1009);
       // The other session and plain requests still go through: the daemon's connection stayed up.
       const chats = (await (await get("/v1/chats?limit=1")).json()) as { items: { id: string }[] };
-      const sent = (await (await fetch(`${relay.url}/v1/chats/${encodeURIComponent(chats.items[0].id)}/messages`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ text: "after the big one" }) })).json()) as { pendingMessageID: string };
-      await other.next((f) => f.type === "message.upserted" && (f.ids as string[]).includes(sent.pendingMessageID), { what: "the event on the other session" });
+      const sent = (await (
+        await fetch(`${relay.url}/v1/chats/${encodeURIComponent(chats.items[0].id)}/messages`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ text: "after the big one" }),
+        })
+      ).json()) as { pendingMessageID: string };
+      await other.next((f) => f.type === "message.upserted" && (f.ids as string[]).includes(sent.pendingMessageID), {
+        what: "the event on the other session",
+      });
       expect(daemon!.output()).not.toContain("connection to");
     } finally {
       other.close();
@@ -206,7 +274,9 @@ describe("the relay's per-address rate limit", () => {
   let behind: ServingProcess | undefined;
 
   beforeAll(async () => {
-    limited = await startWorkerd({ vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: SECRET, INBOXD_RELAY_RATE_LIMIT: String(RATE) } });
+    limited = await startWorkerd({
+      vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: SECRET, INBOXD_RELAY_RATE_LIMIT: String(RATE) },
+    });
     limitedDir = await prepareDataDir({ tokens: [{ token, scopes: ["read", "write"] }] });
     behind = await serve(SECRET, { relay: limited.url, dataDir: limitedDir });
     await connected(behind);
@@ -218,16 +288,23 @@ describe("the relay's per-address rate limit", () => {
   });
 
   it("refuses an address past its budget before forwarding (429 with retry-after, named as the relay's), other addresses unaffected", async () => {
-    const from = (address: string) => fetch(`${limited.url}/v1/info`, { headers: { authorization: `Bearer ${token}`, "cf-connecting-ip": address } });
+    const from = (address: string) =>
+      fetch(`${limited.url}/v1/info`, { headers: { authorization: `Bearer ${token}`, "cf-connecting-ip": address } });
     const first = await from("203.0.113.50");
     expect(first.status).toBe(200);
     // The daemon's answer, forwarded.
-    expect(((await first.json()) as { server: unknown }).server).toMatchObject({ base_url: limited.url, remote_access: true });
+    expect(((await first.json()) as { server: unknown }).server).toMatchObject({
+      base_url: limited.url,
+      remote_access: true,
+    });
     for (let i = 0; i < 3; i++) {
       const refused = await from("203.0.113.50");
       expect(refused.status).toBe(429);
       // The relay's refusal (the daemon runs with --rate-limit off, and counts tokens, not addresses).
-      expect(await refused.json()).toMatchObject({ code: "RATE_LIMITED", message: expect.stringContaining(`this address may make ${RATE} requests per second with bursts of up to 1`) });
+      expect(await refused.json()).toMatchObject({
+        code: "RATE_LIMITED",
+        message: expect.stringContaining(`this address may make ${RATE} requests per second with bursts of up to 1`),
+      });
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(900);
     }
     expect((await from("198.51.100.60")).status).toBe(200);

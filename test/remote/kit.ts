@@ -30,7 +30,13 @@ const through = (remote: Remote) => remote.fetch ?? fetch;
  * Answers the attachment's URL (mxc://…).
  */
 export async function sdkRoundTrip(remote: Remote, size: number, text: string): Promise<string> {
-  const sdk = new BeeperDesktop({ baseURL: remote.origin, accessToken: remote.token, fetch: remote.fetch, maxRetries: 0, logLevel: "off" });
+  const sdk = new BeeperDesktop({
+    baseURL: remote.origin,
+    accessToken: remote.token,
+    fetch: remote.fetch,
+    maxRetries: 0,
+    logLevel: "off",
+  });
   expect((await sdk.accounts.list()).length).toBe(1);
   let echo: { id: string } | undefined;
   for await (const chat of sdk.chats.search({ query: "Echo" })) {
@@ -38,17 +44,25 @@ export async function sdkRoundTrip(remote: Remote, size: number, text: string): 
     break;
   }
   expect(echo).toBeDefined();
-  const theirs = async () => new Set((await sdk.messages.list(echo!.id)).items.filter((m) => !m.isSender).map((m) => m.id));
+  const theirs = async () =>
+    new Set((await sdk.messages.list(echo!.id)).items.filter((m) => !m.isSender).map((m) => m.id));
   const before = await theirs();
   const bytes = randomBytes(size);
-  const upload = await sdk.assets.upload({ file: await toFile(bytes, "noise.bin", { type: "application/octet-stream" }) });
+  const upload = await sdk.assets.upload({
+    file: await toFile(bytes, "noise.bin", { type: "application/octet-stream" }),
+  });
   expect(upload.fileSize).toBe(bytes.length);
   const sent = await sdk.messages.send(echo!.id, { text, attachment: { uploadID: upload.uploadID! } } as never);
   const message = await sdk.messages.retrieve(sent.pendingMessageID, { chatID: echo!.id });
   expect(message.text).toBe(text);
   // Echo answers; the reply is read the same way.
-  await expect.poll(async () => [...(await theirs())].some((id) => !before.has(id)), { timeout: 10_000, interval: 200 }).toBe(true);
-  const served = await through(remote)(`${remote.origin}/v1/assets/serve?url=${encodeURIComponent(message.attachments![0].id!)}`, { headers: { authorization: `Bearer ${remote.token}` } });
+  await expect
+    .poll(async () => [...(await theirs())].some((id) => !before.has(id)), { timeout: 10_000, interval: 200 })
+    .toBe(true);
+  const served = await through(remote)(
+    `${remote.origin}/v1/assets/serve?url=${encodeURIComponent(message.attachments![0].id!)}`,
+    { headers: { authorization: `Bearer ${remote.token}` } },
+  );
   expect(served.status).toBe(200);
   expect(Buffer.from(await served.arrayBuffer()).equals(bytes)).toBe(true);
   return message.attachments![0].id!;
@@ -59,12 +73,21 @@ export async function liveEvents(remote: Remote, text: string) {
   const ws = await connect(remote.origin, remote.token, ["*"], { wsOptions: remote.wsOptions });
   try {
     const auth = { authorization: `Bearer ${remote.token}` };
-    const chats = (await (await through(remote)(`${remote.origin}/v1/chats?limit=1`, { headers: auth })).json()) as { items: { id: string }[] };
+    const chats = (await (await through(remote)(`${remote.origin}/v1/chats?limit=1`, { headers: auth })).json()) as {
+      items: { id: string }[];
+    };
     const chatID = chats.items[0].id;
     const sent = (await (
-      await through(remote)(`${remote.origin}/v1/chats/${encodeURIComponent(chatID)}/messages`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ text }) })
+      await through(remote)(`${remote.origin}/v1/chats/${encodeURIComponent(chatID)}/messages`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ text }),
+      })
     ).json()) as { pendingMessageID: string };
-    const frame = await ws.next((f) => f.type === "message.upserted" && (f.ids as string[]).includes(sent.pendingMessageID), { what: "the sent message's event" });
+    const frame = await ws.next(
+      (f) => f.type === "message.upserted" && (f.ids as string[]).includes(sent.pendingMessageID),
+      { what: "the sent message's event" },
+    );
     expect(frame.chatID).toBe(chatID);
   } finally {
     ws.close();
@@ -81,18 +104,24 @@ export async function mcpOAuth(remote: Remote, asset: string) {
   const provider = new MemoryProvider(redirect);
   const mcpURL = new URL(`${remote.origin}/v0/mcp`);
   const first = new StreamableHTTPClientTransport(mcpURL, { authProvider: provider, fetch: remote.fetch });
-  await expect(new Client({ name: "remote-test", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+  await expect(new Client({ name: "remote-test", version: "1.0.0" }).connect(first)).rejects.toBeInstanceOf(
+    UnauthorizedError,
+  );
   const authorizeURL = provider.authorizationURL!;
   expect(authorizeURL.origin, "the authorization endpoint the client found").toBe(remote.origin);
   expect(authorizeURL.searchParams.get("code_challenge_method")).toBe("S256");
   // The owner approves in their browser, through the same public origin.
   const owner = new Browser(remote.origin, remote.fetch);
-  const back = await approve(owner, { url: remote.origin, admin: remote.token, stop: async () => undefined }, {
-    clientID: authorizeURL.searchParams.get("client_id")!,
-    redirectURI: redirect,
-    challenge: authorizeURL.searchParams.get("code_challenge")!,
-    state: authorizeURL.searchParams.get("state") ?? undefined,
-  });
+  const back = await approve(
+    owner,
+    { url: remote.origin, admin: remote.token, stop: async () => undefined },
+    {
+      clientID: authorizeURL.searchParams.get("client_id")!,
+      redirectURI: redirect,
+      challenge: authorizeURL.searchParams.get("code_challenge")!,
+      state: authorizeURL.searchParams.get("state") ?? undefined,
+    },
+  );
   expect(back.origin + back.pathname).toBe(redirect);
   expect(back.searchParams.get("iss")).toBe(remote.origin);
   await first.finishAuth(back.searchParams.get("code")!);
@@ -101,6 +130,8 @@ export async function mcpOAuth(remote: Remote, asset: string) {
   await mcp.connect(new StreamableHTTPClientTransport(mcpURL, { authProvider: provider, fetch: remote.fetch }));
   expect((await mcp.listTools()).tools.map((t) => t.name)).toContain("search_chats");
   const downloaded = await mcp.callTool({ name: "download_asset", arguments: { url: asset } });
-  expect((downloaded.structuredContent as { serveURL: string }).serveURL).toBe(`${remote.origin}/v1/assets/serve?url=${encodeURIComponent(asset)}`);
+  expect((downloaded.structuredContent as { serveURL: string }).serveURL).toBe(
+    `${remote.origin}/v1/assets/serve?url=${encodeURIComponent(asset)}`,
+  );
   await mcp.close();
 }

@@ -26,7 +26,11 @@ afterAll(() => {
 });
 
 function inboxd(runtime: Runtime, args: string[]): string {
-  return execFileSync(runtime.node, [runtime.bin, ...args], { cwd: runtime.dir, encoding: "utf8", env: { ...process.env, INBOXD_DATA_DIR: "" } });
+  return execFileSync(runtime.node, [runtime.bin, ...args], {
+    cwd: runtime.dir,
+    encoding: "utf8",
+    env: { ...process.env, INBOXD_DATA_DIR: "" },
+  });
 }
 
 interface Chat {
@@ -36,7 +40,10 @@ interface Chat {
 
 describe("a data directory moves between Node runtimes", () => {
   it("is given at least two different runtimes (.ci/run sets INBOXD_RUNTIME_CHECKOUTS)", () => {
-    expect(new Set(runtimes.map((r) => r.version)).size, "INBOXD_RUNTIME_CHECKOUTS names the checkouts to test; see .ci/run").toBeGreaterThanOrEqual(2);
+    expect(
+      new Set(runtimes.map((r) => r.version)).size,
+      "INBOXD_RUNTIME_CHECKOUTS names the checkouts to test; see .ci/run",
+    ).toBeGreaterThanOrEqual(2);
     expect(new Set(runtimes.map((r) => r.version)).size, "each runtime once").toBe(runtimes.length);
   });
 
@@ -50,9 +57,14 @@ describe("a data directory moves between Node runtimes", () => {
       let expectedChats: Chat[] | undefined;
       // The writer first, then each other runtime, then the writer again: each reads what all before it wrote.
       for (const reader of [writer, ...runtimes.filter((r) => r !== writer), writer]) {
-        const daemon = await startServing(reader.node, [reader.bin, "serve", "--data-dir", dataDir, "--port", "0"], { cwd: reader.dir });
+        const daemon = await startServing(reader.node, [reader.bin, "serve", "--data-dir", dataDir, "--port", "0"], {
+          cwd: reader.dir,
+        });
         const call = async (path: string, init?: RequestInit) => {
-          const response = await fetch(`${daemon.url}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } });
+          const response = await fetch(`${daemon.url}${path}`, {
+            ...init,
+            headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          });
           expect(response.status, `${reader.version} ${path}`).toBe(200);
           return response.json() as Promise<Record<string, unknown>>;
         };
@@ -60,13 +72,26 @@ describe("a data directory moves between Node runtimes", () => {
         expectedChats ??= chats;
         const group = expectedChats.find((c) => c.title !== "Echo")!;
         // Sends move the chat to the top of the list; the set of chats stays the same.
-        expect(chats.map((c) => c.id).sort(), `chats as Node ${reader.version} reads them`).toEqual(expectedChats.map((c) => c.id).sort());
-        const messages = (await call(`/v1/chats/${encodeURIComponent(group.id)}/messages`)).items as { text?: string }[];
-        for (const text of sent) expect(messages.map((m) => m.text), `Node ${reader.version} sees "${text}"`).toContain(text);
+        expect(chats.map((c) => c.id).sort(), `chats as Node ${reader.version} reads them`).toEqual(
+          expectedChats.map((c) => c.id).sort(),
+        );
+        const messages = (await call(`/v1/chats/${encodeURIComponent(group.id)}/messages`)).items as {
+          text?: string;
+        }[];
+        for (const text of sent)
+          expect(
+            messages.map((m) => m.text),
+            `Node ${reader.version} sees "${text}"`,
+          ).toContain(text);
         const text = `written by node ${reader.version} ${sent.length}`;
-        await call(`/v1/chats/${encodeURIComponent(group.id)}/messages`, { method: "POST", body: JSON.stringify({ text }) });
+        await call(`/v1/chats/${encodeURIComponent(group.id)}/messages`, {
+          method: "POST",
+          body: JSON.stringify({ text }),
+        });
         sent.push(text);
-        const search = (await call(`/v1/messages/search?query=${encodeURIComponent(`written by node ${reader.version}`)}`)).items as unknown[];
+        const search = (
+          await call(`/v1/messages/search?query=${encodeURIComponent(`written by node ${reader.version}`)}`)
+        ).items as unknown[];
         expect(search.length, "the search index takes writes from every runtime").toBeGreaterThan(0);
         expect(await daemon.stop("SIGTERM"), daemon.output()).toBe(0);
       }

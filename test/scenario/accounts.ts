@@ -4,7 +4,9 @@
 import BeeperDesktop from "@beeper/desktop-api";
 import { describe, expect, it } from "vitest";
 import { expectError, expectSdkError } from "./assert.ts";
-import { allChats, duplicates, ECHO_ID, enc, ids, ok, qs, raw, walk, type Account, type Env, type Page, type User } from "./kit.ts";
+import type { Account, Page, User } from "../../src/schema/wire.ts";
+import { ECHO_ID, enc } from "../kit/common.ts";
+import { allChats, duplicates, ids, ok, qs, raw, walk, type Env } from "./kit.ts";
 
 const matches = (u: User, q: string) =>
   [u.id, u.fullName, u.username, u.email, u.phoneNumber].some((f) => f?.toLowerCase().includes(q.toLowerCase()));
@@ -25,7 +27,16 @@ export function accountScenarios(env: Env) {
         expect(typeof a.bridge.type).toBe("string");
         const status = (a as { status?: string }).status;
         if (status !== undefined)
-          expect(["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"]).toContain(status);
+          expect([
+            "connected",
+            "connecting",
+            "backfilling",
+            "connection_required",
+            "reconnect_required",
+            "attention_required",
+            "disconnected",
+            "disabled",
+          ]).toContain(status);
       }
       // Every chat belongs to one of them.
       const known = new Set(accounts.map((a) => a.accountID));
@@ -44,7 +55,8 @@ export function accountScenarios(env: Env) {
   describe("contacts", () => {
     it("searches an account's contacts by name, username, phone and exact ID (SDK 5 contacts.search)", async () => {
       const account = env.accounts[0];
-      const everyone = (await walk<User>(env, `/v1/accounts/${enc(account.accountID)}/contacts/list`, { limit: 200 })).items;
+      const everyone = (await walk<User>(env, `/v1/accounts/${enc(account.accountID)}/contacts/list`, { limit: 200 }))
+        .items;
       const someone = everyone.find((u) => u.id !== ECHO_ID && u.fullName && u.phoneNumber)!;
       expect(someone, "the account has contacts with names and phone numbers").toBeTruthy();
 
@@ -73,7 +85,11 @@ export function accountScenarios(env: Env) {
       const account = env.accounts[0];
       expectError(await raw(env, `/v1/accounts/${enc(account.accountID)}/contacts`), 400, ["query", "query"]);
       expectError(await raw(env, `/v1/accounts/${enc(account.accountID)}/contacts?query=`), 400, ["query", "query"]);
-      await expectSdkError(env.sdk.accounts.contacts.search("local-nothing_ba_missing", { query: "a" }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.accounts.contacts.search("local-nothing_ba_missing", { query: "a" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
     });
 
     it("lists contacts with cursor pages; every page size walks the same list exactly once (SDK 5 contacts.list)", async () => {
@@ -119,7 +135,8 @@ export function accountScenarios(env: Env) {
 
     it("refuses bad contact-list parameters and unknown accounts", async () => {
       const path = `/v1/accounts/${enc(env.accounts[0].accountID)}/contacts/list`;
-      for (const limit of ["0", "201", "-1", "abc", "1.5"]) expectError(await raw(env, `${path}?limit=${limit}`), 400, ["query", "limit"]);
+      for (const limit of ["0", "201", "-1", "abc", "1.5"])
+        expectError(await raw(env, `${path}?limit=${limit}`), 400, ["query", "limit"]);
       expectError(await raw(env, `${path}?direction=sideways&cursor=x`), 400, ["query", "direction"]);
       expectError(await raw(env, `${path}?cursor=not-a-cursor`), 400);
       // A cursor of another account's list (another query) is refused.

@@ -11,7 +11,9 @@ import { randomBytes } from "node:crypto";
 import BeeperDesktop from "@beeper/desktop-api";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectError, expectSdkError } from "./assert.ts";
-import { allChats, chatPath, echoChat, enc, ok, raw, waitFor, type Chat, type Env } from "./kit.ts";
+import type { Chat } from "../../src/schema/wire.ts";
+import { chatPath, enc, waitFor } from "../kit/common.ts";
+import { allChats, echoChat, ok, raw, type Env } from "./kit.ts";
 
 const MULTI = "local-sandbox";
 const SOLO = "local-sandbox-solo";
@@ -21,7 +23,13 @@ const NO_E2EE = {
   hasBackedUpRecoveryKey: false,
   initialized: false,
   keyBackup: false,
-  secrets: { masterKey: false, megolmBackupKey: false, recoveryKey: false, selfSigningKey: false, userSigningKey: false },
+  secrets: {
+    masterKey: false,
+    megolmBackupKey: false,
+    recoveryKey: false,
+    selfSigningKey: false,
+    userSigningKey: false,
+  },
   secretStorage: false,
   verified: false,
 };
@@ -45,7 +53,8 @@ interface Session {
 }
 
 const bridgePath = (bridgeID: string) => `/v1/bridges/${enc(bridgeID)}`;
-const named = (noun: "logins" | "connections", bridgeID: string, loginID?: string) => `${bridgePath(bridgeID)}/${noun}${loginID === undefined ? "" : `/${enc(loginID)}`}`;
+const named = (noun: "logins" | "connections", bridgeID: string, loginID?: string) =>
+  `${bridgePath(bridgeID)}/${noun}${loginID === undefined ? "" : `/${enc(loginID)}`}`;
 
 export function appSurfaceScenarios(env: Env) {
   describe("app setup (GET /v1/app/setup)", () => {
@@ -56,7 +65,8 @@ export function appSurfaceScenarios(env: Env) {
       expect(bare.headers.get("x-beeper-desktop-version")).toBeTruthy();
       // Exactly this: ready, no encryption layer set up, and none of the vendor app's matrix/verification details.
       expect(bare.body).toEqual({ state: "ready", e2ee: NO_E2EE });
-      for (const token of [env.ro, env.rw]) expect((await raw(env, "/v1/app/setup", { token })).body).toEqual(bare.body);
+      for (const token of [env.ro, env.rw])
+        expect((await raw(env, "/v1/app/setup", { token })).body).toEqual(bare.body);
     });
 
     it("refuses a token that is sent but invalid (401), like every public operation", async () => {
@@ -74,7 +84,8 @@ export function appSurfaceScenarios(env: Env) {
 
   describe("typing (POST /v1/chats/{chatID}/typing)", () => {
     let echo: Chat;
-    const typing = (chatID: string, json: unknown, token?: string | null) => raw(env, `${chatPath(chatID)}/typing`, { method: "POST", json, token });
+    const typing = (chatID: string, json: unknown, token?: string | null) =>
+      raw(env, `${chatPath(chatID)}/typing`, { method: "POST", json, token });
 
     beforeAll(async () => {
       echo = await echoChat(env, env.accounts[0].accountID);
@@ -94,12 +105,20 @@ export function appSurfaceScenarios(env: Env) {
     });
 
     it("takes the call as the vendor CLI makes it (SDK 5.0.0's generic post), and maps a refusal to the SDK's error class", async () => {
-      expect(await env.sdk.post(`/v1/chats/${enc(echo.id)}/typing`, { body: { state: "paused" } })).toEqual({ chatID: echo.id, state: "paused" });
-      await expectSdkError(env.sdk.post(`/v1/chats/${enc(echo.id)}/typing`, { body: { state: "composing" } }), BeeperDesktop.BadRequestError, 400);
+      expect(await env.sdk.post(`/v1/chats/${enc(echo.id)}/typing`, { body: { state: "paused" } })).toEqual({
+        chatID: echo.id,
+        state: "paused",
+      });
+      await expectSdkError(
+        env.sdk.post(`/v1/chats/${enc(echo.id)}/typing`, { body: { state: "composing" } }),
+        BeeperDesktop.BadRequestError,
+        400,
+      );
     });
 
     it("refuses a missing or unknown state with 400 naming body.state, and an unknown chat with 404", async () => {
-      for (const body of [{}, { state: "composing" }, { state: true }, { state: "TYPING" }]) expectError(await typing(echo.id, body), 400, ["body", "state"]);
+      for (const body of [{}, { state: "composing" }, { state: true }, { state: "TYPING" }])
+        expectError(await typing(echo.id, body), 400, ["body", "state"]);
       expectError(await typing("!nothing:nowhere.inboxd", { state: "typing" }), 404);
     });
 
@@ -108,7 +127,9 @@ export function appSurfaceScenarios(env: Env) {
       expectError(none, 401);
       const readOnly = await typing(echo.id, { state: "typing" }, env.ro);
       expectError(readOnly, 403);
-      expect(readOnly.body.message).toMatch(/^access token does not have the required scope: this needs write, and the token has read /);
+      expect(readOnly.body.message).toMatch(
+        /^access token does not have the required scope: this needs write, and the token has read /,
+      );
     });
   });
 
@@ -118,12 +139,23 @@ export function appSurfaceScenarios(env: Env) {
     /** Signs in on the single-account bridge with the password flow and waits for the account's chats. */
     beforeAll(async () => {
       const username = `conn${randomBytes(4).toString("hex")}`;
-      let s = await ok<Session>(env, `${bridgePath(SOLO)}/login-sessions`, { method: "POST", json: { flowID: "password" } });
+      let s = await ok<Session>(env, `${bridgePath(SOLO)}/login-sessions`, {
+        method: "POST",
+        json: { flowID: "password" },
+      });
       const submit = (fields: Record<string, string>) =>
-        ok<Session>(env, `${bridgePath(SOLO)}/login-sessions/${enc(s.loginSessionID)}/steps/${enc(s.currentStep!.stepID)}`, { method: "POST", json: { type: "user_input", fields } });
+        ok<Session>(
+          env,
+          `${bridgePath(SOLO)}/login-sessions/${enc(s.loginSessionID)}/steps/${enc(s.currentStep!.stepID)}`,
+          { method: "POST", json: { type: "user_input", fields } },
+        );
       s = await submit({ username, password: "sandbox" });
       solo = await submit({ code: "123456" });
-      await waitFor("the single-account login's chats", async () => (await allChats(env)).filter((c) => c.accountID === solo.accountID).length >= 8, 15_000);
+      await waitFor(
+        "the single-account login's chats",
+        async () => (await allChats(env)).filter((c) => c.accountID === solo.accountID).length >= 8,
+        15_000,
+      );
     });
 
     it("a completed login session carries the login also as `connection`, the same object", () => {
@@ -145,36 +177,62 @@ export function appSurfaceScenarios(env: Env) {
         const logins = await ok<{ items: Login[] }>(env, named("logins", bridgeID));
         expect(logins.items.length, bridgeID).toBeGreaterThan(0);
         expect(await ok(env, named("connections", bridgeID))).toEqual(logins);
-        for (const login of logins.items) expect(await ok(env, named("connections", bridgeID, login.loginID))).toEqual(login);
+        for (const login of logins.items)
+          expect(await ok(env, named("connections", bridgeID, login.loginID))).toEqual(login);
       }
       const seeded = (await ok<{ items: Login[] }>(env, named("connections", MULTI))).items.map((l) => l.loginID);
-      for (const account of env.accounts) expect(seeded).toContain((await ok<{ loginID: string }>(env, `/v1/accounts/${enc(account.accountID)}`)).loginID);
-      expect((await ok<{ items: Login[] }>(env, named("connections", SOLO))).items.map((l) => l.loginID)).toEqual([solo.loginID]);
+      for (const account of env.accounts)
+        expect(seeded).toContain(
+          (await ok<{ loginID: string }>(env, `/v1/accounts/${enc(account.accountID)}`)).loginID,
+        );
+      expect((await ok<{ items: Login[] }>(env, named("connections", SOLO))).items.map((l) => l.loginID)).toEqual([
+        solo.loginID,
+      ]);
     });
 
     it("answers 404 for an unknown bridge or connection, and finds a connection only under its own bridge", async () => {
-      for (const path of [named("connections", "local-nothing"), named("connections", MULTI, "local-sandbox_login_nobody"), named("connections", MULTI, solo.loginID!)]) {
+      for (const path of [
+        named("connections", "local-nothing"),
+        named("connections", MULTI, "local-sandbox_login_nobody"),
+        named("connections", MULTI, solo.loginID!),
+      ]) {
         const res = await raw(env, path);
         expectError(res, 404);
         expect(res.body.code, path).toBe("NOT_FOUND");
       }
-      expectError(await raw(env, `${named("connections", MULTI, solo.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } }), 404);
+      expectError(
+        await raw(env, `${named("connections", MULTI, solo.loginID!)}/remove`, {
+          method: "POST",
+          json: { scope: "current-device" },
+        }),
+        404,
+      );
     });
 
     it("needs a token on every connections route; a read-only token reads but cannot remove (403), and nothing moves", async () => {
       const one = named("connections", SOLO, solo.loginID!);
-      for (const [method, path, json] of [["GET", named("connections", SOLO)], ["GET", one], ["POST", `${one}/remove`, { scope: "current-device" }]] as const) {
+      for (const [method, path, json] of [
+        ["GET", named("connections", SOLO)],
+        ["GET", one],
+        ["POST", `${one}/remove`, { scope: "current-device" }],
+      ] as const) {
         expectError(await raw(env, path, { method, json, token: null }), 401);
         if (method === "GET") expect((await raw(env, path, { token: env.ro })).status).toBe(200);
         else expectError(await raw(env, path, { method, json, token: env.ro }), 403);
       }
-      expectError(await raw(env, `${one}/remove`, { method: "POST", json: { scope: "everywhere" } }), 400, ["body", "scope"]);
+      expectError(await raw(env, `${one}/remove`, { method: "POST", json: { scope: "everywhere" } }), 400, [
+        "body",
+        "scope",
+      ]);
       expect((await ok<Login>(env, one)).accountIDs).toEqual([solo.accountID]);
     });
 
     it("removes through …/connections with the answer both client generations read; the login is gone under both names", async () => {
       const chats = (await allChats(env)).filter((c) => c.accountID === solo.accountID).map((c) => c.id);
-      const removed = await ok(env, `${named("connections", SOLO, solo.loginID!)}/remove`, { method: "POST", json: { scope: "all-devices" } });
+      const removed = await ok(env, `${named("connections", SOLO, solo.loginID!)}/remove`, {
+        method: "POST",
+        json: { scope: "all-devices" },
+      });
       expect(removed).toEqual({
         bridgeID: SOLO,
         loginID: solo.loginID,
@@ -207,13 +265,22 @@ export function appSurfaceScenarios(env: Env) {
         const op = doc.paths[path]?.[method];
         expect(op?.operationId, `${method} ${path}`).toBe(operationId);
         expect(op["x-inboxd-extension"], `${method} ${path}`).toBe(true);
-        expect(op.security, `${method} ${path}`).toEqual(path === "/v1/app/setup" ? [{}, { bearerAuth: [] }] : undefined);
+        expect(op.security, `${method} ${path}`).toEqual(
+          path === "/v1/app/setup" ? [{}, { bearerAuth: [] }] : undefined,
+        );
       }
-      expect(doc.paths["/v1/bridges/{bridgeID}/connections/{loginID}"].get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/BridgeConnection" });
-      expect(doc.components.schemas.LoginSession.properties.connection).toEqual({ $ref: "#/components/schemas/BridgeConnection" });
+      expect(
+        doc.paths["/v1/bridges/{bridgeID}/connections/{loginID}"].get.responses["200"].content["application/json"]
+          .schema,
+      ).toEqual({ $ref: "#/components/schemas/BridgeConnection" });
+      expect(doc.components.schemas.LoginSession.properties.connection).toEqual({
+        $ref: "#/components/schemas/BridgeConnection",
+      });
       const { description: _d, ...connection } = doc.components.schemas.BridgeConnection;
       expect(connection).toEqual(doc.components.schemas.Login);
-      const steps = (doc.components.schemas.LoginStep.oneOf ?? doc.components.schemas.LoginStep.anyOf).map((s: { properties: { type: { const: string } } }) => s.properties.type.const);
+      const steps = (doc.components.schemas.LoginStep.oneOf ?? doc.components.schemas.LoginStep.anyOf).map(
+        (s: { properties: { type: { const: string } } }) => s.properties.type.const,
+      );
       expect(steps).toEqual(["user_input", "cookies", "display_and_wait", "client_http", "webauthn"]);
     });
   });

@@ -1,12 +1,13 @@
 import { expect } from "vitest";
-import type { ErrorBody, RawResponse } from "./kit.ts";
+import type { Answer } from "../kit/http.ts";
+import type { ErrorBody, Issues } from "./kit.ts";
 
 /** What a 401 says, on both runtimes: that a token is needed, and where one comes from (the daemon's CLI, the Worker's secret). */
 export const UNAUTHORIZED_MESSAGE =
   "access token is missing or invalid: send the header Authorization: Bearer <token>, with a token from `inboxd token create` (on a Cloudflare Worker: its admin token, the INBOXD_ADMIN_TOKEN secret)";
 
 /** A /v1 error answer: status, JSON content type, version header, `{code, message}` and (optionally) the issue path. */
-export function expectError(res: RawResponse, status: number, issuePath?: (string | number)[]) {
+export function expectError(res: Answer, status: number, issuePath?: (string | number)[]) {
   expect(res.status, `status of ${res.text}`).toBe(status);
   expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/);
   expect(res.headers.get("x-beeper-desktop-version")).toBeTruthy();
@@ -15,8 +16,9 @@ export function expectError(res: RawResponse, status: number, issuePath?: (strin
   expect(body.code.length).toBeGreaterThan(0);
   expect(typeof body.message).toBe("string");
   expect(body.message.length).toBeGreaterThan(0);
-  if (body.details?.issues) {
-    for (const issue of body.details.issues) {
+  const issues = (body.details as Issues | undefined)?.issues;
+  if (issues) {
+    for (const issue of issues) {
       expect(typeof issue.code).toBe("string");
       expect(typeof issue.message).toBe("string");
       expect(Array.isArray(issue.path)).toBe(true);
@@ -24,14 +26,18 @@ export function expectError(res: RawResponse, status: number, issuePath?: (strin
   }
   if (issuePath) {
     // An issue at the named place or inside it (e.g. ["query","mediaTypes",0] for ["query","mediaTypes"]).
-    const paths = (body.details?.issues ?? []).map((i) => i.path);
+    const paths = (issues ?? []).map((i) => i.path);
     const hit = paths.some((p) => issuePath.every((part, k) => p[k] === part));
     expect(hit, `issues of ${res.text} should name ${JSON.stringify(issuePath)}`).toBe(true);
   }
 }
 
 /** Awaits an SDK call that must fail, and checks the error class and status. */
-export async function expectSdkError(promise: Promise<unknown>, errorClass: abstract new (...args: any[]) => Error, status: number): Promise<any> {
+export async function expectSdkError(
+  promise: Promise<unknown>,
+  errorClass: abstract new (...args: any[]) => Error,
+  status: number,
+): Promise<any> {
   let caught: unknown;
   try {
     await promise;

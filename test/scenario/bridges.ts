@@ -12,26 +12,10 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, UNAUTHORIZED_MESSAGE } from "./assert.ts";
-import {
-  chatPath,
-  ECHO_ID,
-  enc,
-  makeClients,
-  qs,
-  raw,
-  randomToken,
-  sleep,
-  waitFor,
-  type Account,
-  type Chat,
-  type Env,
-  type Message,
-  type Page,
-  type RawInit,
-  type RawResponse,
-  type Start,
-  type StartOptions,
-} from "./kit.ts";
+import type { Account, Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, ECHO_ID, enc, randomToken, sleep, waitFor, type Start, type StartOptions } from "../kit/common.ts";
+import type { Answer } from "../kit/http.ts";
+import { makeClients, qs, raw, type Env, type RawInit } from "./kit.ts";
 
 /** Idle login sessions expire after this long on the server these scenarios start. */
 const TTL_MS = 1500;
@@ -47,17 +31,32 @@ const CODE = "123456";
 const ACCOUNT_ID = /^local-sandbox_ba_[A-Za-z0-9_-]+$/;
 const SOLO_ACCOUNT_ID = /^local-sandbox-solo_ba_[A-Za-z0-9_-]+$/;
 
-const ACCOUNT_STATUSES = ["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"];
+const _ACCOUNT_STATUSES = [
+  "connected",
+  "connecting",
+  "backfilling",
+  "connection_required",
+  "reconnect_required",
+  "attention_required",
+  "disconnected",
+  "disabled",
+];
 const BRIDGE_STATUSES = ["available", "connected", "limit_reached", "temporarily_unavailable", "disabled"];
 const LOGIN_STATUSES = ["connected", "connecting", "needs_login", "logged_out", "unknown"];
-const SESSION_STATUSES = ["waiting_for_input", "waiting_for_cookies", "waiting_for_display", "complete", "cancelled", "failed"];
-const STEP_OF_STATUS: Record<string, string> = { waiting_for_input: "user_input", waiting_for_cookies: "cookies", waiting_for_display: "display_and_wait" };
+const SESSION_STATUSES = [
+  "waiting_for_input",
+  "waiting_for_cookies",
+  "waiting_for_display",
+  "complete",
+  "cancelled",
+  "failed",
+];
+const STEP_OF_STATUS: Record<string, string> = {
+  waiting_for_input: "user_input",
+  waiting_for_cookies: "cookies",
+  waiting_for_display: "display_and_wait",
+};
 
-interface WireAccount extends Account {
-  status?: string;
-  statusText?: string;
-  loginID?: string;
-}
 interface Bridge {
   id: string;
   type: string;
@@ -68,7 +67,7 @@ interface Bridge {
   statusText?: string;
   supportsMultipleAccounts: boolean;
   activeAccountCount: number;
-  accounts: WireAccount[];
+  accounts: Account[];
 }
 interface Login {
   bridgeID: string;
@@ -96,7 +95,7 @@ interface Session {
   error?: { code: string; message: string; details?: Record<string, unknown> };
   loginID?: string;
   accountID?: string;
-  account?: WireAccount;
+  account?: Account;
   login?: Login;
 }
 
@@ -104,7 +103,8 @@ const uniq = (prefix: string) => `${prefix}${randomBytes(4).toString("hex")}`;
 const bridgePath = (bridgeID: string) => `/v1/bridges/${enc(bridgeID)}`;
 const sessionsPath = (bridgeID: string) => `${bridgePath(bridgeID)}/login-sessions`;
 const sessionPath = (bridgeID: string, sessionID: string) => `${sessionsPath(bridgeID)}/${enc(sessionID)}`;
-const stepPath = (bridgeID: string, sessionID: string, stepID: string) => `${sessionPath(bridgeID, sessionID)}/steps/${enc(stepID)}`;
+const stepPath = (bridgeID: string, sessionID: string, stepID: string) =>
+  `${sessionPath(bridgeID, sessionID)}/steps/${enc(stepID)}`;
 const loginPath = (bridgeID: string, loginID: string) => `${bridgePath(bridgeID)}/logins/${enc(loginID)}`;
 const accountPath = (accountID: string) => `/v1/accounts/${enc(accountID)}`;
 
@@ -114,7 +114,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
     let stop: (() => Promise<void>) | undefined;
 
     /** Every answer these scenarios received (for the secrets check). */
-    const seen: { what: string; res: RawResponse }[] = [];
+    const seen: { what: string; res: Answer }[] = [];
     /** Values submitted as secrets that are unique to this run: none may ever come back, or reach the log. */
     const secrets = new Set<string>();
     /** The Node daemon's debug log, captured from this process's stderr (the Worker's log is not reachable). */
@@ -127,7 +127,8 @@ export function bridgeScenarios(parent: Env, start: Start) {
       if (env.name === "node") {
         const original = process.stderr.write;
         process.stderr.write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
-          const text = typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) ? chunk.toString("utf8") : String(chunk);
+          const text =
+            typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) ? chunk.toString("utf8") : String(chunk);
           if (/ debug /.test(text)) {
             logLines.push(text);
             const done = rest.find((r) => typeof r === "function") as (() => void) | undefined;
@@ -164,7 +165,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
     // -------------------------------------------------------------------------------------------------------------
     // Helpers: every request goes through `call`, which keeps the answer for the secrets check.
 
-    async function call<T = any>(path: string, init: RawInit = {}): Promise<RawResponse<T>> {
+    async function call<T = any>(path: string, init: RawInit = {}): Promise<Answer<T>> {
       const res = await raw<T>(env, path, init);
       seen.push({ what: `${init.method ?? "GET"} ${path}`, res });
       return res;
@@ -172,7 +173,8 @@ export function bridgeScenarios(parent: Env, start: Start) {
 
     async function must<T = any>(path: string, init: RawInit = {}, status = 200): Promise<T> {
       const res = await call<T>(path, init);
-      if (res.status !== status) throw new Error(`${init.method ?? "GET"} ${path} → ${res.status} (wanted ${status}): ${res.text}`);
+      if (res.status !== status)
+        throw new Error(`${init.method ?? "GET"} ${path} → ${res.status} (wanted ${status}): ${res.text}`);
       return res.body;
     }
     const get = <T = any>(path: string) => must<T>(path);
@@ -184,11 +186,25 @@ export function bridgeScenarios(parent: Env, start: Start) {
       return res.body;
     }
 
-    function submit(session: Session, type: string, fields: Record<string, string>, extra: Record<string, unknown> = {}, stepID = session.currentStep!.stepID) {
-      return call<Session>(stepPath(session.bridgeID, session.loginSessionID, stepID), { method: "POST", json: { type, fields, ...extra } });
+    function submit(
+      session: Session,
+      type: string,
+      fields: Record<string, string>,
+      extra: Record<string, unknown> = {},
+      stepID = session.currentStep!.stepID,
+    ) {
+      return call<Session>(stepPath(session.bridgeID, session.loginSessionID, stepID), {
+        method: "POST",
+        json: { type, fields, ...extra },
+      });
     }
 
-    async function submitOk(session: Session, type: string, fields: Record<string, string>, extra: Record<string, unknown> = {}): Promise<Session> {
+    async function submitOk(
+      session: Session,
+      type: string,
+      fields: Record<string, string>,
+      extra: Record<string, unknown> = {},
+    ): Promise<Session> {
       const res = await submit(session, type, fields, extra);
       expect(res.status, res.text).toBe(200);
       expectSession(res.body, session.bridgeID);
@@ -220,7 +236,11 @@ export function bridgeScenarios(parent: Env, start: Start) {
     }
 
     /** Username and password, then the code: a complete session. */
-    async function passwordLogin(bridgeID: string, username: string, reconnect: Record<string, string> = {}): Promise<Session> {
+    async function passwordLogin(
+      bridgeID: string,
+      username: string,
+      reconnect: Record<string, string> = {},
+    ): Promise<Session> {
       let s = await startSession(bridgeID, { flowID: "password", ...reconnect });
       expect(s.currentStep?.stepID).toBe("sandbox.password.credentials");
       s = await submitOk(s, "user_input", { username, password: PASSWORD });
@@ -235,7 +255,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
       await waitFor(
         `${accountID} to be connected`,
         async () => {
-          const a = await get<WireAccount>(accountPath(accountID));
+          const a = await get<Account>(accountPath(accountID));
           if (statuses[statuses.length - 1] !== a.status) statuses.push(a.status!);
           return a.status === "connected";
         },
@@ -244,11 +264,11 @@ export function bridgeScenarios(parent: Env, start: Start) {
       return statuses;
     }
 
-    async function untilStatus(accountID: string, status: string): Promise<WireAccount> {
+    async function untilStatus(accountID: string, status: string): Promise<Account> {
       return waitFor(
         `${accountID} to become ${status}`,
         async () => {
-          const a = await get<WireAccount>(accountPath(accountID));
+          const a = await get<Account>(accountPath(accountID));
           return a.status === status ? a : undefined;
         },
         15_000,
@@ -272,29 +292,42 @@ export function bridgeScenarios(parent: Env, start: Start) {
     const isEcho = (c: Chat) => c.type === "single" && c.participants.items.some((p) => p.id === ECHO_ID);
 
     async function echoChatOf(accountID: string): Promise<Chat> {
-      const page = await get<Page<Chat>>(`/v1/chats/search${qs({ query: "echo", accountIDs: accountID, type: "single", limit: 200 })}`);
+      const page = await get<Page<Chat>>(
+        `/v1/chats/search${qs({ query: "echo", accountIDs: accountID, type: "single", limit: 200 })}`,
+      );
       const chat = page.items.find(isEcho);
       if (!chat) throw new Error(`no Echo chat for ${accountID}`);
       return chat;
     }
 
     async function send(chatID: string, text: string): Promise<Message> {
-      const sent = await must<{ pendingMessageID: string }>(`${chatPath(chatID)}/messages`, { method: "POST", json: { text } });
-      return waitFor(`message ${sent.pendingMessageID} to settle`, async () => {
-        const m = await get<Message>(`${chatPath(chatID)}/messages/${enc(sent.pendingMessageID)}`);
-        return m.sendStatus?.status === "PENDING" ? undefined : m;
+      const sent = await must<{ pendingMessageID: string }>(`${chatPath(chatID)}/messages`, {
+        method: "POST",
+        json: { text },
       });
+      return waitFor(
+        `message ${sent.pendingMessageID} to settle`,
+        async () => {
+          const m = await get<Message>(`${chatPath(chatID)}/messages/${enc(sent.pendingMessageID)}`);
+          return m.sendStatus?.status === "PENDING" ? undefined : m;
+        },
+        3000,
+      );
     }
 
     async function echoOf(chatID: string, messageID: string): Promise<Message> {
-      return waitFor(`Echo reply to ${messageID}`, async () => {
-        const page = await get<Page<Message>>(`${chatPath(chatID)}/messages`);
-        return page.items.find((m) => m.linkedMessageID === messageID && m.senderID === ECHO_ID);
-      });
+      return waitFor(
+        `Echo reply to ${messageID}`,
+        async () => {
+          const page = await get<Page<Message>>(`${chatPath(chatID)}/messages`);
+          return page.items.find((m) => m.linkedMessageID === messageID && m.senderID === ECHO_ID);
+        },
+        3000,
+      );
     }
 
     const bridge = (bridgeID: string) => get<Bridge>(bridgePath(bridgeID));
-    const accounts = () => get<WireAccount[]>("/v1/accounts");
+    const accounts = () => get<Account[]>("/v1/accounts");
 
     /** Chat IDs with their message counts, for "history kept" and "history gone" checks. */
     async function history(accountID: string): Promise<Record<string, number>> {
@@ -397,7 +430,9 @@ export function bridgeScenarios(parent: Env, start: Start) {
 
       it("lists the login flows: password, QR code and browser cookies", async () => {
         for (const id of [MULTI, SOLO]) {
-          const flows = await get<{ items: { id: string; name?: string; description?: string }[] }>(`${bridgePath(id)}/login-flows`);
+          const flows = await get<{ items: { id: string; name?: string; description?: string }[] }>(
+            `${bridgePath(id)}/login-flows`,
+          );
           expect(flows.items.map((f) => f.id).sort()).toEqual(["cookies", "password", "qr"]);
           for (const f of flows.items) {
             expect(typeof f.name).toBe("string");
@@ -453,7 +488,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
         expect(listed, "the new account is in GET /v1/accounts").toBeTruthy();
         const statuses = await untilConnected(accountID);
         for (const st of statuses) expect(["connecting", "backfilling", "connected"]).toContain(st);
-        const account = await get<WireAccount>(accountPath(accountID));
+        const account = await get<Account>(accountPath(accountID));
         expect(account.bridge).toEqual({ id: MULTI, provider: "local", type: "sandbox" });
         expect(account.loginID).toBe(s.loginID);
         expect(account.status).toBe("connected");
@@ -564,13 +599,23 @@ export function bridgeScenarios(parent: Env, start: Start) {
         for (const [method, path, json] of [
           ["GET", sessionPath(MULTI, "ls_00000000-0000-0000-0000-000000000000")],
           ["DELETE", sessionPath(MULTI, "ls_00000000-0000-0000-0000-000000000000")],
-          ["POST", stepPath(MULTI, "ls_00000000-0000-0000-0000-000000000000", "sandbox.password.credentials"), { type: "user_input", fields: {} }],
+          [
+            "POST",
+            stepPath(MULTI, "ls_00000000-0000-0000-0000-000000000000", "sandbox.password.credentials"),
+            { type: "user_input", fields: {} },
+          ],
         ] as [string, string, unknown?][])
           expectError(await call(path, { method, json }), 404);
         // A session is found only under its own bridge.
         const s = await startSession(MULTI, { flowID: "password" });
         expectError(await call(sessionPath(SOLO, s.loginSessionID)), 404);
-        expectError(await call(stepPath(SOLO, s.loginSessionID, s.currentStep!.stepID), { method: "POST", json: { type: "user_input", fields: {} } }), 404);
+        expectError(
+          await call(stepPath(SOLO, s.loginSessionID, s.currentStep!.stepID), {
+            method: "POST",
+            json: { type: "user_input", fields: {} },
+          }),
+          404,
+        );
         expectError(await call(sessionPath(SOLO, s.loginSessionID), { method: "DELETE" }), 404);
         expect(await getSession(s)).toEqual(s);
       });
@@ -597,7 +642,11 @@ export function bridgeScenarios(parent: Env, start: Start) {
       it("long-polls a display_and_wait step until the QR code is scanned (on a server whose QR code is scanned after 1 s)", async () => {
         // A server of this test's own: on the one above, QR codes are never scanned on their own.
         const scanning = { ...env, rw: randomToken("rw") } as Env;
-        const server = await start({ seed: { chats: 2, messages: 4, accounts: 1, seed: 12 }, tokens: [{ token: scanning.rw, scopes: ["read", "write"] }], tuning: { sandboxQrDelayMs: QR_DELAY_MS } } as StartOptions);
+        const server = await start({
+          seed: { chats: 2, messages: 4, accounts: 1, seed: 12 },
+          tokens: [{ token: scanning.rw, scopes: ["read", "write"] }],
+          tuning: { sandboxQrDelayMs: QR_DELAY_MS },
+        } as StartOptions);
         try {
           scanning.url = server.url.replace(/\/$/, "");
           const at = (path: string, init: RawInit = {}) => raw<Session>(scanning, path, init);
@@ -606,7 +655,10 @@ export function bridgeScenarios(parent: Env, start: Start) {
           expect(created.status, created.text).toBe(200);
           const s = created.body;
           expectSession(s, MULTI);
-          const answer = await at(stepPath(MULTI, s.loginSessionID, s.currentStep!.stepID), { method: "POST", json: { type: "display_and_wait", fields: {} } });
+          const answer = await at(stepPath(MULTI, s.loginSessionID, s.currentStep!.stepID), {
+            method: "POST",
+            json: { type: "display_and_wait", fields: {} },
+          });
           // A lower bound only: however slow the machine, the sandbox's timer cannot fire sooner.
           const waited = Date.now() - started;
           expect(answer.status, answer.text).toBe(200);
@@ -716,7 +768,12 @@ export function bridgeScenarios(parent: Env, start: Start) {
           expect(res.status, res.text).toBe(200);
           expect(res.body.status).toBe("cancelled");
           const polled = await polling;
-          if (polled.status === 409 && (polled.body as unknown as { code?: string })?.code === "SESSION_FINISHED" && head < 10_000) continue;
+          if (
+            polled.status === 409 &&
+            (polled.body as unknown as { code?: string })?.code === "SESSION_FINISHED" &&
+            head < 10_000
+          )
+            continue;
           expect(polled.status, polled.text).toBe(200);
           expectSession(polled.body, MULTI);
           expect(polled.body.status).toBe("cancelled");
@@ -759,7 +816,10 @@ export function bridgeScenarios(parent: Env, start: Start) {
             const laterNow = await getSession(later);
             const now = await getSession(s);
             if (expired(now)) {
-              expect(expired(await getSession(beforeUse)), "the session used after another started expired before that one").toBe(true);
+              expect(
+                expired(await getSession(beforeUse)),
+                "the session used after another started expired before that one",
+              ).toBe(true);
               return "inconclusive";
             }
             expect(now.status).toBe("waiting_for_input");
@@ -772,7 +832,10 @@ export function bridgeScenarios(parent: Env, start: Start) {
           }
         };
         for (let n = 1; (await attempt()) !== "shown"; n++)
-          if (n === 5) throw new Error("5 attempts were inconclusive: the machine stalled each time for longer than a third of the TTL");
+          if (n === 5)
+            throw new Error(
+              "5 attempts were inconclusive: the machine stalled each time for longer than a third of the TTL",
+            );
       });
     });
 
@@ -814,7 +877,10 @@ export function bridgeScenarios(parent: Env, start: Start) {
         await call(sessionPath(SOLO, re.loginSessionID), { method: "DELETE" });
 
         // Removing it frees the bridge again.
-        const removed = await must(`${loginPath(SOLO, done.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } });
+        const removed = await must(`${loginPath(SOLO, done.loginID!)}/remove`, {
+          method: "POST",
+          json: { scope: "current-device" },
+        });
         expect(removed.success).toBe(true);
         b = await bridge(SOLO);
         expect(b.status).toBe("available");
@@ -851,11 +917,17 @@ export function bridgeScenarios(parent: Env, start: Start) {
           expect(s.accountID).toBe(first.accountID);
           s = await submitOk(s, "cookies", { session: cookie });
           const b = await bridge(SOLO);
-          expect(b.activeAccountCount, `solo bridge accounts after the reconnect: ${JSON.stringify(b.accounts.map((a) => a.accountID))}`).toBeLessThanOrEqual(1);
+          expect(
+            b.activeAccountCount,
+            `solo bridge accounts after the reconnect: ${JSON.stringify(b.accounts.map((a) => a.accountID))}`,
+          ).toBeLessThanOrEqual(1);
           expect(b.accounts.map((a) => a.accountID)).toEqual([first.accountID]);
           expect(s.status, JSON.stringify(s)).toBe("failed");
         } finally {
-          await call(`${loginPath(SOLO, first.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } });
+          await call(`${loginPath(SOLO, first.loginID!)}/remove`, {
+            method: "POST",
+            json: { scope: "current-device" },
+          });
         }
         expect((await bridge(SOLO)).activeAccountCount).toBe(0);
       });
@@ -876,22 +948,36 @@ export function bridgeScenarios(parent: Env, start: Start) {
         const login = await get<Login>(loginPath(MULTI, loginID));
         expect(login.status).toBe("needs_login");
         expect(login.statusText).toBe("Password changed");
-        expect((await bridge(MULTI)).accounts.find((a) => a.accountID === accountID)?.status).toBe("reconnect_required");
+        expect((await bridge(MULTI)).accounts.find((a) => a.accountID === accountID)?.status).toBe(
+          "reconnect_required",
+        );
         const kept = await history(accountID);
         expect(Object.keys(kept).length).toBeGreaterThan(0);
         const countBefore = (await accounts()).length;
         const loginsBefore = (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.length;
 
         // Reconnect requests that do not fit.
-        expectError(await call(sessionsPath(MULTI), { method: "POST", json: { flowID: "password", accountID: "local-sandbox_ba_nobody" } }), 404);
+        expectError(
+          await call(sessionsPath(MULTI), {
+            method: "POST",
+            json: { flowID: "password", accountID: "local-sandbox_ba_nobody" },
+          }),
+          404,
+        );
         expectError(await call(sessionsPath(SOLO), { method: "POST", json: { flowID: "password", accountID } }), 404);
-        expectError(await call(sessionsPath(MULTI), { method: "POST", json: { flowID: "password", accountID, loginID: "local-sandbox_login_seed0" } }), 400);
+        expectError(
+          await call(sessionsPath(MULTI), {
+            method: "POST",
+            json: { flowID: "password", accountID, loginID: "local-sandbox_login_seed0" },
+          }),
+          400,
+        );
 
         // Signing in as someone else does not take the account over.
         const wrong = await passwordLogin(MULTI, uniq("other"), { accountID });
         expect(wrong.status).toBe("failed");
         expect(wrong.error!.code).toBe("wrong_account");
-        expect(await get<WireAccount>(accountPath(accountID))).toEqual(broken);
+        expect(await get<Account>(accountPath(accountID))).toEqual(broken);
         expect((await accounts()).length).toBe(countBefore);
         expect((await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.length).toBe(loginsBefore);
 
@@ -912,7 +998,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
         expect(s.loginID).toBe(loginID);
         const statuses = await untilConnected(accountID);
         expect(statuses).not.toContain("reconnect_required");
-        const fixed = await get<WireAccount>(accountPath(accountID));
+        const fixed = await get<Account>(accountPath(accountID));
         expect(fixed.statusText).toBeUndefined();
         expect((await get<Login>(loginPath(MULTI, loginID))).status).toBe("connected");
         expect((await accounts()).length).toBe(countBefore);
@@ -936,7 +1022,10 @@ export function bridgeScenarios(parent: Env, start: Start) {
 
         // A login is found only under its own bridge.
         expectError(await call(loginPath(SOLO, loginID)), 404);
-        expectError(await call(`${loginPath(SOLO, loginID)}/remove`, { method: "POST", json: { scope: "current-device" } }), 404);
+        expectError(
+          await call(`${loginPath(SOLO, loginID)}/remove`, { method: "POST", json: { scope: "current-device" } }),
+          404,
+        );
         expect((await get<Login>(loginPath(MULTI, loginID))).accountIDs).toEqual([accountID]);
       });
 
@@ -948,11 +1037,15 @@ export function bridgeScenarios(parent: Env, start: Start) {
         s = await submitOk(s, "user_input", { username, password: PASSWORD });
         await must(`${loginPath(MULTI, first.loginID!)}/remove`, { method: "POST", json: { scope: "current-device" } });
         const before = (await accounts()).map((a) => a.accountID).sort();
-        const loginsBefore = (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.map((l) => l.loginID).sort();
+        const loginsBefore = (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items
+          .map((l) => l.loginID)
+          .sort();
 
         s = await submitOk(s, "user_input", { code: CODE });
         const after = (await accounts()).map((a) => a.accountID).sort();
-        const loginsAfter = (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.map((l) => l.loginID).sort();
+        const loginsAfter = (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items
+          .map((l) => l.loginID)
+          .sort();
         // Clean up whatever the completion created before asserting, so later scenarios keep their account budget.
         for (const l of loginsAfter.filter((id) => !loginsBefore.includes(id)))
           await call(`${loginPath(MULTI, l)}/remove`, { method: "POST", json: { scope: "current-device" } });
@@ -979,11 +1072,17 @@ export function bridgeScenarios(parent: Env, start: Start) {
         const chatIDs = (await chatsOf(accountID)).map((c) => c.id);
         expect(chatIDs.length).toBeGreaterThan(0);
 
-        const invalid = await call(`${loginPath(MULTI, loginID)}/remove`, { method: "POST", json: { scope: "this-galaxy" } });
+        const invalid = await call(`${loginPath(MULTI, loginID)}/remove`, {
+          method: "POST",
+          json: { scope: "this-galaxy" },
+        });
         expectError(invalid, 400, ["body", "scope"]);
         expect((await get<Login>(loginPath(MULTI, loginID))).accountIDs).toEqual([accountID]);
 
-        const removed = await must(`${loginPath(MULTI, loginID)}/remove`, { method: "POST", json: { scope: "current-device" } });
+        const removed = await must(`${loginPath(MULTI, loginID)}/remove`, {
+          method: "POST",
+          json: { scope: "current-device" },
+        });
         expect(removed.success).toBe(true);
 
         expect((await accounts()).map((a) => a.accountID)).not.toContain(accountID);
@@ -992,7 +1091,9 @@ export function bridgeScenarios(parent: Env, start: Start) {
         expect(after.accounts.map((a) => a.accountID)).not.toContain(accountID);
         expect(after.activeAccountCount).toBe(before.activeAccountCount);
         expectError(await call(loginPath(MULTI, loginID)), 404);
-        expect((await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.map((l) => l.loginID)).not.toContain(loginID);
+        expect(
+          (await get<{ items: Login[] }>(`${bridgePath(MULTI)}/logins`)).items.map((l) => l.loginID),
+        ).not.toContain(loginID);
 
         const everyChat = await walkAll<Chat>("/v1/chats");
         expect(everyChat.filter((c) => c.accountID === accountID || chatIDs.includes(c.id))).toEqual([]);
@@ -1010,7 +1111,10 @@ export function bridgeScenarios(parent: Env, start: Start) {
         }
         // The account can no longer be used to start a reconnect, and the login cannot be removed twice.
         expectError(await call(sessionsPath(MULTI), { method: "POST", json: { flowID: "password", accountID } }), 404);
-        expectError(await call(`${loginPath(MULTI, loginID)}/remove`, { method: "POST", json: { scope: "current-device" } }), 404);
+        expectError(
+          await call(`${loginPath(MULTI, loginID)}/remove`, { method: "POST", json: { scope: "current-device" } }),
+          404,
+        );
       });
 
       it("accepts scope all-devices and removes every account of a multi-account login", async () => {
@@ -1022,7 +1126,10 @@ export function bridgeScenarios(parent: Env, start: Start) {
         const ids = (await get<Login>(loginPath(MULTI, s.loginID!))).accountIDs!;
         expect(ids.length).toBe(2);
         for (const id of ids) await untilConnected(id);
-        const removed = await must(`${loginPath(MULTI, s.loginID!)}/remove`, { method: "POST", json: { scope: "all-devices" } });
+        const removed = await must(`${loginPath(MULTI, s.loginID!)}/remove`, {
+          method: "POST",
+          json: { scope: "all-devices" },
+        });
         expect(removed.success).toBe(true);
         const left = (await accounts()).map((a) => a.accountID);
         for (const id of ids) expect(left).not.toContain(id);
@@ -1035,7 +1142,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
     describe("bridge routes: authentication and scopes", () => {
       it("needs a token on every bridge route (401), and a read-only token may read but not log in or remove (403)", async () => {
         const live = await startSession(MULTI, { flowID: "password" });
-        const seedLogin = env.accounts[0] as WireAccount;
+        const seedLogin = env.accounts[0] as Account;
         const loginID = seedLogin.loginID!;
         const reads: [string, string][] = [
           ["GET", "/v1/bridges"],
@@ -1048,7 +1155,11 @@ export function bridgeScenarios(parent: Env, start: Start) {
         ];
         const writes: [string, string, unknown?][] = [
           ["POST", sessionsPath(MULTI), { flowID: "password" }],
-          ["POST", stepPath(MULTI, live.loginSessionID, live.currentStep!.stepID), { type: "user_input", fields: { username: "ro", password: PASSWORD } }],
+          [
+            "POST",
+            stepPath(MULTI, live.loginSessionID, live.currentStep!.stepID),
+            { type: "user_input", fields: { username: "ro", password: PASSWORD } },
+          ],
           ["DELETE", sessionPath(MULTI, live.loginSessionID)],
           ["POST", `${loginPath(MULTI, loginID)}/remove`, { scope: "current-device" }],
         ];
@@ -1065,7 +1176,9 @@ export function bridgeScenarios(parent: Env, start: Start) {
         for (const [method, path, json] of writes) {
           const res = await call(path, { method, json, token: env.ro });
           expectError(res, 403);
-          expect(res.body.message, `${method} ${path}`).toMatch(/^access token does not have the required scope: this needs write, and the token has read /);
+          expect(res.body.message, `${method} ${path}`).toMatch(
+            /^access token does not have the required scope: this needs write, and the token has read /,
+          );
         }
         // Nothing moved.
         expect(await getSession(live)).toEqual(live);
@@ -1098,7 +1211,8 @@ export function bridgeScenarios(parent: Env, start: Start) {
 
         expect(seen.length).toBeGreaterThan(0);
         for (const { what, res } of seen) {
-          for (const secret of secrets) expect(res.text.includes(secret), `${what} returned a submitted secret: ${res.text}`).toBe(false);
+          for (const secret of secrets)
+            expect(res.text.includes(secret), `${what} returned a submitted secret: ${res.text}`).toBe(false);
           // The correct code: the code step's placeholder shows it (a sandbox hint) and so does the flow description;
           // no other login-session answer may carry it. (The correct password, "sandbox", is the network's own name
           // and cannot be checked this way.)
@@ -1110,7 +1224,8 @@ export function bridgeScenarios(parent: Env, start: Start) {
           expect(logLines.join("").length, "the daemon's debug log was captured").toBeGreaterThan(0);
           expect(logLines.some((l) => l.includes("/login-sessions"))).toBe(true);
           for (const line of logLines) {
-            for (const secret of [...secrets, CODE]) expect(line.includes(secret), `the log carries a secret: ${line}`).toBe(false);
+            for (const secret of [...secrets, CODE])
+              expect(line.includes(secret), `the log carries a secret: ${line}`).toBe(false);
           }
         }
       });

@@ -4,24 +4,9 @@
 import BeeperDesktop from "@beeper/desktop-api";
 import { describe, expect, it } from "vitest";
 import { expectError, expectSdkError } from "./assert.ts";
-import {
-  allChats,
-  chatPath,
-  echoChat,
-  echoReply,
-  enc,
-  ids,
-  newGroup,
-  ok,
-  qs,
-  raw,
-  sendSettled,
-  walk,
-  type Chat,
-  type Env,
-  type Message,
-  type Page,
-} from "./kit.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, enc } from "../kit/common.ts";
+import { allChats, echoChat, echoReply, ids, newGroup, ok, qs, raw, sendSettled, walk, type Env } from "./kit.ts";
 
 export function chatActionScenarios(env: Env) {
   describe("chats: update (PATCH)", () => {
@@ -43,7 +28,8 @@ export function chatActionScenarios(env: Env) {
       expect(updated.isArchived).toBe(false);
 
       const fetched = await env.sdk.chats.retrieve(chat.id);
-      for (const key of ["title", "description", "isMuted", "isPinned", "isLowPriority", "isArchived"] as const) expect(fetched[key]).toEqual(updated[key]);
+      for (const key of ["title", "description", "isMuted", "isPinned", "isLowPriority", "isArchived"] as const)
+        expect(fetched[key]).toEqual(updated[key]);
 
       // The change is visible to search filters.
       const lowPriority = await walk<Chat>(env, "/v1/chats/search", { inbox: "low-priority", limit: 200 });
@@ -53,7 +39,12 @@ export function chatActionScenarios(env: Env) {
       const byTitle = await ok<Page<Chat>>(env, `/v1/chats/search${qs({ query: "renamed scenario", limit: 200 })}`);
       expect(ids(byTitle.items)).toContain(chat.id);
 
-      const archived = await env.sdk.chats.update(chat.id, { isArchived: true, isLowPriority: false, isMuted: false, isPinned: false });
+      const archived = await env.sdk.chats.update(chat.id, {
+        isArchived: true,
+        isLowPriority: false,
+        isMuted: false,
+        isPinned: false,
+      });
       expect(archived.isArchived).toBe(true);
       expect(archived.isLowPriority).toBe(false);
       expect(archived.isMuted).toBe(false);
@@ -101,11 +92,16 @@ export function chatActionScenarios(env: Env) {
         [{ description: ["x"] }, ["body", "description"]],
         [{ draft: { text: 5 } }, ["body", "draft", "text"]],
       ];
-      for (const [json, path] of cases) expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json }), 400, path);
+      for (const [json, path] of cases)
+        expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json }), 400, path);
       const after = await env.sdk.chats.retrieve(chat.id);
       expect(after.isMuted).toBe(false);
       expect(after.title).toBe(chat.title);
-      await expectSdkError(env.sdk.chats.update("!doesnotexist:nowhere", { isMuted: true }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.chats.update("!doesnotexist:nowhere", { isMuted: true }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
     });
   });
 
@@ -115,12 +111,18 @@ export function chatActionScenarios(env: Env) {
       const result = await env.sdk.chats.archive(chat.id);
       expect(result ?? null).toBeNull();
       expect((await env.sdk.chats.retrieve(chat.id)).isArchived).toBe(true);
-      expect(ids((await walk<Chat>(env, "/v1/chats/search", { inbox: "archive", limit: 200 })).items)).toContain(chat.id);
-      expect(ids((await walk<Chat>(env, "/v1/chats/search", { inbox: "primary", limit: 200 })).items)).not.toContain(chat.id);
+      expect(ids((await walk<Chat>(env, "/v1/chats/search", { inbox: "archive", limit: 200 })).items)).toContain(
+        chat.id,
+      );
+      expect(ids((await walk<Chat>(env, "/v1/chats/search", { inbox: "primary", limit: 200 })).items)).not.toContain(
+        chat.id,
+      );
 
       await env.sdk.chats.archive(chat.id, { archived: false });
       expect((await env.sdk.chats.retrieve(chat.id)).isArchived).toBe(false);
-      expect(ids((await walk<Chat>(env, "/v1/chats/search", { inbox: "primary", limit: 200 })).items)).toContain(chat.id);
+      expect(ids((await walk<Chat>(env, "/v1/chats/search", { inbox: "primary", limit: 200 })).items)).toContain(
+        chat.id,
+      );
 
       // archived=true explicitly, and a request with no body at all (the spec's body is optional).
       const explicit = await raw(env, `${chatPath(chat.id)}/archive`, { method: "POST", json: { archived: true } });
@@ -135,7 +137,10 @@ export function chatActionScenarios(env: Env) {
 
     it("refuses a non-boolean archived and unknown chats", async () => {
       const chat = await newGroup(env);
-      expectError(await raw(env, `${chatPath(chat.id)}/archive`, { method: "POST", json: { archived: "yes" } }), 400, ["body", "archived"]);
+      expectError(await raw(env, `${chatPath(chat.id)}/archive`, { method: "POST", json: { archived: "yes" } }), 400, [
+        "body",
+        "archived",
+      ]);
       expect((await env.sdk.chats.retrieve(chat.id)).isArchived).toBe(false);
       await expectSdkError(env.sdk.chats.archive("!doesnotexist:nowhere"), BeeperDesktop.NotFoundError, 404);
     });
@@ -145,7 +150,9 @@ export function chatActionScenarios(env: Env) {
     it("sets a reminder from remindAt (SDK 5) or remindAtMs (spec), shows it on the Chat, and clears it", async () => {
       const chat = await newGroup(env);
       const at = new Date(Date.now() + 86_400_000).toISOString();
-      const result = await env.sdk.chats.reminders.create(chat.id, { reminder: { remindAt: at, dismissOnIncomingMessage: true } });
+      const result = await env.sdk.chats.reminders.create(chat.id, {
+        reminder: { remindAt: at, dismissOnIncomingMessage: true },
+      });
       expect(result ?? null).toBeNull();
       const withReminder = await env.sdk.chats.retrieve(chat.id);
       expect(Date.parse(withReminder.reminder!.remindAt!)).toBe(Date.parse(at));
@@ -155,7 +162,10 @@ export function chatActionScenarios(env: Env) {
       expect((await env.sdk.chats.retrieve(chat.id)).reminder ?? null).toBeNull();
 
       const atMs = Date.now() + 2 * 86_400_000;
-      const res = await raw(env, `${chatPath(chat.id)}/reminders`, { method: "POST", json: { reminder: { remindAtMs: atMs } } });
+      const res = await raw(env, `${chatPath(chat.id)}/reminders`, {
+        method: "POST",
+        json: { reminder: { remindAtMs: atMs } },
+      });
       expect(res.status).toBe(204);
       expect(res.text).toBe("");
       const again = await ok<Chat>(env, chatPath(chat.id));
@@ -164,7 +174,9 @@ export function chatActionScenarios(env: Env) {
 
       // Setting again replaces the instant; the offset form of remindAt names the same instant.
       await env.sdk.chats.reminders.create(chat.id, { reminder: { remindAt: "2031-05-06T09:30:00+02:00" } });
-      expect(Date.parse((await env.sdk.chats.retrieve(chat.id)).reminder!.remindAt!)).toBe(Date.parse("2031-05-06T07:30:00Z"));
+      expect(Date.parse((await env.sdk.chats.retrieve(chat.id)).reminder!.remindAt!)).toBe(
+        Date.parse("2031-05-06T07:30:00Z"),
+      );
       const cleared = await raw(env, `${chatPath(chat.id)}/reminders`, { method: "DELETE" });
       expect(cleared.status).toBe(204);
       expect((await ok<Chat>(env, chatPath(chat.id))).reminder ?? null).toBeNull();
@@ -173,7 +185,9 @@ export function chatActionScenarios(env: Env) {
     it("cancels a reminder with dismissOnIncomingMessage when someone writes (Echo), and keeps one without", async () => {
       const echo = await echoChat(env, env.accounts[1].accountID);
       for (const dismiss of [true, false]) {
-        await env.sdk.chats.reminders.create(echo.id, { reminder: { remindAt: new Date(Date.now() + 3_600_000).toISOString(), dismissOnIncomingMessage: dismiss } });
+        await env.sdk.chats.reminders.create(echo.id, {
+          reminder: { remindAt: new Date(Date.now() + 3_600_000).toISOString(), dismissOnIncomingMessage: dismiss },
+        });
         const sent = await env.sdk.messages.send(echo.id, { text: `reminder probe ${dismiss}` });
         await echoReply(env, echo.id, sent.pendingMessageID);
         const reminder = (await env.sdk.chats.retrieve(echo.id)).reminder ?? null;
@@ -188,9 +202,21 @@ export function chatActionScenarios(env: Env) {
       const path = `${chatPath(chat.id)}/reminders`;
       expectError(await raw(env, path, { method: "POST", json: {} }), 400, ["body", "reminder"]);
       expectError(await raw(env, path, { method: "POST", json: { reminder: {} } }), 400, ["body", "reminder"]);
-      expectError(await raw(env, path, { method: "POST", json: { reminder: { remindAt: "next tuesday" } } }), 400, ["body", "reminder", "remindAt"]);
-      expectError(await raw(env, path, { method: "POST", json: { reminder: { remindAtMs: "soon" } } }), 400, ["body", "reminder", "remindAtMs"]);
-      expectError(await raw(env, path, { method: "POST", json: { reminder: { remindAtMs: 1, dismissOnIncomingMessage: "y" } } }), 400, ["body", "reminder", "dismissOnIncomingMessage"]);
+      expectError(await raw(env, path, { method: "POST", json: { reminder: { remindAt: "next tuesday" } } }), 400, [
+        "body",
+        "reminder",
+        "remindAt",
+      ]);
+      expectError(await raw(env, path, { method: "POST", json: { reminder: { remindAtMs: "soon" } } }), 400, [
+        "body",
+        "reminder",
+        "remindAtMs",
+      ]);
+      expectError(
+        await raw(env, path, { method: "POST", json: { reminder: { remindAtMs: 1, dismissOnIncomingMessage: "y" } } }),
+        400,
+        ["body", "reminder", "dismissOnIncomingMessage"],
+      );
       expect((await env.sdk.chats.retrieve(chat.id)).reminder ?? null).toBeNull();
       await expectSdkError(
         env.sdk.chats.reminders.create("!doesnotexist:nowhere", { reminder: { remindAt: new Date().toISOString() } }),
@@ -206,11 +232,19 @@ export function chatActionScenarios(env: Env) {
       const chat = await newGroup(env);
       try {
         for (const remindAtMs of [8.64e15 + 1, Number.MAX_SAFE_INTEGER]) {
-          const res = await raw(env, `${chatPath(chat.id)}/reminders`, { method: "POST", json: { reminder: { remindAtMs } } });
+          const res = await raw(env, `${chatPath(chat.id)}/reminders`, {
+            method: "POST",
+            json: { reminder: { remindAtMs } },
+          });
           // Soft checks: a failure here should also show what the accepted value does to reads.
           expect.soft(res.status, `POST reminders remindAtMs=${remindAtMs}: ${res.text}`).toBe(400);
           if (res.status === 400) expectError(res, 400, ["body", "reminder", "remindAtMs"]);
-          for (const path of [chatPath(chat.id), "/v1/chats", "/v1/chats/search?limit=200", `/v1/messages/search?chatIDs=${enc(chat.id)}`]) {
+          for (const path of [
+            chatPath(chat.id),
+            "/v1/chats",
+            "/v1/chats/search?limit=200",
+            `/v1/messages/search?chatIDs=${enc(chat.id)}`,
+          ]) {
             const read = await raw(env, path);
             expect.soft(read.status, `GET ${path} after remindAtMs=${remindAtMs}: ${read.text}`).toBe(200);
           }
@@ -225,11 +259,19 @@ export function chatActionScenarios(env: Env) {
       const chat = await newGroup(env);
       for (const suffix of ["", "/archive", "/read", "/unread", "/reminders"]) {
         const method = suffix === "" ? "PATCH" : "POST";
-        const res = await raw(env, `${chatPath(chat.id)}${suffix}`, { method, body: "[]", headers: { "content-type": "application/json" } });
+        const res = await raw(env, `${chatPath(chat.id)}${suffix}`, {
+          method,
+          body: "[]",
+          headers: { "content-type": "application/json" },
+        });
         expectError(res, 400, ["body"]);
       }
       for (const path of ["/v1/chats", "/v1/chats/start", `${chatPath(chat.id)}/messages`])
-        expectError(await raw(env, path, { method: "POST", body: "[]", headers: { "content-type": "application/json" } }), 400, ["body"]);
+        expectError(
+          await raw(env, path, { method: "POST", body: "[]", headers: { "content-type": "application/json" } }),
+          400,
+          ["body"],
+        );
       const after = await env.sdk.chats.retrieve(chat.id);
       expect(after.isArchived).toBe(false);
       expect(after.isMarkedUnread).toBe(false);
@@ -241,7 +283,8 @@ export function chatActionScenarios(env: Env) {
     async function busyChat(): Promise<{ chat: Chat; page: Message[] }> {
       for (const chat of await allChats(env)) {
         const page = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`);
-        if (page.items.length === 20 && page.items.slice(0, 15).filter((m) => !m.isSender).length >= 4) return { chat, page: page.items };
+        if (page.items.length === 20 && page.items.slice(0, 15).filter((m) => !m.isSender).length >= 4)
+          return { chat, page: page.items };
       }
       throw new Error("no chat with enough incoming messages");
     }
@@ -253,7 +296,8 @@ export function chatActionScenarios(env: Env) {
       expect(unread.id).toBe(chat.id);
       expect(unread.unreadCount).toBe(incoming(page.slice(0, 16)));
       const afterUnread = (await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items;
-      for (const [i, m] of afterUnread.entries()) expect(m.isUnread ?? false, `message ${i}`).toBe(!m.isSender && i <= 15);
+      for (const [i, m] of afterUnread.entries())
+        expect(m.isUnread ?? false, `message ${i}`).toBe(!m.isSender && i <= 15);
 
       const read = await env.sdk.chats.markRead(chat.id, { messageID: page[5].id });
       expect(read.unreadCount).toBe(incoming(page.slice(0, 5)));
@@ -265,7 +309,9 @@ export function chatActionScenarios(env: Env) {
       const all = await env.sdk.chats.markRead(chat.id);
       expect(all.unreadCount).toBe(0);
       expect(all.lastReadMessageSortKey).toBe(page[0].sortKey);
-      expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items.every((m) => !m.isUnread)).toBe(true);
+      expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items.every((m) => !m.isUnread)).toBe(
+        true,
+      );
       const unreadOnly = await walk<Chat>(env, "/v1/chats/search", { unreadOnly: true, limit: 200 });
       expect(ids(unreadOnly.items)).not.toContain(chat.id);
     });
@@ -275,7 +321,9 @@ export function chatActionScenarios(env: Env) {
       const flagged = await env.sdk.chats.markUnread(chat.id);
       expect(flagged.isMarkedUnread).toBe(true);
       expect((await env.sdk.chats.retrieve(chat.id)).isMarkedUnread).toBe(true);
-      expect(ids((await walk<Chat>(env, "/v1/chats/search", { unreadOnly: true, limit: 200 })).items)).toContain(chat.id);
+      expect(ids((await walk<Chat>(env, "/v1/chats/search", { unreadOnly: true, limit: 200 })).items)).toContain(
+        chat.id,
+      );
       const read = await env.sdk.chats.markRead(chat.id);
       expect(read.isMarkedUnread).toBe(false);
       expect(read.unreadCount).toBe(0);
@@ -283,11 +331,22 @@ export function chatActionScenarios(env: Env) {
 
     it("refuses unknown messages and chats", async () => {
       const chat = await newGroup(env);
-      await expectSdkError(env.sdk.chats.markRead(chat.id, { messageID: "999999.1" }), BeeperDesktop.NotFoundError, 404);
-      await expectSdkError(env.sdk.chats.markUnread(chat.id, { messageID: "no-such-message" }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.chats.markRead(chat.id, { messageID: "999999.1" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
+      await expectSdkError(
+        env.sdk.chats.markUnread(chat.id, { messageID: "no-such-message" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
       await expectSdkError(env.sdk.chats.markRead("!doesnotexist:nowhere"), BeeperDesktop.NotFoundError, 404);
       await expectSdkError(env.sdk.chats.markUnread("!doesnotexist:nowhere"), BeeperDesktop.NotFoundError, 404);
-      expectError(await raw(env, `${chatPath(chat.id)}/read`, { method: "POST", json: { messageID: 5 } }), 400, ["body", "messageID"]);
+      expectError(await raw(env, `${chatPath(chat.id)}/read`, { method: "POST", json: { messageID: 5 } }), 400, [
+        "body",
+        "messageID",
+      ]);
     });
   });
 
@@ -297,7 +356,10 @@ export function chatActionScenarios(env: Env) {
       const notified = async () => {
         const probe = await sendSettled(env, echo.id, "!settings");
         const reply = await echoReply(env, echo.id, probe.id);
-        return (JSON.parse(/^Echo: settings (\{.*\})$/s.exec(reply.text ?? "")![1]) as { notifiedAnyway?: number }).notifiedAnyway ?? 0;
+        return (
+          (JSON.parse(/^Echo: settings (\{.*\})$/s.exec(reply.text ?? "")![1]) as { notifiedAnyway?: number })
+            .notifiedAnyway ?? 0
+        );
       };
       const before = await notified();
       const chat = await env.sdk.chats.notifyAnyway(echo.id);
@@ -305,7 +367,10 @@ export function chatActionScenarios(env: Env) {
       // As the SDK sends it: no body, no content type.
       expect((await raw<Chat>(env, `${chatPath(echo.id)}/notify-anyway`, { method: "POST" })).status).toBe(200);
       expect(await notified()).toBe(before + 2);
-      expect((await ok<{ capabilities: Record<string, unknown> }>(env, `/v1/accounts/${enc(env.accounts[0].accountID)}`)).capabilities).toMatchObject({ notifyAnyway: true });
+      expect(
+        (await ok<{ capabilities: Record<string, unknown> }>(env, `/v1/accounts/${enc(env.accounts[0].accountID)}`))
+          .capabilities,
+      ).toMatchObject({ notifyAnyway: true });
       await expectSdkError(env.sdk.chats.notifyAnyway("!doesnotexist:nowhere"), BeeperDesktop.NotFoundError, 404);
     });
   });

@@ -14,24 +14,20 @@ import { describe, expect, it } from "vitest";
 import { gif, jpeg, png, text } from "../assets/fixtures.ts";
 import type { Upload } from "../assets/kit.ts";
 import { expectError } from "./assert.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, messagePath, waitFor } from "../kit/common.ts";
 import {
   allChats,
-  chatPath,
   contactsOf,
   echoChat,
   echoReply,
-  messagePath,
   newGroup,
   ok,
   qs,
   raw,
   sendSettled,
-  waitFor,
   walk,
-  type Chat,
   type Env,
-  type Message,
-  type Page,
 } from "./kit.ts";
 
 interface Label {
@@ -72,14 +68,21 @@ export function chatLabelScenarios(env: Env) {
     expect(res.body[field]).toBeUndefined();
     expect((await chat(id))[field]).toBeUndefined();
   };
-  const labelled = async (labelID: string) => (await walk<LabelledChat>(env, "/v1/chats/search", { labelID, limit: 200 })).items;
+  const labelled = async (labelID: string) =>
+    (await walk<LabelledChat>(env, "/v1/chats/search", { labelID, limit: 200 })).items;
   const upload = (bytes: Uint8Array, fileName: string, mimeType: string) =>
-    ok<Upload>(env, "/v1/assets/upload/base64", { method: "POST", json: { content: Buffer.from(bytes).toString("base64"), fileName, mimeType } });
+    ok<Upload>(env, "/v1/assets/upload/base64", {
+      method: "POST",
+      json: { content: Buffer.from(bytes).toString("base64"), fileName, mimeType },
+    });
   /** The newest eventID (GET /v1/events without `after` reads from now): read a change's events after it. */
   const latestEvent = async () => (await ok<{ latestEventID: number }>(env, "/v1/events")).latestEventID;
   /** The chat as the last chat.upserted event after `after` carries it. */
   const upserted = async (chatID: string, after: number) => {
-    const page = await ok<{ items: { type: string; entries?: LabelledChat[] }[] }>(env, `/v1/events${qs({ after, chatIDs: chatID, limit: 1000 })}`);
+    const page = await ok<{ items: { type: string; entries?: LabelledChat[] }[] }>(
+      env,
+      `/v1/events${qs({ after, chatIDs: chatID, limit: 1000 })}`,
+    );
     return page.items.filter((e) => e.type === "chat.upserted").at(-1)?.entries?.[0];
   };
   /** What Echo answers a command (`!history`, `!settings`) with in its chat: the JSON after the command's name. */
@@ -91,25 +94,42 @@ export function chatLabelScenarios(env: Env) {
     return JSON.parse(report![1]) as T;
   }
   /** What the sandbox network has of a chat's settings, as Echo reports them for its own chat. */
-  const networkSettings = (chatID: string) => echoReport<{ picture?: { fileName?: string; mimeType?: string; bytes: number }; messageExpirySeconds?: number }>(chatID, "settings");
+  const networkSettings = (chatID: string) =>
+    echoReport<{ picture?: { fileName?: string; mimeType?: string; bytes: number }; messageExpirySeconds?: number }>(
+      chatID,
+      "settings",
+    );
 
   describe("labels", () => {
     it("creates labels (names trimmed) and lists them sorted by name, numbers in numeric order", async () => {
       const tag = unique();
       const made = [];
-      for (const name of [`Zeta ${tag}`, `  alpha ${tag}  `, `Label 10 ${tag}`, `Label 2 ${tag}`]) made.push(await createLabel(name));
+      for (const name of [`Zeta ${tag}`, `  alpha ${tag}  `, `Label 10 ${tag}`, `Label 2 ${tag}`])
+        made.push(await createLabel(name));
       expect(made.map((l) => l.name)).toEqual([`Zeta ${tag}`, `alpha ${tag}`, `Label 10 ${tag}`, `Label 2 ${tag}`]);
       expect(new Set(made.map((l) => l.id)).size).toBe(4);
       const listed = await labels();
       const mine = listed.filter((l) => l.name.endsWith(tag));
       expect(mine.map((l) => l.name)).toEqual([`alpha ${tag}`, `Label 2 ${tag}`, `Label 10 ${tag}`, `Zeta ${tag}`]);
       for (const l of made) expect(listed).toContainEqual(l);
-      for (let i = 1; i < listed.length; i++) expect(collator.compare(listed[i - 1].name, listed[i].name), `${listed[i - 1].name} before ${listed[i].name}`).toBeLessThanOrEqual(0);
+      for (let i = 1; i < listed.length; i++)
+        expect(
+          collator.compare(listed[i - 1].name, listed[i].name),
+          `${listed[i - 1].name} before ${listed[i].name}`,
+        ).toBeLessThanOrEqual(0);
     });
 
     it("refuses empty, blank, multi-line, over-long and non-string names with 400 naming body.name", async () => {
       const before = (await labels()).length;
-      for (const json of [{}, { name: "" }, { name: "   " }, { name: 5 }, { name: "two\nlines" }, { name: "tab\there" }, { name: "x".repeat(1025) }])
+      for (const json of [
+        {},
+        { name: "" },
+        { name: "   " },
+        { name: 5 },
+        { name: "two\nlines" },
+        { name: "tab\there" },
+        { name: "x".repeat(1025) },
+      ])
         expectError(await raw(env, "/v1/labels", { method: "POST", json }), 400, ["body", "name"]);
       expect((await labels()).length).toBe(before);
     });
@@ -126,9 +146,15 @@ export function chatLabelScenarios(env: Env) {
 
     it("loses no creation when many requests race: distinct names all land, one name lands once", async () => {
       const tag = unique();
-      const distinct = await Promise.all(Array.from({ length: 12 }, (_, i) => raw<Label>(env, "/v1/labels", { method: "POST", json: { name: `race ${i} ${tag}` } })));
+      const distinct = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          raw<Label>(env, "/v1/labels", { method: "POST", json: { name: `race ${i} ${tag}` } }),
+        ),
+      );
       expect(distinct.map((r) => r.status)).toEqual(Array(12).fill(200));
-      const same = await Promise.all(Array.from({ length: 8 }, () => raw(env, "/v1/labels", { method: "POST", json: { name: `same ${tag}` } })));
+      const same = await Promise.all(
+        Array.from({ length: 8 }, () => raw(env, "/v1/labels", { method: "POST", json: { name: `same ${tag}` } })),
+      );
       const won = same.filter((r) => r.status === 200);
       expect(won.length).toBe(1);
       for (const lost of same.filter((r) => r.status !== 200)) {
@@ -161,7 +187,10 @@ export function chatLabelScenarios(env: Env) {
       expectError(await raw(env, "/v1/labels", { token: null }), 401);
       expectError(await raw(env, "/v1/labels", { method: "POST", json: { name: `x ${unique()}` }, token: null }), 401);
       expect((await raw(env, "/v1/labels", { token: env.ro })).status).toBe(200);
-      expectError(await raw(env, "/v1/labels", { method: "POST", json: { name: `ro ${unique()}` }, token: env.ro }), 403);
+      expectError(
+        await raw(env, "/v1/labels", { method: "POST", json: { name: `ro ${unique()}` }, token: env.ro }),
+        403,
+      );
       expectError(await raw(env, `/v1/labels/${label.id}`, { method: "DELETE", token: env.ro }), 403);
       expect((await labels()).map((l) => l.id)).toContain(label.id);
     });
@@ -169,7 +198,11 @@ export function chatLabelScenarios(env: Env) {
 
   describe("chats: labelIDs", () => {
     it("sets, shows, filters by and clears a chat's labels; other fields leave them alone", async () => {
-      const [work, home, empty] = [await createLabel(`work ${unique()}`), await createLabel(`home ${unique()}`), await createLabel(`none ${unique()}`)];
+      const [work, home, empty] = [
+        await createLabel(`work ${unique()}`),
+        await createLabel(`home ${unique()}`),
+        await createLabel(`none ${unique()}`),
+      ];
       const group = await newGroup(env);
       const other = await newGroup(env);
       const set = await patch(group.id, { labelIDs: [work.id, home.id, work.id] });
@@ -186,10 +219,21 @@ export function chatLabelScenarios(env: Env) {
       expect((await labelled(home.id)).map((c) => c.id).sort()).toEqual([group.id, other.id].sort());
       expect(await labelled(empty.id)).toEqual([]);
       // The filter combines with the others.
-      expect((await walk<Chat>(env, "/v1/chats/search", { labelID: home.id, query: group.title, scope: "titles", limit: 200 })).items.map((c) => c.id)).toEqual([group.id]);
+      expect(
+        (
+          await walk<Chat>(env, "/v1/chats/search", {
+            labelID: home.id,
+            query: group.title,
+            scope: "titles",
+            limit: 200,
+          })
+        ).items.map((c) => c.id),
+      ).toEqual([group.id]);
 
       expect((await patch(group.id, { isPinned: true })).body.labelIDs).toEqual([work.id, home.id]);
-      expect((await env.sdk.chats.update(group.id, { title: `relabelled ${unique()}` })) as unknown as LabelledChat).toMatchObject({ labelIDs: [work.id, home.id] });
+      expect(
+        (await env.sdk.chats.update(group.id, { title: `relabelled ${unique()}` })) as unknown as LabelledChat,
+      ).toMatchObject({ labelIDs: [work.id, home.id] });
       expect((await patch(group.id, { labelIDs: [] })).body.labelIDs).toEqual([]);
       expect(await labelled(work.id)).toEqual([]);
     });
@@ -260,7 +304,9 @@ export function chatLabelScenarios(env: Env) {
       expect(set.imgURL).toBe(first.srcURL);
       expect((await chat(group.id)).imgURL).toBe(first.srcURL);
       expect((await upserted(group.id, after))?.imgURL).toBe(first.srcURL);
-      const served = await fetch(`${env.url}/v1/assets/serve${qs({ url: set.imgURL! })}`, { headers: { authorization: `Bearer ${env.rw}` } });
+      const served = await fetch(`${env.url}/v1/assets/serve${qs({ url: set.imgURL! })}`, {
+        headers: { authorization: `Bearer ${env.rw}` },
+      });
       expect(served.status).toBe(200);
       expect(served.headers.get("content-type")).toMatch(/^image\/png/);
       expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(picture))).toBe(true);
@@ -270,7 +316,9 @@ export function chatLabelScenarios(env: Env) {
       if (second.srcURL.startsWith("file://")) {
         // The daemon also takes the file's path, as the official clients send it.
         const third = await upload(png(5, 5), "path.png", "image/png");
-        expect((await patch(group.id, { imgURL: decodeURIComponent(new URL(third.srcURL).pathname) })).body.imgURL).toBe(third.srcURL);
+        expect(
+          (await patch(group.id, { imgURL: decodeURIComponent(new URL(third.srcURL).pathname) })).body.imgURL,
+        ).toBe(third.srcURL);
       }
       await expectCleared(group.id, "imgURL");
     });
@@ -279,7 +327,11 @@ export function chatLabelScenarios(env: Env) {
       const echo = await echoChat(env, env.accounts[0].accountID);
       const picture = await upload(png(6, 4), "echo.png", "image/png");
       expect((await patch(echo.id, { imgURL: picture.uploadID })).body.imgURL).toBe(picture.srcURL);
-      expect((await networkSettings(echo.id)).picture).toEqual({ fileName: "echo.png", mimeType: "image/png", bytes: picture.fileSize });
+      expect((await networkSettings(echo.id)).picture).toEqual({
+        fileName: "echo.png",
+        mimeType: "image/png",
+        bytes: picture.fileSize,
+      });
       await expectCleared(echo.id, "imgURL");
       expect((await networkSettings(echo.id)).picture).toBeUndefined();
     });
@@ -287,9 +339,19 @@ export function chatLabelScenarios(env: Env) {
     it("refuses what is not a local image: 422 naming body.imgURL (400 when empty or not a string)", async () => {
       const group = await newGroup(env);
       const notImage = await upload(text("just words"), "notes.txt", "text/plain");
-      for (const imgURL of [notImage.uploadID, notImage.srcURL, "zzzznosuchupload", "https://example.com/a.png", "data:image/png;base64,iVBORw0KGgo=", "/etc/passwd", "file:///etc/passwd", "mxc://sandbox.invalid/seed-img-10-x"])
+      for (const imgURL of [
+        notImage.uploadID,
+        notImage.srcURL,
+        "zzzznosuchupload",
+        "https://example.com/a.png",
+        "data:image/png;base64,iVBORw0KGgo=",
+        "/etc/passwd",
+        "file:///etc/passwd",
+        "mxc://sandbox.invalid/seed-img-10-x",
+      ])
         expectError(await patch(group.id, { imgURL }), 422, ["body", "imgURL"]);
-      for (const imgURL of ["", 42, { url: "x" }]) expectError(await patch(group.id, { imgURL }), 400, ["body", "imgURL"]);
+      for (const imgURL of ["", 42, { url: "x" }])
+        expectError(await patch(group.id, { imgURL }), 400, ["body", "imgURL"]);
       expect((await chat(group.id)).imgURL).toBeUndefined();
     });
   });
@@ -321,10 +383,14 @@ export function chatLabelScenarios(env: Env) {
             }
             expect(res.status, `${imgURL}: ${JSON.stringify(res.body)}`).toBe(200);
             expect(res.body.imgURL, imgURL).toMatch(/^file:\/\//);
-            const served = await fetch(`${env.url}/v1/assets/serve${qs({ url: res.body.imgURL! })}`, { headers: { authorization: `Bearer ${env.rw}` } });
+            const served = await fetch(`${env.url}/v1/assets/serve${qs({ url: res.body.imgURL! })}`, {
+              headers: { authorization: `Bearer ${env.rw}` },
+            });
             expect(served.headers.get("content-type"), imgURL).toBe(mimeType);
             expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(bytes)), imgURL).toBe(true);
-            expect(await networkSettings(echo.id), imgURL).toMatchObject({ picture: { fileName: name, mimeType, bytes: bytes.length } });
+            expect(await networkSettings(echo.id), imgURL).toMatchObject({
+              picture: { fileName: name, mimeType, bytes: bytes.length },
+            });
           }
         }
         await expectCleared(echo.id, "imgURL");
@@ -382,15 +448,41 @@ export function chatLabelScenarios(env: Env) {
       const notes = await upload(text("draft notes"), "notes.txt", "text/plain");
       const after = await latestEvent();
       const set = await env.sdk.chats.update(group.id, {
-        draft: { text: "see attached", attachments: { first: { uploadID: image.uploadID }, second: { uploadID: notes.uploadID, id: "notes", fileName: "renamed.txt", type: "voice-note" } } },
+        draft: {
+          text: "see attached",
+          attachments: {
+            first: { uploadID: image.uploadID },
+            second: { uploadID: notes.uploadID, id: "notes", fileName: "renamed.txt", type: "voice-note" },
+          },
+        },
       });
       const shown = (set as unknown as LabelledChat).draft!;
-      const filePath = (u: Upload) => (u.srcURL.startsWith("file://") ? { filePath: decodeURIComponent(new URL(u.srcURL).pathname) } : {});
+      const filePath = (u: Upload) =>
+        u.srcURL.startsWith("file://") ? { filePath: decodeURIComponent(new URL(u.srcURL).pathname) } : {};
       expect(shown).toEqual({
         text: "see attached",
         attachments: {
-          first: { id: "first", type: "file", uploadID: image.uploadID, srcURL: image.srcURL, mimeType: "image/png", fileName: "sketch.png", fileSize: image.fileSize, size: { width: 3, height: 2 }, ...filePath(image) },
-          notes: { id: "notes", type: "recorded_audio", uploadID: notes.uploadID, srcURL: notes.srcURL, mimeType: "text/plain", fileName: "renamed.txt", fileSize: notes.fileSize, ...filePath(notes) },
+          first: {
+            id: "first",
+            type: "file",
+            uploadID: image.uploadID,
+            srcURL: image.srcURL,
+            mimeType: "image/png",
+            fileName: "sketch.png",
+            fileSize: image.fileSize,
+            size: { width: 3, height: 2 },
+            ...filePath(image),
+          },
+          notes: {
+            id: "notes",
+            type: "recorded_audio",
+            uploadID: notes.uploadID,
+            srcURL: notes.srcURL,
+            mimeType: "text/plain",
+            fileName: "renamed.txt",
+            fileSize: notes.fileSize,
+            ...filePath(notes),
+          },
         },
       });
       expect(await draftOf(group.id)).toEqual(shown);
@@ -398,7 +490,10 @@ export function chatLabelScenarios(env: Env) {
       expect((await upserted(group.id, after))?.draft).toEqual(shown);
 
       // The draft keeps its uploads without using them up: one can still be sent.
-      const sent = await raw(env, `${chatPath(group.id)}/messages`, { method: "POST", json: { attachment: { uploadID: image.uploadID } } });
+      const sent = await raw(env, `${chatPath(group.id)}/messages`, {
+        method: "POST",
+        json: { attachment: { uploadID: image.uploadID } },
+      });
       expect(sent.status).toBe(200);
       expect(await draftOf(group.id)).toEqual(shown);
 
@@ -410,7 +505,9 @@ export function chatLabelScenarios(env: Env) {
     it("a draft of attachments alone is a draft: another needs draft=null (or an empty draft) first", async () => {
       const group = await newGroup(env);
       const image = await upload(png(2, 2), "only.png", "image/png");
-      expect((await patch(group.id, { draft: { text: "", attachments: { a: { uploadID: image.uploadID } } } })).status).toBe(200);
+      expect(
+        (await patch(group.id, { draft: { text: "", attachments: { a: { uploadID: image.uploadID } } } })).status,
+      ).toBe(200);
       expectError(await patch(group.id, { draft: { text: "more" } }), 422, ["body", "draft"]);
       expect((await draftOf(group.id))?.attachments?.a?.uploadID).toBe(image.uploadID);
       // An empty draft is always taken, and is no draft.
@@ -421,11 +518,34 @@ export function chatLabelScenarios(env: Env) {
     it("refuses unknown uploads with 422 naming the attachment, ill-formed attachments with 400, and applies nothing", async () => {
       const group = await newGroup(env);
       const image = await upload(png(2, 2), "fine.png", "image/png");
-      const unknown = await patch(group.id, { title: "Not applied", draft: { text: "x", attachments: { ok: { uploadID: image.uploadID }, bad: { uploadID: "nosuchupload" } } } });
+      const unknown = await patch(group.id, {
+        title: "Not applied",
+        draft: { text: "x", attachments: { ok: { uploadID: image.uploadID }, bad: { uploadID: "nosuchupload" } } },
+      });
       expectError(unknown, 422, ["body", "draft", "attachments", "bad", "uploadID"]);
-      for (const attachments of [{ a: {} }, { a: { uploadID: 5 } }, { a: { uploadID: "" } }, { a: { uploadID: image.uploadID, type: "hologram" } }, { "": { uploadID: image.uploadID } }, "x"])
-        expectError(await patch(group.id, { draft: { text: "x", attachments } }), 400, ["body", "draft", "attachments"]);
-      expectError(await patch(group.id, { draft: { text: "x", attachments: { a: { uploadID: image.uploadID, id: "b" }, b: { uploadID: image.uploadID } } } }), 400, ["body", "draft", "attachments"]);
+      for (const attachments of [
+        { a: {} },
+        { a: { uploadID: 5 } },
+        { a: { uploadID: "" } },
+        { a: { uploadID: image.uploadID, type: "hologram" } },
+        { "": { uploadID: image.uploadID } },
+        "x",
+      ])
+        expectError(await patch(group.id, { draft: { text: "x", attachments } }), 400, [
+          "body",
+          "draft",
+          "attachments",
+        ]);
+      expectError(
+        await patch(group.id, {
+          draft: {
+            text: "x",
+            attachments: { a: { uploadID: image.uploadID, id: "b" }, b: { uploadID: image.uploadID } },
+          },
+        }),
+        400,
+        ["body", "draft", "attachments"],
+      );
       const after = await chat(group.id);
       expect(after.draft).toBeNull();
       expect(after.title).toBe(group.title);
@@ -440,14 +560,22 @@ export function chatLabelScenarios(env: Env) {
       expect(muted.status).toBe(200);
       expect(muted.body.isMuted).toBe(true);
       expect(muted.body.mutedUntil).toBe(until);
-      expect((await walk<Chat>(env, "/v1/chats/search", { includeMuted: false, limit: 200 })).items.map((c) => c.id)).not.toContain(group.id);
-      const unmuted = await waitFor("the timed mute to end", async () => {
-        const c = await chat(group.id);
-        return c.isMuted ? undefined : c;
-      }, 10_000);
+      expect(
+        (await walk<Chat>(env, "/v1/chats/search", { includeMuted: false, limit: 200 })).items.map((c) => c.id),
+      ).not.toContain(group.id);
+      const unmuted = await waitFor(
+        "the timed mute to end",
+        async () => {
+          const c = await chat(group.id);
+          return c.isMuted ? undefined : c;
+        },
+        10_000,
+      );
       expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(until));
       expect(unmuted.mutedUntil).toBeUndefined();
-      expect((await walk<Chat>(env, "/v1/chats/search", { includeMuted: false, limit: 200 })).items.map((c) => c.id)).toContain(group.id);
+      expect(
+        (await walk<Chat>(env, "/v1/chats/search", { includeMuted: false, limit: 200 })).items.map((c) => c.id),
+      ).toContain(group.id);
     });
 
     it("mutedUntil alone mutes; isMuted true alone makes it endless; mutedUntil null keeps the mute without end; isMuted false clears both", async () => {
@@ -501,7 +629,9 @@ export function chatLabelScenarios(env: Env) {
       const here = await raw(env, `${messagePath(echo.id, m1.id)}${qs({ forEveryone: false })}`, { method: "DELETE" });
       expect(here.status).toBe(204);
       expect(await env.sdk.messages.delete(m2.id, { chatID: echo.id })).toBeFalsy();
-      expect((await raw(env, `${messagePath(echo.id, m3.id)}${qs({ forEveryone: true })}`, { method: "DELETE" })).status).toBe(204);
+      expect(
+        (await raw(env, `${messagePath(echo.id, m3.id)}${qs({ forEveryone: true })}`, { method: "DELETE" })).status,
+      ).toBe(204);
 
       for (const m of [m1, m2, m3]) expectError(await raw(env, messagePath(echo.id, m.id)), 404);
       const page = await ok<Page<Message>>(env, `${chatPath(echo.id)}/messages`);
@@ -525,7 +655,11 @@ export function chatLabelScenarios(env: Env) {
       const group = await newGroup(env);
       const m = await sendSettled(env, group.id, `stays ${unique()}`);
       for (const value of ["yes", "1", "0", "TRUE", "False", ["true", "false"]])
-        expectError(await raw(env, `${messagePath(group.id, m.id)}${qs({ forEveryone: value })}`, { method: "DELETE" }), 400, ["query", "forEveryone"]);
+        expectError(
+          await raw(env, `${messagePath(group.id, m.id)}${qs({ forEveryone: value })}`, { method: "DELETE" }),
+          400,
+          ["query", "forEveryone"],
+        );
       expect((await ok<Message>(env, messagePath(group.id, m.id))).id).toBe(m.id);
       // `forEveryone=` (empty) means unset: the default, for everyone.
       expect((await raw(env, `${messagePath(group.id, m.id)}?forEveryone=`, { method: "DELETE" })).status).toBe(204);
@@ -544,7 +678,16 @@ export function chatLabelScenarios(env: Env) {
         expect(a.bridge).toMatchObject({ provider: "local", type: "sandbox" });
         expect(a.status).toBe("connected");
         expect(typeof a.loginID).toBe("string");
-        expect(a.capabilities).toMatchObject({ sendMessages: true, editMessages: true, deleteMessages: true, deleteMessagesForMe: true, reactions: true, createChats: true, chatPictures: true, messageExpiry: true });
+        expect(a.capabilities).toMatchObject({
+          sendMessages: true,
+          editMessages: true,
+          deleteMessages: true,
+          deleteMessagesForMe: true,
+          reactions: true,
+          createChats: true,
+          chatPictures: true,
+          messageExpiry: true,
+        });
       }
       for (const a of accounts) {
         if (a.statusText !== undefined) expect(typeof a.statusText).toBe("string");
@@ -558,11 +701,14 @@ export function chatLabelScenarios(env: Env) {
     it("every participant and contact says cannotMessage", async () => {
       const chats = (await ok<Page<Chat>>(env, "/v1/chats")).items;
       for (const c of [...chats, await ok<Chat>(env, chatPath(chats[0].id))])
-        for (const p of c.participants.items) expect(typeof (p as { cannotMessage?: unknown }).cannotMessage, `${c.id} ${p.id}`).toBe("boolean");
+        for (const p of c.participants.items)
+          expect(typeof (p as { cannotMessage?: unknown }).cannotMessage, `${c.id} ${p.id}`).toBe("boolean");
       const contacts = await contactsOf(env, env.accounts[0].accountID);
       expect(contacts.length).toBeGreaterThan(0);
       for (const u of contacts) expect((u as { cannotMessage?: unknown }).cannotMessage, u.id).toBe(false);
-      const found = await env.sdk.accounts.contacts.search(env.accounts[0].accountID, { query: contacts[0].fullName!.split(" ")[0] });
+      const found = await env.sdk.accounts.contacts.search(env.accounts[0].accountID, {
+        query: contacts[0].fullName!.split(" ")[0],
+      });
       for (const u of found.items) expect(typeof u.cannotMessage).toBe("boolean");
     });
   });

@@ -3,14 +3,22 @@
  */
 import { describe, expect, it } from "vitest";
 import { expectError } from "./assert.ts";
-import { allChats, ids, ms, ok, qs, raw, walk, words, type Chat, type Env, type Page } from "./kit.ts";
+import type { Chat, Page } from "../../src/schema/wire.ts";
+import { allChats, ids, ms, ok, qs, raw, walk, words, type Env } from "./kit.ts";
 
 type Filter = Record<string, string | number | boolean | string[] | undefined>;
 
 /** Every query word must prefix-match a word of the haystack the scope selects. */
-function queryMatches(chat: Chat, query: string, scope: "titles" | "participants" | undefined, withUsernames: boolean): boolean {
+function queryMatches(
+  chat: Chat,
+  query: string,
+  scope: "titles" | "participants" | undefined,
+  withUsernames: boolean,
+): boolean {
   const titles = `${chat.title} ${chat.network ?? ""}`;
-  const people = chat.participants.items.map((p) => `${p.fullName ?? ""} ${withUsernames ? (p.username ?? "") : ""}`).join(" ");
+  const people = chat.participants.items
+    .map((p) => `${p.fullName ?? ""} ${withUsernames ? (p.username ?? "") : ""}`)
+    .join(" ");
   const hay = words(scope === "titles" ? titles : scope === "participants" ? people : `${titles} ${people}`);
   return words(query).every((q) => hay.some((w) => w.startsWith(q)));
 }
@@ -42,7 +50,13 @@ export function chatSearchScenarios(env: Env) {
       const pivot = all[Math.floor(all.length / 3)].lastActivity!;
       const pivot2 = all[Math.floor((2 * all.length) / 3)].lastActivity!;
       // Sanity: the seed has chats in every bucket, so no filter is vacuous.
-      for (const f of [{ inbox: "archive" }, { inbox: "low-priority" }, { unreadOnly: true }, { type: "group" }] as Filter[]) expect(select(all, f).length, JSON.stringify(f)).toBeGreaterThan(0);
+      for (const f of [
+        { inbox: "archive" },
+        { inbox: "low-priority" },
+        { unreadOnly: true },
+        { type: "group" },
+      ] as Filter[])
+        expect(select(all, f).length, JSON.stringify(f)).toBeGreaterThan(0);
       expect(all.some((c) => c.isMuted)).toBe(true);
 
       const filters: Filter[] = [
@@ -89,7 +103,9 @@ export function chatSearchScenarios(env: Env) {
       const all = await allChats(env);
       const group = all.find((c) => c.type === "group" && words(c.title).some((w) => w.length >= 4))!;
       const titleWord = words(group.title).find((w) => w.length >= 4)!;
-      const member = group.participants.items.find((p) => !p.isSelf && p.fullName && !words(group.title).includes(words(p.fullName)[0]))!;
+      const member = group.participants.items.find(
+        (p) => !p.isSelf && p.fullName && !words(group.title).includes(words(p.fullName)[0]),
+      )!;
       const memberFirst = words(member.fullName)[0];
       const queries = [
         "echo",
@@ -118,14 +134,22 @@ export function chatSearchScenarios(env: Env) {
     it("restricts matching to titles or participants with scope", async () => {
       const all = await allChats(env);
       const group = all.find(
-        (c) => c.type === "group" && c.participants.items.some((p) => !p.isSelf && p.fullName && !words(c.title).includes(words(p.fullName).at(-1)!)),
+        (c) =>
+          c.type === "group" &&
+          c.participants.items.some(
+            (p) => !p.isSelf && p.fullName && !words(c.title).includes(words(p.fullName).at(-1)!),
+          ),
       )!;
-      const member = group.participants.items.find((p) => !p.isSelf && p.fullName && !words(group.title).includes(words(p.fullName).at(-1)!))!;
+      const member = group.participants.items.find(
+        (p) => !p.isSelf && p.fullName && !words(group.title).includes(words(p.fullName).at(-1)!),
+      )!;
       const surname = words(member.fullName).at(-1)!;
       const inParticipants = ids((await search({ query: surname, scope: "participants" })).items);
       expect(inParticipants).toContain(group.id);
-      for (const c of all.filter((x) => queryMatches(x, surname, "participants", false))) expect(inParticipants).toContain(c.id);
-      for (const id of inParticipants) expect(ids(all.filter((x) => queryMatches(x, surname, "participants", true)))).toContain(id);
+      for (const c of all.filter((x) => queryMatches(x, surname, "participants", false)))
+        expect(inParticipants).toContain(c.id);
+      for (const id of inParticipants)
+        expect(ids(all.filter((x) => queryMatches(x, surname, "participants", true)))).toContain(id);
 
       const inTitles = ids((await search({ query: surname, scope: "titles" })).items);
       expect(inTitles).not.toContain(group.id);
@@ -135,7 +159,9 @@ export function chatSearchScenarios(env: Env) {
       expect(ids((await search({ query: titleWord, scope: "titles" })).items)).toContain(group.id);
       expect(ids((await search({ query: "sandbox", scope: "titles" })).items)).toEqual(ids(all));
       // Participant names include one's own ("Sandbox User 1"), so this is what the names say, not "nothing".
-      expect(ids((await search({ query: "sandbox", scope: "participants" })).items)).toEqual(ids(all.filter((x) => queryMatches(x, "sandbox", "participants", false))));
+      expect(ids((await search({ query: "sandbox", scope: "participants" })).items)).toEqual(
+        ids(all.filter((x) => queryMatches(x, "sandbox", "participants", false))),
+      );
     });
 
     it("pages by limit (1..200, default 50) and the SDK's auto-pagination walks the same list", async () => {
@@ -155,7 +181,8 @@ export function chatSearchScenarios(env: Env) {
       for await (const c of env.sdk.chats.search({ type: "single", limit: 4 })) sdk.push(c.id);
       expect(sdk).toEqual(ids(all.filter((c) => c.type === "single")));
       const sdkQuery: string[] = [];
-      for await (const c of env.sdk.chats.search({ query: "sandbox", includeMuted: false, limit: 9 })) sdkQuery.push(c.id);
+      for await (const c of env.sdk.chats.search({ query: "sandbox", includeMuted: false, limit: 9 }))
+        sdkQuery.push(c.id);
       expect(sdkQuery).toEqual(ids(all.filter((c) => !c.isMuted)));
     });
 
@@ -181,8 +208,13 @@ export function chatSearchScenarios(env: Env) {
   describe("chat search: query helper sanity", () => {
     it("finds each account's Echo chat by 'echo'", async () => {
       for (const account of env.accounts) {
-        const page = await ok<Page<Chat>>(env, `/v1/chats/search${qs({ query: "echo", accountIDs: account.accountID })}`);
-        const echo = page.items.filter((c) => c.type === "single" && c.participants.items.some((p) => p.id === "@echo:sandbox.invalid"));
+        const page = await ok<Page<Chat>>(
+          env,
+          `/v1/chats/search${qs({ query: "echo", accountIDs: account.accountID })}`,
+        );
+        const echo = page.items.filter(
+          (c) => c.type === "single" && c.participants.items.some((p) => p.id === "@echo:sandbox.invalid"),
+        );
         expect(echo.length).toBe(1);
       }
     });

@@ -4,21 +4,9 @@
 import BeeperDesktop from "@beeper/desktop-api";
 import { describe, expect, it } from "vitest";
 import { expectError, expectSdkError, expectSorted } from "./assert.ts";
-import {
-  allChats,
-  chatPath,
-  contactsOf,
-  duplicates,
-  ids,
-  ms,
-  ok,
-  qs,
-  raw,
-  type Chat,
-  type Env,
-  type Message,
-  type Page,
-} from "./kit.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath } from "../kit/common.ts";
+import { allChats, contactsOf, duplicates, ids, ms, ok, qs, raw, type Env } from "./kit.ts";
 
 export function chatScenarios(env: Env) {
   describe("chats: list and retrieve", () => {
@@ -97,7 +85,9 @@ export function chatScenarios(env: Env) {
 
     it("limits participants with maxParticipantCount (-1 all, 0..500; default all)", async () => {
       const all = await allChats(env);
-      const group = all.filter((c) => c.type === "group").sort((x, y) => y.participants.total - x.participants.total)[0];
+      const group = all
+        .filter((c) => c.type === "group")
+        .sort((x, y) => y.participants.total - x.participants.total)[0];
       expect(group.participants.total).toBeGreaterThan(3);
       const total = group.participants.total;
 
@@ -123,7 +113,10 @@ export function chatScenarios(env: Env) {
       expect(exact.participants.hasMore).toBe(false);
 
       for (const bad of ["501", "-2", "abc", "1.5", "1e2"])
-        expectError(await raw(env, `${chatPath(group.id)}?maxParticipantCount=${bad}`), 400, ["query", "maxParticipantCount"]);
+        expectError(await raw(env, `${chatPath(group.id)}?maxParticipantCount=${bad}`), 400, [
+          "query",
+          "maxParticipantCount",
+        ]);
     });
 
     it("accepts the local chat ID wherever a chat ID goes", async () => {
@@ -169,7 +162,12 @@ export function chatScenarios(env: Env) {
       const contacts = await contactsOf(env, account.accountID);
       const picked = [contacts.at(-1)!.id, contacts.at(-2)!.id];
       const before = Date.now();
-      const created = await env.sdk.chats.create({ accountID: account.accountID, type: "group", participantIDs: picked, title: "Scenario planning" });
+      const created = await env.sdk.chats.create({
+        accountID: account.accountID,
+        type: "group",
+        participantIDs: picked,
+        title: "Scenario planning",
+      });
       expect(created.chatID).toBe(created.id);
       expect(created.type).toBe("group");
       expect(created.title).toBe("Scenario planning");
@@ -204,21 +202,41 @@ export function chatScenarios(env: Env) {
     it("creates a single chat with exactly one participant and refuses two with 422", async () => {
       const account = env.accounts[0];
       const contacts = await contactsOf(env, account.accountID);
-      const single = await env.sdk.chats.create({ accountID: account.accountID, type: "single", participantIDs: [contacts[5].id] });
+      const single = await env.sdk.chats.create({
+        accountID: account.accountID,
+        type: "single",
+        participantIDs: [contacts[5].id],
+      });
       expect(single.type).toBe("single");
       expect(ids(single.participants.items)).toContain(contacts[5].id);
       expect(single.participants.total).toBe(2);
       await expectSdkError(
-        env.sdk.chats.create({ accountID: account.accountID, type: "single", participantIDs: [contacts[6].id, contacts[7].id] }),
+        env.sdk.chats.create({
+          accountID: account.accountID,
+          type: "single",
+          participantIDs: [contacts[6].id, contacts[7].id],
+        }),
         BeeperDesktop.UnprocessableEntityError,
         422,
       );
-      const res = await raw(env, "/v1/chats", { method: "POST", json: { accountID: account.accountID, type: "single", participantIDs: [contacts[6].id, contacts[7].id] } });
+      const res = await raw(env, "/v1/chats", {
+        method: "POST",
+        json: { accountID: account.accountID, type: "single", participantIDs: [contacts[6].id, contacts[7].id] },
+      });
       expectError(res, 422);
       // Creating the same direct chat again gives the same chat, not a second one.
-      const again = await env.sdk.chats.create({ accountID: account.accountID, type: "single", participantIDs: [contacts[5].id] });
+      const again = await env.sdk.chats.create({
+        accountID: account.accountID,
+        type: "single",
+        participantIDs: [contacts[5].id],
+      });
       expect(again.chatID).toBe(single.chatID);
-      const dms = (await allChats(env)).filter((c) => c.type === "single" && c.accountID === account.accountID && ids(c.participants.items).includes(contacts[5].id));
+      const dms = (await allChats(env)).filter(
+        (c) =>
+          c.type === "single" &&
+          c.accountID === account.accountID &&
+          ids(c.participants.items).includes(contacts[5].id),
+      );
       expect(ids(dms)).toEqual([single.chatID]);
     });
 
@@ -233,12 +251,31 @@ export function chatScenarios(env: Env) {
         [{ accountID: account.accountID, type: "group", participantIDs: [] }, ["body", "participantIDs"]],
         [{ accountID: account.accountID, type: "triple", participantIDs: [contacts[0].id] }, ["body", "type"]],
         [{ accountID: account.accountID, type: "group", participantIDs: "nope" }, ["body", "participantIDs"]],
-        [{ accountID: account.accountID, mode: "join", type: "group", participantIDs: [contacts[0].id] }, ["body", "mode"]],
+        [
+          { accountID: account.accountID, mode: "join", type: "group", participantIDs: [contacts[0].id] },
+          ["body", "mode"],
+        ],
       ];
       for (const [json, path] of cases) expectError(await raw(env, "/v1/chats", { method: "POST", json }), 400, path);
-      expectError(await raw(env, "/v1/chats", { method: "POST", body: "{not json", headers: { "content-type": "application/json" } }), 400);
-      expectError(await raw(env, "/v1/chats", { method: "POST", json: { accountID: "local-nothing_ba_missing", type: "group", participantIDs: [contacts[0].id] } }), 404);
-      const unknownUser = await raw(env, "/v1/chats", { method: "POST", json: { accountID: account.accountID, type: "single", participantIDs: ["@nobody:sandbox.invalid"] } });
+      expectError(
+        await raw(env, "/v1/chats", {
+          method: "POST",
+          body: "{not json",
+          headers: { "content-type": "application/json" },
+        }),
+        400,
+      );
+      expectError(
+        await raw(env, "/v1/chats", {
+          method: "POST",
+          json: { accountID: "local-nothing_ba_missing", type: "group", participantIDs: [contacts[0].id] },
+        }),
+        404,
+      );
+      const unknownUser = await raw(env, "/v1/chats", {
+        method: "POST",
+        json: { accountID: account.accountID, type: "single", participantIDs: ["@nobody:sandbox.invalid"] },
+      });
       expect(unknownUser.status).toBeGreaterThanOrEqual(400);
       expect(unknownUser.status).toBeLessThan(500);
       expect((await allChats(env)).length).toBe(chatsBefore);
@@ -256,29 +293,47 @@ export function chatScenarios(env: Env) {
       expect(existing.type).toBe("single");
 
       const withDM = new Set(chats.filter((c) => c.type === "single").flatMap((c) => ids(c.participants.items)));
-      const fresh = (await contactsOf(env, account.accountID)).filter((u) => !withDM.has(u.id) && u.username && u.phoneNumber && u.email);
+      const fresh = (await contactsOf(env, account.accountID)).filter(
+        (u) => !withDM.has(u.id) && u.username && u.phoneNumber && u.email,
+      );
       expect(fresh.length).toBeGreaterThan(1);
       const target = fresh.at(-1)!;
-      const created = await env.sdk.chats.start({ accountID: account.accountID, user: { username: target.username, fullName: "ranking hint only" } });
+      const created = await env.sdk.chats.start({
+        accountID: account.accountID,
+        user: { username: target.username, fullName: "ranking hint only" },
+      });
       expect(created.status).toBe("created");
       expect(created.type).toBe("single");
       expect(ids(created.participants.items)).toContain(target.id);
-      const again = await env.sdk.chats.start({ accountID: account.accountID, user: { phoneNumber: target.phoneNumber } });
+      const again = await env.sdk.chats.start({
+        accountID: account.accountID,
+        user: { phoneNumber: target.phoneNumber },
+      });
       expect(again.status).toBe("existing");
       expect(again.chatID).toBe(created.chatID);
       // E.164 is preferred, not required: a formatted number names the same person; so does @username.
       const formatted = target.phoneNumber!.replace(/^(\+\d)(\d{3})(\d{3})(\d+)$/, "$1 ($2) $3-$4");
       expect(formatted).not.toBe(target.phoneNumber);
-      expect((await env.sdk.chats.start({ accountID: account.accountID, user: { phoneNumber: formatted } })).chatID).toBe(created.chatID);
-      expect((await env.sdk.chats.start({ accountID: account.accountID, user: { username: `@${target.username}` } })).chatID).toBe(created.chatID);
+      expect(
+        (await env.sdk.chats.start({ accountID: account.accountID, user: { phoneNumber: formatted } })).chatID,
+      ).toBe(created.chatID);
+      expect(
+        (await env.sdk.chats.start({ accountID: account.accountID, user: { username: `@${target.username}` } })).chatID,
+      ).toBe(created.chatID);
       // The spec's form: POST /v1/chats with mode=start.
-      const viaMode = await ok(env, "/v1/chats", { method: "POST", json: { accountID: account.accountID, mode: "start", user: { email: target.email } } });
+      const viaMode = await ok(env, "/v1/chats", {
+        method: "POST",
+        json: { accountID: account.accountID, mode: "start", user: { email: target.email } },
+      });
       expect(viaMode.status).toBe("existing");
       expect(viaMode.chatID).toBe(created.chatID);
       expect(viaMode.id).toBe(created.chatID);
 
       const target2 = fresh.at(-2)!;
-      const viaMode2 = await ok(env, "/v1/chats", { method: "POST", json: { accountID: account.accountID, mode: "start", user: { id: target2.id } } });
+      const viaMode2 = await ok(env, "/v1/chats", {
+        method: "POST",
+        json: { accountID: account.accountID, mode: "start", user: { id: target2.id } },
+      });
       expect(viaMode2.status).toBe("created");
       expect(ids(viaMode2.participants.items)).toContain(target2.id);
       const listed = ids(await allChats(env));
@@ -289,13 +344,31 @@ export function chatScenarios(env: Env) {
 
     it("refuses start requests without a user, for unknown users and unknown accounts", async () => {
       const account = env.accounts[1];
-      expectError(await raw(env, "/v1/chats/start", { method: "POST", json: { accountID: account.accountID } }), 400, ["body", "user"]);
-      expectError(await raw(env, "/v1/chats", { method: "POST", json: { accountID: account.accountID, mode: "start" } }), 400, ["body", "user"]);
-      expectError(await raw(env, "/v1/chats/start", { method: "POST", json: { accountID: account.accountID, user: {} } }), 400, ["body", "user"]);
-      const nobody = await raw(env, "/v1/chats/start", { method: "POST", json: { accountID: account.accountID, user: { username: "zz-no-such-person" } } });
+      expectError(await raw(env, "/v1/chats/start", { method: "POST", json: { accountID: account.accountID } }), 400, [
+        "body",
+        "user",
+      ]);
+      expectError(
+        await raw(env, "/v1/chats", { method: "POST", json: { accountID: account.accountID, mode: "start" } }),
+        400,
+        ["body", "user"],
+      );
+      expectError(
+        await raw(env, "/v1/chats/start", { method: "POST", json: { accountID: account.accountID, user: {} } }),
+        400,
+        ["body", "user"],
+      );
+      const nobody = await raw(env, "/v1/chats/start", {
+        method: "POST",
+        json: { accountID: account.accountID, user: { username: "zz-no-such-person" } },
+      });
       expect([404, 422]).toContain(nobody.status);
       expectError(nobody, nobody.status);
-      await expectSdkError(env.sdk.chats.start({ accountID: "local-nothing_ba_missing", user: { id: "@x:sandbox.invalid" } }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.chats.start({ accountID: "local-nothing_ba_missing", user: { id: "@x:sandbox.invalid" } }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
     });
   });
 }

@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { expectError } from "./assert.ts";
-import { allChats, chatPath, chatWithHistory, contactsOf, enc, ids, messagePath, newGroup, ok, raw, sendSettled, type Chat, type Env, type Message, type Page } from "./kit.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, enc, messagePath } from "../kit/common.ts";
+import { allChats, chatWithHistory, contactsOf, ids, newGroup, ok, raw, sendSettled, type Env } from "./kit.ts";
 
 export function encodingScenarios(env: Env) {
   describe("query and path encoding", () => {
@@ -53,7 +55,9 @@ export function encodingScenarios(env: Env) {
       const own = await newGroup(env);
       const m = await sendSettled(env, own.id, "plus test");
       await ok(env, `${messagePath(own.id, m.id)}/reactions`, { method: "POST", json: { reactionKey: ":+1:" } });
-      const removed = await raw(env, `${messagePath(own.id, m.id)}/reactions?reactionKey=${enc(":+1:")}`, { method: "DELETE" });
+      const removed = await raw(env, `${messagePath(own.id, m.id)}/reactions?reactionKey=${enc(":+1:")}`, {
+        method: "DELETE",
+      });
       expect(removed.status).toBe(200);
       expect(removed.body.reactionKey).toBe(":+1:");
       expect((await ok<Message>(env, messagePath(own.id, m.id))).reactions ?? []).toEqual([]);
@@ -61,19 +65,30 @@ export function encodingScenarios(env: Env) {
 
     it("treats `key=` (empty) as unset", async () => {
       const plainSearch = await ok(env, "/v1/chats/search");
-      const emptySearch = await ok(env, "/v1/chats/search?query=&inbox=&type=&limit=&includeMuted=&unreadOnly=&scope=&lastActivityAfter=&lastActivityBefore=&accountIDs=&cursor=&direction=");
+      const emptySearch = await ok(
+        env,
+        "/v1/chats/search?query=&inbox=&type=&limit=&includeMuted=&unreadOnly=&scope=&lastActivityAfter=&lastActivityBefore=&accountIDs=&cursor=&direction=",
+      );
       expect(emptySearch).toEqual(plainSearch);
       const plainChats = await ok(env, "/v1/chats");
       expect(await ok(env, "/v1/chats?cursor=&direction=&accountIDs=")).toEqual(plainChats);
       const plainMessages = await ok(env, "/v1/messages/search");
-      expect(await ok(env, "/v1/messages/search?query=&sender=&chatType=&chatIDs=&accountIDs=&mediaTypes=&dateAfter=&dateBefore=&limit=&cursor=&direction=&includeMuted=&excludeLowPriority=")).toEqual(plainMessages);
+      expect(
+        await ok(
+          env,
+          "/v1/messages/search?query=&sender=&chatType=&chatIDs=&accountIDs=&mediaTypes=&dateAfter=&dateBefore=&limit=&cursor=&direction=&includeMuted=&excludeLowPriority=",
+        ),
+      ).toEqual(plainMessages);
       const group = (await allChats(env)).find((c) => c.type === "group")!;
       const full = await ok<Chat>(env, `${chatPath(group.id)}?maxParticipantCount=`);
       expect(full.participants.items.length).toBe(full.participants.total);
       const contacts = `/v1/accounts/${enc(env.accounts[0].accountID)}/contacts/list`;
       expect(await ok(env, `${contacts}?limit=&query=&cursor=`)).toEqual(await ok(env, contacts));
       // …but an empty required value is still missing.
-      expectError(await raw(env, `/v1/accounts/${enc(env.accounts[0].accountID)}/contacts?query=`), 400, ["query", "query"]);
+      expectError(await raw(env, `/v1/accounts/${enc(env.accounts[0].accountID)}/contacts?query=`), 400, [
+        "query",
+        "query",
+      ]);
     });
 
     it("takes chat IDs with raw `!` and `:` or percent-encoded, and decodes each segment exactly once", async () => {
@@ -92,7 +107,13 @@ export function encodingScenarios(env: Env) {
     });
 
     it("answers malformed percent-encoding with a 4xx JSON error, never a 5xx", async () => {
-      for (const path of ["/v1/chats/%E0%A4%A", "/v1/chats/%ZZ", "/v1/chats/search?query=%E0%A4%A", "/v1/messages/search?query=%", "/v1/chats?accountIDs=%FF"]) {
+      for (const path of [
+        "/v1/chats/%E0%A4%A",
+        "/v1/chats/%ZZ",
+        "/v1/chats/search?query=%E0%A4%A",
+        "/v1/messages/search?query=%",
+        "/v1/chats?accountIDs=%FF",
+      ]) {
         const res = await raw(env, path);
         expect(res.status, `${path}: ${res.text}`).toBeGreaterThanOrEqual(400);
         expect(res.status).toBeLessThan(500);

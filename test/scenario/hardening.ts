@@ -4,9 +4,11 @@
  * Connection-level behaviour (early refusals, keep-alive, slow bodies) is the daemon's: test/connections.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { LIMITS } from "../../src/http/limits.ts";
+import { LIMITS } from "../../src/schema/limits.ts";
 import { expectError } from "./assert.ts";
-import { chatPath, enc, messagePath, newGroup, ok, raw, type Chat, type Env, type Message, type Page } from "./kit.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, enc, messagePath } from "../kit/common.ts";
+import { newGroup, ok, raw, type Env } from "./kit.ts";
 
 const bytes = (n: number, unit = "a") => unit.repeat(n);
 
@@ -14,16 +16,22 @@ export function hardeningScenarios(env: Env) {
   describe("hardening: limits", () => {
     it("message text: exactly 64 KiB is stored whole; one byte more is a 400 naming body.text, and nothing is stored", async () => {
       const chat = await newGroup(env);
-      const longest = bytes(LIMITS.textBytes - 4) + "😀"; // 4 bytes: the limit counts UTF-8 bytes
+      const longest = `${bytes(LIMITS.textBytes - 4)}😀`; // 4 bytes: the limit counts UTF-8 bytes
       const sent = await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: longest } });
       const stored = await ok<Message>(env, messagePath(chat.id, sent.pendingMessageID));
       expect(stored.text).toBe(longest);
-      const refused = await raw(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `${longest}b` } });
+      const refused = await raw(env, `${chatPath(chat.id)}/messages`, {
+        method: "POST",
+        json: { text: `${longest}b` },
+      });
       expectError(refused, 400, ["body", "text"]);
       const listed = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`);
       expect(listed.items.map((m) => m.id)).toEqual([sent.pendingMessageID]);
       // An edit beyond the limit is refused too, and the message keeps its text.
-      const edit = await raw(env, messagePath(chat.id, sent.pendingMessageID), { method: "PUT", json: { text: bytes(LIMITS.textBytes + 1) } });
+      const edit = await raw(env, messagePath(chat.id, sent.pendingMessageID), {
+        method: "PUT",
+        json: { text: bytes(LIMITS.textBytes + 1) },
+      });
       expectError(edit, 400, ["body", "text"]);
     });
 
@@ -42,23 +50,66 @@ export function hardeningScenarios(env: Env) {
 
     it("titles, drafts, descriptions, webhook URLs, IDs and search text each have their limit", async () => {
       const chat = await newGroup(env);
-      expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json: { title: bytes(LIMITS.titleBytes + 1) } }), 400, ["body", "title"]);
-      expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json: { draft: { text: bytes(LIMITS.textBytes + 1) } } }), 400, ["body", "draft", "text"]);
-      expectError(await raw(env, chatPath(chat.id), { method: "PATCH", json: { description: bytes(LIMITS.descriptionBytes + 1) } }), 400, ["body", "description"]);
+      expectError(
+        await raw(env, chatPath(chat.id), { method: "PATCH", json: { title: bytes(LIMITS.titleBytes + 1) } }),
+        400,
+        ["body", "title"],
+      );
+      expectError(
+        await raw(env, chatPath(chat.id), { method: "PATCH", json: { draft: { text: bytes(LIMITS.textBytes + 1) } } }),
+        400,
+        ["body", "draft", "text"],
+      );
+      expectError(
+        await raw(env, chatPath(chat.id), {
+          method: "PATCH",
+          json: { description: bytes(LIMITS.descriptionBytes + 1) },
+        }),
+        400,
+        ["body", "description"],
+      );
       expect((await ok<Chat>(env, chatPath(chat.id))).title).toBe(chat.title);
-      expectError(await raw(env, "/v1/webhooks", { method: "POST", json: { url: `https://example.invalid/${bytes(LIMITS.urlBytes)}` } }), 400, ["body", "url"]);
+      expectError(
+        await raw(env, "/v1/webhooks", {
+          method: "POST",
+          json: { url: `https://example.invalid/${bytes(LIMITS.urlBytes)}` },
+        }),
+        400,
+        ["body", "url"],
+      );
       expectError(await raw(env, `/v1/chats/${bytes(LIMITS.idBytes + 1)}`), 400, ["path", "chatID"]);
-      expectError(await raw(env, `/v1/messages/search?query=${bytes(LIMITS.queryTextBytes + 1)}`), 400, ["query", "query"]);
+      expectError(await raw(env, `/v1/messages/search?query=${bytes(LIMITS.queryTextBytes + 1)}`), 400, [
+        "query",
+        "query",
+      ]);
       expectError(await raw(env, `/v1/messages/search?query=${bytes(LIMITS.queryStringBytes + 1)}`), 414);
       // Any other string in a body, and arrays.
-      expectError(await raw(env, "/v1/chats", { method: "POST", json: { accountID: env.accounts[0].accountID, user: { fullName: bytes(LIMITS.stringBytes + 1) } } }), 400, ["body", "user", "fullName"]);
+      expectError(
+        await raw(env, "/v1/chats", {
+          method: "POST",
+          json: { accountID: env.accounts[0].accountID, user: { fullName: bytes(LIMITS.stringBytes + 1) } },
+        }),
+        400,
+        ["body", "user", "fullName"],
+      );
       const many = Array.from({ length: LIMITS.arrayItems + 1 }, (_, i) => `p${i}`);
-      expectError(await raw(env, "/v1/chats", { method: "POST", json: { accountID: env.accounts[0].accountID, participantIDs: many } }), 400, ["body", "participantIDs"]);
+      expectError(
+        await raw(env, "/v1/chats", {
+          method: "POST",
+          json: { accountID: env.accounts[0].accountID, participantIDs: many },
+        }),
+        400,
+        ["body", "participantIDs"],
+      );
     });
 
     it("a JSON body over 1 MiB is a 413 (declared length refused before reading)", async () => {
       const chat = await newGroup(env);
-      const res = await raw(env, chatPath(chat.id), { method: "PATCH", body: JSON.stringify({ title: "t", pad: bytes(LIMITS.jsonBodyBytes) }), headers: { "content-type": "application/json" } });
+      const res = await raw(env, chatPath(chat.id), {
+        method: "PATCH",
+        body: JSON.stringify({ title: "t", pad: bytes(LIMITS.jsonBodyBytes) }),
+        headers: { "content-type": "application/json" },
+      });
       expectError(res, 413);
     });
   });
@@ -73,9 +124,18 @@ export function hardeningScenarios(env: Env) {
 
     it("a lone surrogate in any body string is a 400 naming the field, and nothing is stored", async () => {
       const chat = await newGroup(env);
-      const loneSurrogate = (json: string) => raw(env, "/v1/assets/upload/base64", { method: "POST", body: json, headers: { "content-type": "application/json" } });
+      const loneSurrogate = (json: string) =>
+        raw(env, "/v1/assets/upload/base64", {
+          method: "POST",
+          body: json,
+          headers: { "content-type": "application/json" },
+        });
       expectError(await loneSurrogate('{"content":"aGk=","fileName":"\\ud800.txt"}'), 400, ["body", "fileName"]);
-      const send = await raw(env, `${chatPath(chat.id)}/messages`, { method: "POST", body: '{"text":"a\\udc00b"}', headers: { "content-type": "application/json" } });
+      const send = await raw(env, `${chatPath(chat.id)}/messages`, {
+        method: "POST",
+        body: '{"text":"a\\udc00b"}',
+        headers: { "content-type": "application/json" },
+      });
       expectError(send, 400, ["body", "text"]);
       expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items).toEqual([]);
       // In a path or query, a percent-encoded surrogate is malformed UTF-8: 400 as well.
@@ -118,7 +178,13 @@ export function hardeningScenarios(env: Env) {
 
   describe("hardening: HEAD", () => {
     it("is answered wherever GET is, with GET's status and headers and no body, and needs GET's token", async () => {
-      for (const [path, token] of [["/", null], ["/v1/info", null], ["/v1/accounts", env.ro], ["/v1/chats", env.rw], ["/v1/spec", env.ro]] as const) {
+      for (const [path, token] of [
+        ["/", null],
+        ["/v1/info", null],
+        ["/v1/accounts", env.ro],
+        ["/v1/chats", env.rw],
+        ["/v1/spec", env.ro],
+      ] as const) {
         const get = await raw(env, path, { token });
         const head = await raw(env, path, { method: "HEAD", token });
         expect([head.status, head.text], `HEAD ${path}`).toEqual([get.status, ""]);
@@ -147,13 +213,17 @@ export function hardeningScenarios(env: Env) {
   describe("hardening: query booleans", () => {
     /** A query parameter documented as a boolean: `enum: ["true", "false"]` (or that, nullable, on /v0). */
     const isBoolean = (schema: { enum?: unknown[]; type?: string; anyOf?: unknown[] } = {}): boolean =>
-      schema.type === "boolean" || JSON.stringify(schema.enum) === '["true","false"]' || (schema.anyOf ?? []).some((s) => isBoolean(s as typeof schema));
+      schema.type === "boolean" ||
+      JSON.stringify(schema.enum) === '["true","false"]' ||
+      (schema.anyOf ?? []).some((s) => isBoolean(s as typeof schema));
 
     it("every boolean query parameter of every operation takes true or false only: anything else is a 400 naming it, and nothing is done", async () => {
       const chat = await newGroup(env);
       const sent = await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: "not deleted" } });
       const ids: Record<string, string> = { chatID: chat.id, messageID: sent.pendingMessageID };
-      const spec = await ok<{ paths: Record<string, Record<string, { parameters?: { in: string; name: string; schema?: object }[] }>> }>(env, "/v1/spec");
+      const spec = await ok<{
+        paths: Record<string, Record<string, { parameters?: { in: string; name: string; schema?: object }[] }>>;
+      }>(env, "/v1/spec");
       const swept: string[] = [];
       for (const [path, operations] of Object.entries(spec.paths))
         for (const [method, operation] of Object.entries(operations))

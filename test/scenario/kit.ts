@@ -1,21 +1,21 @@
 /**
- * Shared plumbing of the scenario suite: the per-runtime environment, a raw HTTP client that shows exactly what
- * went over the wire, page walkers and small waiting helpers. Nothing here asserts; the scenario modules do.
+ * Shared plumbing of the scenario suite: the per-runtime environment, the one HTTP client (test/kit/http.ts) as the
+ * suite uses it (every JSON answer checked against the served document, a reset connection retried once), page
+ * walkers and small helpers. Nothing here asserts; the scenario modules do.
  */
-import { request as httpRequest } from "node:http";
 import { randomBytes } from "node:crypto";
 import BeeperDesktop from "@beeper/desktop-api";
 import BeeperDesktop4 from "desktop-api-4";
+import type { InferOutput } from "valibot";
+import type { Account, Chat, ErrorBody as ErrorSchema, Message, Page, User } from "../../src/schema/wire.ts";
+import { chatPath, ECHO_ID, enc, waitFor } from "../kit/common.ts";
+import { Api, type Answer, type Init } from "../kit/http.ts";
+import { nodeFetch } from "../kit/node-http.ts";
 import { checkingFetch, type ResponseChecker } from "./openapi-check.ts";
 
-export type Scope = "read" | "write";
-
-export interface StartOptions {
-  seed: { chats: number; messages: number; accounts?: number; seed?: number };
-  tokens: { token: string; scopes: Scope[] }[];
-}
-
-export type Start = (options: StartOptions) => Promise<{ url: string; stop(): Promise<void> }>;
+export type ErrorBody = InferOutput<typeof ErrorSchema>;
+/** The `details` of a refused input: its issues, each with the path of what it names. */
+export type Issues = Extract<NonNullable<ErrorBody["details"]>, { issues: unknown }>;
 
 export interface SuiteOptions {
   /** The Node daemon refuses non-loopback Host headers; the Worker answers any host. */
@@ -41,8 +41,6 @@ export interface Env {
   spec?: ResponseChecker;
 }
 
-export const randomToken = (prefix: string) => `${prefix}_${randomBytes(18).toString("base64url")}`;
-
 /**
  * SDK clients run with maxRetries 0 so that every error status reaches the test as it was sent; only a request
  * that died on a reset kept-alive connection is sent once more (see RawInit.noRetry).
@@ -60,99 +58,10 @@ export function makeClients(env: Env) {
 const checkedFetch = (env: Env) => checkingFetch(() => env.spec, retryingFetch as typeof fetch);
 
 // ---------------------------------------------------------------------------------------------------------------
-// Wire shapes as this suite reads them (loose on purpose: the assertions check fields one by one).
-
-export interface User {
-  id: string;
-  fullName?: string;
-  username?: string;
-  email?: string;
-  phoneNumber?: string;
-  isSelf?: boolean;
-}
-export interface Account {
-  accountID: string;
-  user: User;
-  bridge?: { id: string; provider: string; type: string };
-  network?: string;
-}
-export interface Attachment {
-  type: string;
-  id?: string;
-}
-export interface Reaction {
-  id: string;
-  participantID: string;
-  reactionKey: string;
-}
-export interface Message {
-  id: string;
-  accountID: string;
-  chatID: string;
-  senderID: string;
-  sortKey: string;
-  timestamp: string;
-  text?: string;
-  isSender?: boolean;
-  isUnread?: boolean;
-  attachments?: Attachment[];
-  reactions?: Reaction[];
-  linkedMessageID?: string;
-  sendStatus?: { status: string };
-}
-export interface Chat {
-  id: string;
-  localChatID?: string | null;
-  accountID: string;
-  network?: string;
-  title: string;
-  type: "single" | "group";
-  participants: { items: User[]; hasMore: boolean; total: number };
-  unreadCount: number;
-  lastActivity?: string;
-  lastReadMessageSortKey?: string;
-  isArchived?: boolean;
-  isMuted?: boolean;
-  isPinned?: boolean;
-  isLowPriority?: boolean;
-  isMarkedUnread?: boolean;
-  description?: string | null;
-  draft?: { text: string } | null;
-  reminder?: { remindAt?: string; remindAtMs?: number; dismissOnIncomingMessage?: boolean } | null;
-  preview?: Message;
-}
-export interface Page<T> {
-  items: T[];
-  hasMore: boolean;
-  oldestCursor: string | null;
-  newestCursor: string | null;
-}
-export interface ErrorBody {
-  code: string;
-  message: string;
-  details?: { issues?: { code: string; message: string; path: (string | number)[] }[] };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // Raw HTTP
 
-export interface RawResponse<T = any> {
-  status: number;
-  headers: Headers;
-  text: string;
-  /** Parsed JSON when the body is JSON, else undefined. */
-  body: T;
-}
-
-export interface RawInit {
+export interface RawInit extends Init {
   method?: string;
-  /** token to send; null sends no Authorization header; default: the read+write token */
-  token?: string | null;
-  /** JSON body (serialised with content-type application/json) */
-  json?: unknown;
-  /** verbatim body */
-  body?: string;
-  headers?: Record<string, string>;
   /**
    * By default a request that dies on a reset connection is sent once more, as the official SDKs do: a server
    * that closes a kept-alive connection should not fail unrelated scenarios. The test about that sets this.
@@ -175,52 +84,25 @@ export async function retryingFetch(input: string | URL | Request, init?: Reques
   }
 }
 
-export async function raw<T = any>(env: Env, path: string, init: RawInit = {}): Promise<RawResponse<T>> {
-  const headers: Record<string, string> = { accept: "application/json", ...init.headers };
-  const token = init.token === undefined ? env.rw : init.token;
-  if (token !== null) headers.authorization = `Bearer ${token}`;
-  let body = init.body;
-  if (init.json !== undefined) {
-    body = JSON.stringify(init.json);
-    headers["content-type"] ??= "application/json";
-  }
-  const request = { method: init.method ?? "GET", headers, body };
-  const res = init.noRetry ? await fetch(env.url + path, request) : await retryingFetch(env.url + path, request);
-  const text = await res.text();
-  let parsed: unknown = undefined;
-  if (text && /json/i.test(res.headers.get("content-type") ?? "")) {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-  }
-  if (parsed !== undefined) env.spec?.check(request.method, env.url + path, res.status, res.headers.get("content-type"), parsed);
-  return { status: res.status, headers: res.headers, text, body: parsed as T };
+/**
+ * The one client on `env`'s server with its read+write token, as the suite uses it: every JSON answer checked
+ * against the served document, a request that died on a reset connection sent once more unless `noRetry`.
+ */
+export const client = (env: Env, noRetry = false) =>
+  new Api(env.url, env.rw, {
+    fetch: noRetry ? fetch : retryingFetch,
+    check: (method, url, res) => env.spec?.check(method, url, res.status, res.headers.get("content-type"), res.body),
+  });
+
+/** A request; the token is the read+write one unless `init.token` says otherwise. */
+export function raw<T = any>(env: Env, path: string, init: RawInit = {}): Promise<Answer<T>> {
+  const { method = "GET", noRetry, ...rest } = init;
+  return client(env, noRetry).raw<T>(method, path, rest);
 }
 
-/** A request through node:http, which (unlike fetch) lets the test choose the Host header. */
-export function rawWithHost(env: Env, path: string, host: string, token: string | null = env.rw): Promise<{ status: number; text: string; headers: Record<string, string | string[] | undefined> }> {
-  const url = new URL(env.url + path);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname + url.search,
-        method: "GET",
-        headers: { host, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => (text += c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, headers: res.headers }));
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
+/** A GET through node:http, which (unlike fetch) lets the test choose the Host header; not checked (no operation). */
+export function rawWithHost(env: Env, path: string, host: string, token: string | null = env.rw): Promise<Answer> {
+  return client(env).with({ fetch: nodeFetch(), check: undefined }).raw("GET", path, { headers: { host }, token });
 }
 
 /** RFC 3986 query string; arrays repeat the key (wire-compat §3). Undefined values are left out. */
@@ -228,20 +110,16 @@ export function qs(params: Record<string, string | number | boolean | (string | 
   const parts: string[] = [];
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined || value === null) continue;
-    for (const v of Array.isArray(value) ? value : [value]) parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(String(v))}`);
+    for (const v of Array.isArray(value) ? value : [value])
+      parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(String(v))}`);
   }
   return parts.length ? `?${parts.join("&")}` : "";
 }
 
-export const enc = encodeURIComponent;
-export const chatPath = (chatID: string) => `/v1/chats/${enc(chatID)}`;
-export const messagePath = (chatID: string, messageID: string) => `${chatPath(chatID)}/messages/${enc(messageID)}`;
-
 /** Throws with the response shown when the status is not the expected one (for setup steps, not assertions). */
-export async function ok<T = any>(env: Env, path: string, init: RawInit = {}, status = 200): Promise<T> {
-  const res = await raw<T>(env, path, init);
-  if (res.status !== status) throw new Error(`${init.method ?? "GET"} ${path} → ${res.status} (wanted ${status}): ${res.text}`);
-  return res.body;
+export function ok<T = any>(env: Env, path: string, init: RawInit = {}, status = 200): Promise<T> {
+  const { method = "GET", noRetry, ...rest } = init;
+  return client(env, noRetry).okWith<T>(method, path, rest, status);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -291,37 +169,18 @@ export async function allMessages(env: Env, chatID: string): Promise<Message[]> 
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures made through the API itself
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 3000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-/** Waits until a sent message is no longer pending (edits and deletes refuse pending messages). */
-export async function settled(env: Env, chatID: string, messageID: string): Promise<Message> {
-  return waitFor(`message ${messageID} to leave PENDING`, async () => {
-    const m = await ok<Message>(env, messagePath(chatID, messageID));
-    return m.sendStatus?.status === "PENDING" ? undefined : m;
-  });
-}
-
 /** Contacts of an account (the whole list), excluding Echo. */
 export async function contactsOf(env: Env, accountID: string): Promise<User[]> {
   const list = await walk<User>(env, `/v1/accounts/${enc(accountID)}/contacts/list`, { limit: 200 });
   return list.items.filter((u) => u.id !== ECHO_ID);
 }
 
-export const ECHO_ID = "@echo:sandbox.invalid";
-
 /** The Echo direct chat of an account, found through chat search as a client would. */
 export async function echoChat(env: Env, accountID: string): Promise<Chat> {
-  const page = await ok<Page<Chat>>(env, `/v1/chats/search${qs({ query: "echo", accountIDs: accountID, type: "single", limit: 200 })}`);
+  const page = await ok<Page<Chat>>(
+    env,
+    `/v1/chats/search${qs({ query: "echo", accountIDs: accountID, type: "single", limit: 200 })}`,
+  );
   const chat = page.items.find((c) => c.participants.items.some((p) => p.id === ECHO_ID));
   if (!chat) throw new Error(`no Echo chat for ${accountID}`);
   return chat;
@@ -341,28 +200,45 @@ export async function chatWithHistory(env: Env, type?: "single" | "group"): Prom
 let groupCounter = 0;
 
 /** A new group chat of the given account with `size` of its contacts, created through POST /v1/chats. */
-export async function newGroup(env: Env, accountID = env.accounts[0].accountID, size = 2, title?: string): Promise<Chat & { chatID: string }> {
+export async function newGroup(
+  env: Env,
+  accountID = env.accounts[0].accountID,
+  size = 2,
+  title?: string,
+): Promise<Chat & { chatID: string }> {
   const contacts = await contactsOf(env, accountID);
   const start = (groupCounter++ * 3) % Math.max(1, contacts.length - size);
   const participantIDs = contacts.slice(start, start + size).map((u) => u.id);
   return ok(env, "/v1/chats", {
     method: "POST",
-    json: { accountID, type: "group", participantIDs, title: title ?? `Scenario group ${groupCounter} ${randomBytes(3).toString("hex")}` },
+    json: {
+      accountID,
+      type: "group",
+      participantIDs,
+      title: title ?? `Scenario group ${groupCounter} ${randomBytes(3).toString("hex")}`,
+    },
   });
 }
 
 /** Sends a text and waits for it to settle; returns the stored message. */
 export async function sendSettled(env: Env, chatID: string, text: string): Promise<Message> {
-  const sent = await ok<{ chatID: string; pendingMessageID: string }>(env, `${chatPath(chatID)}/messages`, { method: "POST", json: { text } });
-  return settled(env, chatID, sent.pendingMessageID);
+  const sent = await ok<{ chatID: string; pendingMessageID: string }>(env, `${chatPath(chatID)}/messages`, {
+    method: "POST",
+    json: { text },
+  });
+  return client(env).settled(chatID, sent.pendingMessageID);
 }
 
 /** Waits for the Echo reply to a message in an Echo chat. */
 export async function echoReply(env: Env, chatID: string, messageID: string): Promise<Message> {
-  return waitFor(`Echo reply to ${messageID}`, async () => {
-    const page = await ok<Page<Message>>(env, `${chatPath(chatID)}/messages`);
-    return page.items.find((m) => m.linkedMessageID === messageID && m.senderID === ECHO_ID);
-  });
+  return waitFor(
+    `Echo reply to ${messageID}`,
+    async () => {
+      const page = await ok<Page<Message>>(env, `${chatPath(chatID)}/messages`);
+      return page.items.find((m) => m.linkedMessageID === messageID && m.senderID === ECHO_ID);
+    },
+    3000,
+  );
 }
 
 /** Lower-cased words as the spec's literal word search sees them. */

@@ -7,13 +7,17 @@
 import BeeperDesktop from "@beeper/desktop-api";
 import { describe, expect, it } from "vitest";
 import { expectError, expectSdkError } from "./assert.ts";
-import { allChats, chatPath, chatWithHistory, ids, messagePath, newGroup, ok, qs, raw, settled, walk, type Env, type Message, type Page } from "./kit.ts";
+import type { Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, messagePath } from "../kit/common.ts";
+import { allChats, chatWithHistory, client, ids, newGroup, ok, qs, raw, walk, type Env } from "./kit.ts";
 
 type Direction = "before" | "after";
 
 export function messageCursorScenarios(env: Env) {
-  const list = (chatID: string, cursor: string, direction?: Direction) => ok<Page<Message>>(env, `${chatPath(chatID)}/messages${qs({ cursor, direction })}`);
-  const refused = (chatID: string, cursor: string, direction?: Direction) => raw(env, `${chatPath(chatID)}/messages${qs({ cursor, direction })}`);
+  const list = (chatID: string, cursor: string, direction?: Direction) =>
+    ok<Page<Message>>(env, `${chatPath(chatID)}/messages${qs({ cursor, direction })}`);
+  const refused = (chatID: string, cursor: string, direction?: Direction) =>
+    raw(env, `${chatPath(chatID)}/messages${qs({ cursor, direction })}`);
 
   /** Pages from `cursor` on, each next page from the ID of the last message of the one before (not its cursor). */
   async function walkByIDs(chatID: string, cursor: string, direction: Direction): Promise<Page<Message>[]> {
@@ -53,8 +57,18 @@ export function messageCursorScenarios(env: Env) {
         }
       }
       // Nothing is older than the first message, nor newer than the last.
-      expect(await list(chat.id, all[n - 1].id, "before")).toEqual({ items: [], hasMore: false, oldestCursor: null, newestCursor: null });
-      expect(await list(chat.id, all[0].id, "after")).toEqual({ items: [], hasMore: false, oldestCursor: null, newestCursor: null });
+      expect(await list(chat.id, all[n - 1].id, "before")).toEqual({
+        items: [],
+        hasMore: false,
+        oldestCursor: null,
+        newestCursor: null,
+      });
+      expect(await list(chat.id, all[0].id, "after")).toEqual({
+        items: [],
+        hasMore: false,
+        oldestCursor: null,
+        newestCursor: null,
+      });
       // `direction` defaults to before, as it does for a sortKey.
       expect(await list(chat.id, all[5].id)).toEqual(await list(chat.id, all[5].id, "before"));
     });
@@ -83,12 +97,17 @@ export function messageCursorScenarios(env: Env) {
         const rest = await list(chat.id, m.id, direction);
         const sdk5 = await env.sdk.messages.list(chat.id, { cursor: m.id, direction });
         expect(ids(sdk5.items as Message[])).toEqual(ids(rest.items));
-        expect([sdk5.hasMore, sdk5.oldestCursor, sdk5.newestCursor]).toEqual([rest.hasMore, rest.oldestCursor, rest.newestCursor]);
+        expect([sdk5.hasMore, sdk5.oldestCursor, sdk5.newestCursor]).toEqual([
+          rest.hasMore,
+          rest.oldestCursor,
+          rest.newestCursor,
+        ]);
         const sdk4 = await env.sdk4.messages.list(chat.id, { cursor: m.id, direction });
         expect(ids(sdk4.items as Message[])).toEqual(ids(rest.items));
       }
       const older: string[] = [];
-      for await (const message of env.sdk.messages.list(chat.id, { cursor: m.id, direction: "before" })) older.push(message.id);
+      for await (const message of env.sdk.messages.list(chat.id, { cursor: m.id, direction: "before" }))
+        older.push(message.id);
       expect(older).toEqual(ids(all.slice(i + 1)));
     });
 
@@ -96,12 +115,19 @@ export function messageCursorScenarios(env: Env) {
       const chat = await newGroup(env);
       const sent: string[] = [];
       for (const text of ["first", "second", "third", "fourth"])
-        sent.push((await ok<{ pendingMessageID: string }>(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text } })).pendingMessageID);
+        sent.push(
+          (
+            await ok<{ pendingMessageID: string }>(env, `${chatPath(chat.id)}/messages`, {
+              method: "POST",
+              json: { text },
+            })
+          ).pendingMessageID,
+        );
       // The pending ID is the message's ID for good: a cursor at once, whatever its send status.
       expect(ids((await list(chat.id, sent[3], "before")).items)).toEqual([sent[2], sent[1], sent[0]]);
       expect(ids((await list(chat.id, sent[0], "after")).items)).toEqual([sent[3], sent[2], sent[1]]);
 
-      const doomed = await settled(env, chat.id, sent[1]);
+      const doomed = await client(env).settled(chat.id, sent[1]);
       await ok(env, messagePath(chat.id, doomed.id), { method: "DELETE" }, 204);
       for (const direction of [undefined, "before", "after"] as const) {
         const res = await refused(chat.id, doomed.id, direction);
@@ -112,7 +138,11 @@ export function messageCursorScenarios(env: Env) {
       // A sortKey is a position, not a message: the deleted message's own one still pages past it.
       expect(ids((await list(chat.id, doomed.sortKey, "before")).items)).toEqual([sent[0]]);
       expect(ids((await list(chat.id, doomed.sortKey, "after")).items)).toEqual([sent[3], sent[2]]);
-      await expectSdkError(env.sdk.messages.list(chat.id, { cursor: doomed.id, direction: "before" }), BeeperDesktop.BadRequestError, 400);
+      await expectSdkError(
+        env.sdk.messages.list(chat.id, { cursor: doomed.id, direction: "before" }),
+        BeeperDesktop.BadRequestError,
+        400,
+      );
     });
 
     it("refuses another chat's message, a message ID that names no message, and garbage, each with a 400 that says which", async () => {
@@ -138,7 +168,18 @@ export function messageCursorScenarios(env: Env) {
         expect(res.body.details.issues[0].code).toBe("unknown_message");
       }
 
-      for (const garbage of ["garbage", "1.2.3", ".5", "5.", "a.b", "-1", "🙂", " ", "x".repeat(1000), "9".repeat(16)]) {
+      for (const garbage of [
+        "garbage",
+        "1.2.3",
+        ".5",
+        "5.",
+        "a.b",
+        "-1",
+        "🙂",
+        " ",
+        "x".repeat(1000),
+        "9".repeat(16),
+      ]) {
         const res = await refused(chat.id, garbage, "after");
         expectError(res, 400, ["query", "cursor"]);
         expect(res.body.message).toMatch(/^invalid cursor/);

@@ -3,7 +3,8 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectError, expectSorted } from "./assert.ts";
-import { allChats, allMessages, duplicates, ids, ms, ok, qs, raw, walk, words, type Chat, type Env, type Message, type Page } from "./kit.ts";
+import type { Attachment, Chat, Message, Page } from "../../src/schema/wire.ts";
+import { allChats, allMessages, duplicates, ids, ms, ok, qs, raw, walk, words, type Env } from "./kit.ts";
 
 interface Row {
   m: Message;
@@ -45,7 +46,11 @@ export function messageSearchScenarios(env: Env) {
             (f.dateBefore === undefined || ms(m.timestamp) < ms(String(f.dateBefore))) &&
             q.every((w) => words(m.text).includes(w)),
         )
-        .filter((r) => f.sender === undefined || (f.sender === "me" ? r.m.isSender : f.sender === "others" ? !r.m.isSender : r.m.senderID === f.sender))
+        .filter(
+          (r) =>
+            f.sender === undefined ||
+            (f.sender === "me" ? r.m.isSender : f.sender === "others" ? !r.m.isSender : r.m.senderID === f.sender),
+        )
         .sort((x, y) => ms(y.m.timestamp) - ms(x.m.timestamp));
     }
 
@@ -77,8 +82,14 @@ export function messageSearchScenarios(env: Env) {
       const freq = new Map<string, number>();
       for (const { m } of rows) for (const w of new Set(words(m.text))) freq.set(w, (freq.get(w) ?? 0) + 1);
       const rare = [...freq].filter(([w, n]) => n >= 3 && n <= 8 && w.length >= 4).map(([w]) => w);
-      const pair = rows.map((r) => words(r.m.text)).find((ws) => ws.some((w) => rare.includes(w)) && ws.some((w) => (freq.get(w) ?? 0) > 50))!;
-      return { rare, pairRare: pair.find((w) => rare.includes(w))!, pairCommon: pair.find((w) => (freq.get(w) ?? 0) > 50)! };
+      const pair = rows
+        .map((r) => words(r.m.text))
+        .find((ws) => ws.some((w) => rare.includes(w)) && ws.some((w) => (freq.get(w) ?? 0) > 50))!;
+      return {
+        rare,
+        pairRare: pair.find((w) => rare.includes(w))!,
+        pairCommon: pair.find((w) => (freq.get(w) ?? 0) > 50)!,
+      };
     }
 
     it("without any filter walks every message outside low-priority chats exactly once, newest first", async () => {
@@ -130,13 +141,17 @@ export function messageSearchScenarios(env: Env) {
       for (const f of filters) await expectExact(f);
       // chatIDs also take local chat IDs.
       const local = groups.find((c) => c.localChatID)!;
-      expect(ids(await search({ chatIDs: local.localChatID!, query: "the" }))).toEqual(ids(await search({ chatIDs: local.id, query: "the" })));
+      expect(ids(await search({ chatIDs: local.localChatID!, query: "the" }))).toEqual(
+        ids(await search({ chatIDs: local.id, query: "the" })),
+      );
       expect(ids(expected({ query: lw, excludeLowPriority: false }).map((r) => r.m))).toContain(lowWord.m.id);
       expect(ids(expected({ query: mw, includeMuted: false }).map((r) => r.m))).not.toContain(mutedWord.m.id);
     });
 
     it("filters by sender: me, others, or a user ID", async () => {
-      const group = chats.filter((c) => c.type === "group").sort((x, y) => y.participants.total - x.participants.total)[0];
+      const group = chats
+        .filter((c) => c.type === "group")
+        .sort((x, y) => y.participants.total - x.participants.total)[0];
       const someone = rows.find((r) => r.chat.id === group.id && !r.m.isSender)!.m.senderID;
       for (const f of [
         { sender: "me", chatIDs: group.id },
@@ -164,7 +179,7 @@ export function messageSearchScenarios(env: Env) {
     });
 
     it("filters by media type", async () => {
-      const attachmentsOf = (t: string) => rows.filter((r) => kinds(r.m).has(t));
+      const attachmentsOf = (t: Attachment["type"]) => rows.filter((r) => kinds(r.m).has(t));
       expect(attachmentsOf("img").length, "the seed has images").toBeGreaterThan(0);
       const all = { excludeLowPriority: false };
       const exact = async (mediaTypes: string[], pick: (m: Message) => boolean) => {
@@ -180,20 +195,35 @@ export function messageSearchScenarios(env: Env) {
       for (const r of rows.filter((x) => kinds(x.m).has("unknown"))) expect(file).toContain(r.m.id);
       for (const id of file) {
         const m = rows.find((r) => r.m.id === id)!.m;
-        expect([...kinds(m)].some((k) => k !== "img" && k !== "video"), id).toBe(true);
+        expect(
+          [...kinds(m)].some((k) => k !== "img" && k !== "video"),
+          id,
+        ).toBe(true);
       }
       // Media filters combine with words.
       const linkRow = rows.find((r) => hasLink(r.m) && words(r.m.text).length > 2)!;
       const linkWord = words(linkRow.m.text).find((w) => !["https", "http", "example", "org"].includes(w))!;
       for (const query of [linkWord, "the", "https"]) {
         const got = await search({ ...all, mediaTypes: ["link"], query });
-        expect(ids(got).sort(), `link + ${query}`).toEqual(ids(expected({ ...all, query }).filter((r) => hasLink(r.m)).map((r) => r.m)).sort());
+        expect(ids(got).sort(), `link + ${query}`).toEqual(
+          ids(
+            expected({ ...all, query })
+              .filter((r) => hasLink(r.m))
+              .map((r) => r.m),
+          ).sort(),
+        );
       }
       const captioned = rows.find((r) => kinds(r.m).has("img") && words(r.m.text).length)!;
       if (captioned) {
         const w = words(captioned.m.text)[0];
         const got = await search({ ...all, mediaTypes: ["image"], query: w });
-        expect(ids(got).sort()).toEqual(ids(expected({ ...all, query: w }).filter((r) => kinds(r.m).has("img")).map((r) => r.m)).sort());
+        expect(ids(got).sort()).toEqual(
+          ids(
+            expected({ ...all, query: w })
+              .filter((r) => kinds(r.m).has("img"))
+              .map((r) => r.m),
+          ).sort(),
+        );
         expect(ids(got)).toContain(captioned.m.id);
       }
 
@@ -227,7 +257,12 @@ export function messageSearchScenarios(env: Env) {
       for await (const m of env.sdk.messages.search({ query: "the", chatType: "group" })) sdk.push(m.id);
       expect(sdk).toEqual(ids(by20.items));
       const sdkMedia: string[] = [];
-      for await (const m of env.sdk.messages.search({ mediaTypes: ["image", "video"], excludeLowPriority: false, limit: 6 })) sdkMedia.push(m.id);
+      for await (const m of env.sdk.messages.search({
+        mediaTypes: ["image", "video"],
+        excludeLowPriority: false,
+        limit: 6,
+      }))
+        sdkMedia.push(m.id);
       expect(sdkMedia).toEqual(ids(await search({ mediaTypes: ["image", "video"], excludeLowPriority: false })));
     });
 
@@ -244,7 +279,8 @@ export function messageSearchScenarios(env: Env) {
         ["includeMuted=2", "includeMuted"],
         ["direction=sideways&cursor=x", "direction"],
       ];
-      for (const [query, name] of cases) expectError(await raw(env, `/v1/messages/search?${query}`), 400, ["query", name]);
+      for (const [query, name] of cases)
+        expectError(await raw(env, `/v1/messages/search?${query}`), 400, ["query", name]);
     });
   });
 }

@@ -4,16 +4,14 @@
 import BeeperDesktop from "@beeper/desktop-api";
 import { describe, expect, it } from "vitest";
 import { expectError, expectSdkError, expectSorted } from "./assert.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, ECHO_ID, messagePath } from "../kit/common.ts";
 import {
   allChats,
-  chatPath,
   duplicates,
-  ECHO_ID,
   echoChat,
   echoReply,
-  enc,
   ids,
-  messagePath,
   ms,
   newGroup,
   ok,
@@ -21,10 +19,7 @@ import {
   raw,
   sendSettled,
   walk,
-  type Chat,
   type Env,
-  type Message,
-  type Page,
 } from "./kit.ts";
 
 const unique = (label: string) => `${label}${Math.random().toString(36).slice(2, 10)}`;
@@ -88,7 +83,10 @@ export function messageScenarios(env: Env) {
       expect(ids(first.items)).toEqual(ids(all.slice(0, 20)));
 
       // The same messages as a search restricted to this chat with no other filter.
-      const searched = await walk<Message>(env, "/v1/messages/search", { chatIDs: biggest.id, excludeLowPriority: false });
+      const searched = await walk<Message>(env, "/v1/messages/search", {
+        chatIDs: biggest.id,
+        excludeLowPriority: false,
+      });
       expect(ids(searched.items).sort()).toEqual(ids(all).sort());
     });
 
@@ -181,7 +179,10 @@ export function messageScenarios(env: Env) {
       expectError(await raw(env, path, { method: "POST", json: {} }), 400, ["body", "text"]);
       expectError(await raw(env, path, { method: "POST", json: { text: "" } }), 400, ["body", "text"]);
       expectError(await raw(env, path, { method: "POST", json: { text: 5 } }), 400, ["body", "text"]);
-      expectError(await raw(env, path, { method: "POST", json: { text: "x", attachment: { uploadID: "upl_unknown" } } }), 422);
+      expectError(
+        await raw(env, path, { method: "POST", json: { text: "x", attachment: { uploadID: "upl_unknown" } } }),
+        422,
+      );
       await expectSdkError(
         env.sdk.messages.send(chat.id, { text: "with file", attachment: { uploadID: "upl_unknown" } }),
         BeeperDesktop.UnprocessableEntityError,
@@ -190,7 +191,11 @@ export function messageScenarios(env: Env) {
       const badReply = await raw(env, path, { method: "POST", json: { text: "x", replyToMessageID: "424242.1" } });
       expect([404, 422]).toContain(badReply.status);
       expectError(badReply, badReply.status);
-      await expectSdkError(env.sdk.messages.send("!doesnotexist:nowhere", { text: "x" }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.messages.send("!doesnotexist:nowhere", { text: "x" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
       expect((await ok<Page<Message>>(env, path)).items).toEqual([]);
     });
 
@@ -216,7 +221,10 @@ export function messageScenarios(env: Env) {
       const a = await newGroup(env);
       const b = await newGroup(env);
       const inB = await sendSettled(env, b.id, "in chat b");
-      const res = await raw(env, `${chatPath(a.id)}/messages`, { method: "POST", json: { text: "reply across chats", replyToMessageID: inB.id } });
+      const res = await raw(env, `${chatPath(a.id)}/messages`, {
+        method: "POST",
+        json: { text: "reply across chats", replyToMessageID: inB.id },
+      });
       expect([404, 422]).toContain(res.status);
       expectError(res, res.status);
       expect((await ok<Page<Message>>(env, `${chatPath(a.id)}/messages`)).items).toEqual([]);
@@ -225,7 +233,11 @@ export function messageScenarios(env: Env) {
     it("retrieves listed messages as listed, and 404s unknown IDs and IDs of another chat", async () => {
       const [{ chat: a, page }, { chat: b }] = await seededGroups();
       for (const m of page.slice(0, 3)) expect(await env.sdk.messages.retrieve(m.id, { chatID: a.id })).toEqual(m);
-      await expectSdkError(env.sdk.messages.retrieve("no-such-message", { chatID: a.id }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.messages.retrieve("no-such-message", { chatID: a.id }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
       expectError(await raw(env, messagePath(b.id, page[0].id)), 404);
       expectError(await raw(env, messagePath(a.id, "999999.0")), 404);
     });
@@ -246,7 +258,9 @@ export function messageScenarios(env: Env) {
       expect(edited.text).toBe(`after ${newWord} ${kept}`);
       expect(edited.sortKey).toBe(sent.sortKey);
       expect((await env.sdk.messages.retrieve(sent.id, { chatID: chat.id })).text).toBe(`after ${newWord} ${kept}`);
-      expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items[0].text).toBe(`after ${newWord} ${kept}`);
+      expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items[0].text).toBe(
+        `after ${newWord} ${kept}`,
+      );
       expect(ids((await ok(env, `/v1/messages/search${qs({ query: newWord })}`)).items)).toEqual([sent.id]);
       expect((await ok(env, `/v1/messages/search${qs({ query: oldWord })}`)).items).toEqual([]);
       // A word the edit kept still finds the message exactly once, as does a filter-only search.
@@ -260,10 +274,17 @@ export function messageScenarios(env: Env) {
     });
 
     it("refuses to edit a message with attachments (422)", async () => {
-      const withMedia = await ok(env, `/v1/messages/search${qs({ mediaTypes: "any", excludeLowPriority: false, limit: 20 })}`);
+      const withMedia = await ok(
+        env,
+        `/v1/messages/search${qs({ mediaTypes: "any", excludeLowPriority: false, limit: 20 })}`,
+      );
       const target: Message | undefined = withMedia.items.find((m: Message) => m.attachments?.length);
       expect(target, "the seed has messages with attachments").toBeTruthy();
-      await expectSdkError(env.sdk.messages.update(target!.id, { chatID: target!.chatID, text: "edited" }), BeeperDesktop.UnprocessableEntityError, 422);
+      await expectSdkError(
+        env.sdk.messages.update(target!.id, { chatID: target!.chatID, text: "edited" }),
+        BeeperDesktop.UnprocessableEntityError,
+        422,
+      );
       const after = await ok<Message>(env, messagePath(target!.chatID, target!.id));
       expect(after.text).toBe(target!.text);
       expect(after.attachments).toEqual(target!.attachments);
@@ -272,7 +293,10 @@ export function messageScenarios(env: Env) {
     it("refuses to edit someone else's message (422)", async () => {
       const [{ chat, page }] = await seededGroups();
       const theirs = page.find((m) => !m.isSender && !m.attachments)!;
-      const res = await raw(env, messagePath(chat.id, theirs.id), { method: "PUT", json: { text: "putting words in their mouth" } });
+      const res = await raw(env, messagePath(chat.id, theirs.id), {
+        method: "PUT",
+        json: { text: "putting words in their mouth" },
+      });
       expectError(res, 422);
       expect((await ok<Message>(env, messagePath(chat.id, theirs.id))).text).toBe(theirs.text);
     });
@@ -280,11 +304,22 @@ export function messageScenarios(env: Env) {
     it("refuses an empty or missing text, and unknown messages and chats", async () => {
       const chat = await newGroup(env);
       const sent = await sendSettled(env, chat.id, "keep me");
-      expectError(await raw(env, messagePath(chat.id, sent.id), { method: "PUT", json: { text: "" } }), 400, ["body", "text"]);
+      expectError(await raw(env, messagePath(chat.id, sent.id), { method: "PUT", json: { text: "" } }), 400, [
+        "body",
+        "text",
+      ]);
       expectError(await raw(env, messagePath(chat.id, sent.id), { method: "PUT", json: {} }), 400, ["body", "text"]);
       expect((await ok<Message>(env, messagePath(chat.id, sent.id))).text).toBe("keep me");
-      await expectSdkError(env.sdk.messages.update("999999.0", { chatID: chat.id, text: "x" }), BeeperDesktop.NotFoundError, 404);
-      await expectSdkError(env.sdk.messages.update(sent.id, { chatID: "!doesnotexist:nowhere", text: "x" }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.messages.update("999999.0", { chatID: chat.id, text: "x" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
+      await expectSdkError(
+        env.sdk.messages.update(sent.id, { chatID: "!doesnotexist:nowhere", text: "x" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
     });
   });
 
@@ -312,11 +347,19 @@ export function messageScenarios(env: Env) {
       const gone = await sendSettled(env, chat.id, "soon gone");
       await env.sdk.messages.delete(gone.id, { chatID: chat.id });
       expectError(await raw(env, messagePath(chat.id, gone.id), { method: "PUT", json: { text: "zombie" } }), 404);
-      expectError(await raw(env, `${messagePath(chat.id, gone.id)}/reactions`, { method: "POST", json: { reactionKey: "👍" } }), 404);
+      expectError(
+        await raw(env, `${messagePath(chat.id, gone.id)}/reactions`, { method: "POST", json: { reactionKey: "👍" } }),
+        404,
+      );
       expectError(await raw(env, `${chatPath(chat.id)}/read`, { method: "POST", json: { messageID: gone.id } }), 404);
-      const reply = await raw(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: "to the void", replyToMessageID: gone.id } });
+      const reply = await raw(env, `${chatPath(chat.id)}/messages`, {
+        method: "POST",
+        json: { text: "to the void", replyToMessageID: gone.id },
+      });
       expect([404, 422]).toContain(reply.status);
-      expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items.map((m) => m.text)).toEqual(["survivor"]);
+      expect((await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).items.map((m) => m.text)).toEqual([
+        "survivor",
+      ]);
     });
 
     it("passes forEveryone through as a query flag, and 404s unknown messages and chats", async () => {
@@ -325,7 +368,11 @@ export function messageScenarios(env: Env) {
       await env.sdk.messages.delete(m.id, { chatID: chat.id, forEveryone: true });
       expectError(await raw(env, messagePath(chat.id, m.id)), 404);
       await expectSdkError(env.sdk.messages.delete("999999.0", { chatID: chat.id }), BeeperDesktop.NotFoundError, 404);
-      await expectSdkError(env.sdk.messages.delete("1.0", { chatID: "!doesnotexist:nowhere" }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.messages.delete("1.0", { chatID: "!doesnotexist:nowhere" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
     });
   });
 }

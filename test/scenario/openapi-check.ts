@@ -51,14 +51,20 @@ export class ResponseChecker {
     const route = this.routes.find((r) => r.method === method && r.pattern.test(pathname));
     const label = `${method} ${pathname} → ${status}`;
     // An unknown route answers the error body of its generation.
-    const response = route ? this.responseFor(route.operation, status) : { $ref: `#/components/responses/${isV0Path(pathname) ? "V0Error" : "Error"}` };
+    const response = route
+      ? this.responseFor(route.operation, status)
+      : { $ref: `#/components/responses/${isV0Path(pathname) ? "V0Error" : "Error"}` };
     if (!response) throw new Error(`${label}: status ${status} is not documented for ${route!.operation.operationId}`);
     const schema = this.resolveResponse(response)?.content?.["application/json"]?.schema;
     if (!schema) return; // documented as JSON without a schema (the OpenAPI document itself)
     const validate = this.validator(schema);
     if (!validate(body)) {
-      const errors = (validate.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || "/"} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ""}`);
-      throw new Error(`${label}: the answer does not match the OpenAPI document (${route?.operation.operationId ?? "error body"}):\n  ${errors.join("\n  ")}\n  body: ${JSON.stringify(body).slice(0, 400)}`);
+      const errors = (validate.errors ?? [])
+        .slice(0, 5)
+        .map((e) => `${e.instancePath || "/"} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ""}`);
+      throw new Error(
+        `${label}: the answer does not match the OpenAPI document (${route?.operation.operationId ?? "error body"}):\n  ${errors.join("\n  ")}\n  body: ${JSON.stringify(body).slice(0, 400)}`,
+      );
     }
     const key = route?.operation.operationId ?? "unrouted";
     this.checked.set(key, (this.checked.get(key) ?? 0) + 1);
@@ -86,7 +92,10 @@ export class ResponseChecker {
 }
 
 /** Wraps a fetch so that every JSON answer is checked against the document, once `checker()` has one. */
-export function checkingFetch(checker: () => ResponseChecker | undefined, fetch: typeof globalThis.fetch = globalThis.fetch) {
+export function checkingFetch(
+  checker: () => ResponseChecker | undefined,
+  fetch: typeof globalThis.fetch = globalThis.fetch,
+) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const res = await fetch(input, init);
     const spec = checker();

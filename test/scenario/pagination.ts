@@ -5,30 +5,20 @@
  */
 import { describe, expect, it } from "vitest";
 import { expectError, expectSorted } from "./assert.ts";
-import {
-  allChats,
-  chatPath,
-  chatWithHistory,
-  duplicates,
-  enc,
-  ids,
-  ms,
-  newGroup,
-  ok,
-  qs,
-  raw,
-  walk,
-  type Chat,
-  type Env,
-  type Message,
-  type Page,
-} from "./kit.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, enc } from "../kit/common.ts";
+import { allChats, chatWithHistory, duplicates, ids, ms, newGroup, ok, qs, raw, walk, type Env } from "./kit.ts";
 
 /**
  * Checks both walks of one list: `before` from the start, then `after` from the oldest page's oldestCursor. The
  * `after` walk must give every item but the oldest (the cursor's own item), oldest → newest.
  */
-async function bothWays<T extends { id: string }>(env: Env, path: string, params: Record<string, unknown>, expectedOrder?: string[]) {
+async function bothWays<T extends { id: string }>(
+  env: Env,
+  path: string,
+  params: Record<string, unknown>,
+  expectedOrder?: string[],
+) {
   const down = await walk<T>(env, path, params);
   const downIDs = ids(down.items);
   expect(duplicates(downIDs), `${path} before-walk duplicates`).toEqual([]);
@@ -41,7 +31,10 @@ async function bothWays<T extends { id: string }>(env: Env, path: string, params
   expect(down.pages.at(-1)!.hasMore).toBe(false);
   expect(down.pages.slice(0, -1).every((p) => p.hasMore)).toBe(true);
   // hasMore=true never leads to an empty page.
-  expect(down.pages.every((p, i) => p.items.length > 0 || (i === 0 && down.pages.length === 1)), `${path}: empty page after hasMore`).toBe(true);
+  expect(
+    down.pages.every((p, i) => p.items.length > 0 || (i === 0 && down.pages.length === 1)),
+    `${path}: empty page after hasMore`,
+  ).toBe(true);
 
   const start = down.pages.at(-1)!.oldestCursor!;
   const up = await walk<T>(env, path, params, { direction: "after", cursor: start });
@@ -49,7 +42,11 @@ async function bothWays<T extends { id: string }>(env: Env, path: string, params
   expect(duplicates(upIDs), `${path} after-walk duplicates`).toEqual([]);
   expect([downIDs.at(-1)!, ...upIDs], `${path}: after-walk from the oldest cursor`).toEqual([...downIDs].reverse());
   expect(up.pages.at(-1)!.hasMore).toBe(false);
-  if (downIDs.length > 1) expect(up.pages.every((p) => p.items.length > 0), `${path}: empty page after hasMore (after-walk)`).toBe(true);
+  if (downIDs.length > 1)
+    expect(
+      up.pages.every((p) => p.items.length > 0),
+      `${path}: empty page after hasMore (after-walk)`,
+    ).toBe(true);
   return downIDs;
 }
 
@@ -81,7 +78,8 @@ export function paginationScenarios(env: Env) {
 
     it("message pages at the exact boundary: 20 messages is one page, 21 is two", async () => {
       const chat = await newGroup(env);
-      for (let i = 0; i < 20; i++) await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `boundary ${i}` } });
+      for (let i = 0; i < 20; i++)
+        await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `boundary ${i}` } });
       const one = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`);
       expect(one.items.length).toBe(20);
       expect(one.hasMore).toBe(false);
@@ -93,35 +91,64 @@ export function paginationScenarios(env: Env) {
       const p2 = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages${qs({ cursor: p1.oldestCursor })}`);
       expect(p2.items.map((m) => m.text)).toEqual(["boundary 0"]);
       expect(p2.hasMore).toBe(false);
-      const newest = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages${qs({ cursor: p1.newestCursor, direction: "after" })}`);
+      const newest = await ok<Page<Message>>(
+        env,
+        `${chatPath(chat.id)}/messages${qs({ cursor: p1.newestCursor, direction: "after" })}`,
+      );
       expect(newest).toEqual({ items: [], hasMore: false, oldestCursor: null, newestCursor: null });
     });
 
     it("GET /v1/chats/search", async () => {
       const all = await allChats(env);
       await bothWays<Chat>(env, "/v1/chats/search", { limit: 7 }, ids(all));
-      await bothWays<Chat>(env, "/v1/chats/search", { limit: 4, type: "single", inbox: "primary" }, ids(all.filter((c) => c.type === "single" && !c.isArchived && !c.isLowPriority)));
-      await bothWays<Chat>(env, "/v1/chats/search", { limit: 1, query: "sandbox", accountIDs: env.accounts[0].accountID });
+      await bothWays<Chat>(
+        env,
+        "/v1/chats/search",
+        { limit: 4, type: "single", inbox: "primary" },
+        ids(all.filter((c) => c.type === "single" && !c.isArchived && !c.isLowPriority)),
+      );
+      await bothWays<Chat>(env, "/v1/chats/search", {
+        limit: 1,
+        query: "sandbox",
+        accountIDs: env.accounts[0].accountID,
+      });
     });
 
     it("GET /v1/messages/search", async () => {
       const common = await bothWays<Message>(env, "/v1/messages/search", { query: "the" });
       expect(common.length).toBeGreaterThan(100);
       await bothWays<Message>(env, "/v1/messages/search", { query: "you", chatType: "single", limit: 9 });
-      await bothWays<Message>(env, "/v1/messages/search", { mediaTypes: ["image", "link"], excludeLowPriority: false, limit: 3 });
+      await bothWays<Message>(env, "/v1/messages/search", {
+        mediaTypes: ["image", "link"],
+        excludeLowPriority: false,
+        limit: 3,
+      });
       await bothWays<Message>(env, "/v1/messages/search", { sender: "me", accountIDs: env.accounts[1].accountID });
       // Date bounds prune index segments; walk both ways inside a window.
       const all = (await walk<Message>(env, "/v1/messages/search", { excludeLowPriority: false })).items;
       const newer = all[Math.floor(all.length / 4)].timestamp;
       const older = all[Math.floor((3 * all.length) / 4)].timestamp;
-      const windowed = await bothWays<Message>(env, "/v1/messages/search", { excludeLowPriority: false, dateAfter: older, dateBefore: newer, limit: 11 });
-      expect(windowed).toEqual(ids(all).filter((id, i) => Date.parse(all[i].timestamp) > Date.parse(older) && Date.parse(all[i].timestamp) < Date.parse(newer)));
+      const windowed = await bothWays<Message>(env, "/v1/messages/search", {
+        excludeLowPriority: false,
+        dateAfter: older,
+        dateBefore: newer,
+        limit: 11,
+      });
+      expect(windowed).toEqual(
+        ids(all).filter(
+          (_id, i) =>
+            Date.parse(all[i].timestamp) > Date.parse(older) && Date.parse(all[i].timestamp) < Date.parse(newer),
+        ),
+      );
       await bothWays<Message>(env, "/v1/messages/search", { query: "the", dateAfter: older });
     });
 
     it("GET /v1/accounts/{id}/contacts/list", async () => {
       for (const account of env.accounts) {
-        const whole = await ok<Page<{ id: string }>>(env, `/v1/accounts/${enc(account.accountID)}/contacts/list?limit=200`);
+        const whole = await ok<Page<{ id: string }>>(
+          env,
+          `/v1/accounts/${enc(account.accountID)}/contacts/list?limit=200`,
+        );
         await bothWays(env, `/v1/accounts/${enc(account.accountID)}/contacts/list`, { limit: 6 }, ids(whole.items));
       }
     });
@@ -133,7 +160,10 @@ export function paginationScenarios(env: Env) {
       expect(exact.hasMore).toBe(false);
       const short = await ok<Page<Chat>>(env, `/v1/chats/search?type=group&limit=${total.length - 1}`);
       expect(short.hasMore).toBe(true);
-      const rest = await ok<Page<Chat>>(env, `/v1/chats/search${qs({ type: "group", limit: total.length - 1, cursor: short.oldestCursor })}`);
+      const rest = await ok<Page<Chat>>(
+        env,
+        `/v1/chats/search${qs({ type: "group", limit: total.length - 1, cursor: short.oldestCursor })}`,
+      );
       expect(ids(rest.items)).toEqual([total.at(-1)!.id]);
       expect(rest.hasMore).toBe(false);
     });
@@ -157,7 +187,10 @@ export function paginationScenarios(env: Env) {
       for (let n = 0; n < 100; n++) {
         const page: Page<Message> = await ok(env, `${chatPath(chat.id)}/messages${qs({ cursor })}`);
         seen.push(...ids(page.items));
-        const s = await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `arrived during page ${n}` } });
+        const s = await ok(env, `${chatPath(chat.id)}/messages`, {
+          method: "POST",
+          json: { text: `arrived during page ${n}` },
+        });
         sent.push(s.pendingMessageID);
         if (!page.hasMore || !page.oldestCursor) break;
         cursor = page.oldestCursor;
@@ -170,7 +203,10 @@ export function paginationScenarios(env: Env) {
     it("walking forward with `after` while new messages are sent returns every earlier message exactly once, then the new ones", async () => {
       const { chat, before } = await quietChatWithHistory();
       const oldest = [...before].reverse();
-      const first = await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages${qs({ cursor: (await walk<Message>(env, `${chatPath(chat.id)}/messages`)).pages.at(-1)!.oldestCursor })}`);
+      const first = await ok<Page<Message>>(
+        env,
+        `${chatPath(chat.id)}/messages${qs({ cursor: (await walk<Message>(env, `${chatPath(chat.id)}/messages`)).pages.at(-1)!.oldestCursor })}`,
+      );
       expect(first.items).toEqual([]); // nothing is older than the oldest
       const lastPage = (await walk<Message>(env, `${chatPath(chat.id)}/messages`)).pages.at(-1)!;
       let cursor = lastPage.oldestCursor!;
@@ -179,7 +215,10 @@ export function paginationScenarios(env: Env) {
       for (let n = 0; n < 100; n++) {
         const page: Page<Message> = await ok(env, `${chatPath(chat.id)}/messages${qs({ cursor, direction: "after" })}`);
         seen.push(...ids(page.items).reverse());
-        const s = await ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `forward page ${n}` } });
+        const s = await ok(env, `${chatPath(chat.id)}/messages`, {
+          method: "POST",
+          json: { text: `forward page ${n}` },
+        });
         sent.push(s.pendingMessageID);
         if (!page.hasMore || !page.newestCursor) break;
         cursor = page.newestCursor;
@@ -193,7 +232,19 @@ export function paginationScenarios(env: Env) {
   });
 
   describe("pagination: cursors are checked", () => {
-    const garbage = ["garbage", "!!!", "W10", "WyJ4Il0", "eyJhIjoxfQ", "null", "-1", "1e10", "x".repeat(3000), "%00", "🙂"];
+    const garbage = [
+      "garbage",
+      "!!!",
+      "W10",
+      "WyJ4Il0",
+      "eyJhIjoxfQ",
+      "null",
+      "-1",
+      "1e10",
+      "x".repeat(3000),
+      "%00",
+      "🙂",
+    ];
 
     it("refuses garbage cursors with 400 on every paginated endpoint", async () => {
       const chat = await chatWithHistory(env, "group");
@@ -235,7 +286,9 @@ export function paginationScenarios(env: Env) {
       const chatSearchCursor = (await ok<Page<Chat>>(env, "/v1/chats/search?limit=3")).oldestCursor!;
       const messageSearchCursor = (await ok<Page<Message>>(env, "/v1/messages/search?query=the")).oldestCursor!;
       const messagesCursor = (await ok<Page<Message>>(env, `${chatPath(chat.id)}/messages`)).oldestCursor!;
-      const contactsCursor = (await ok<Page<unknown>>(env, `/v1/accounts/${enc(env.accounts[0].accountID)}/contacts/list?limit=2`)).oldestCursor!;
+      const contactsCursor = (
+        await ok<Page<unknown>>(env, `/v1/accounts/${enc(env.accounts[0].accountID)}/contacts/list?limit=2`)
+      ).oldestCursor!;
       const targets: Record<string, string> = {
         chats: "/v1/chats",
         chatSearch: "/v1/chats/search?limit=3",
@@ -269,7 +322,10 @@ export function paginationScenarios(env: Env) {
 
       const searchA = (await ok<Page<Chat>>(env, `/v1/chats/search${qs({ type: "single", limit: 3 })}`)).oldestCursor!;
       expectError(await raw(env, `/v1/chats/search${qs({ type: "group", limit: 3, cursor: searchA })}`), 400);
-      expectError(await raw(env, `/v1/chats/search${qs({ query: "echo", type: "single", limit: 3, cursor: searchA })}`), 400);
+      expectError(
+        await raw(env, `/v1/chats/search${qs({ query: "echo", type: "single", limit: 3, cursor: searchA })}`),
+        400,
+      );
       // The page size is not part of the query: a cursor keeps working with another limit.
       const otherLimit = await raw(env, `/v1/chats/search${qs({ type: "single", limit: 5, cursor: searchA })}`);
       expect(otherLimit.status).toBe(200);

@@ -4,7 +4,9 @@
 import BeeperDesktop from "@beeper/desktop-api";
 import { describe, expect, it } from "vitest";
 import { expectError, expectSdkError } from "./assert.ts";
-import { allChats, chatPath, messagePath, newGroup, ok, qs, raw, sendSettled, walk, type Chat, type Env, type Message } from "./kit.ts";
+import type { Chat, Message } from "../../src/schema/wire.ts";
+import { chatPath, messagePath } from "../kit/common.ts";
+import { allChats, newGroup, ok, qs, raw, sendSettled, walk, type Env } from "./kit.ts";
 
 export function reactionScenarios(env: Env) {
   const selfOf = (accountID: string) => env.accounts.find((a) => a.accountID === accountID)!.user.id;
@@ -16,8 +18,18 @@ export function reactionScenarios(env: Env) {
       const self = selfOf(chat.accountID);
       const m = await sendSettled(env, chat.id, "react to me");
 
-      const added = await env.sdk.chats.messages.reactions.add(m.id, { chatID: chat.id, reactionKey: "🎉", transactionID: "txn-scenario-1" });
-      expect(added).toEqual({ success: true, chatID: chat.id, messageID: m.id, reactionKey: "🎉", transactionID: "txn-scenario-1" });
+      const added = await env.sdk.chats.messages.reactions.add(m.id, {
+        chatID: chat.id,
+        reactionKey: "🎉",
+        transactionID: "txn-scenario-1",
+      });
+      expect(added).toEqual({
+        success: true,
+        chatID: chat.id,
+        messageID: m.id,
+        reactionKey: "🎉",
+        transactionID: "txn-scenario-1",
+      });
       const generated = await env.sdk.chats.messages.reactions.add(m.id, { chatID: chat.id, reactionKey: "❤️" });
       expect(generated.success).toBe(true);
       expect(typeof generated.transactionID).toBe("string");
@@ -36,7 +48,9 @@ export function reactionScenarios(env: Env) {
       reactions = (await env.sdk.messages.retrieve(m.id, { chatID: chat.id })).reactions ?? [];
       expect(reactions.map((r) => r.reactionKey)).toEqual(["❤️"]);
 
-      const byQuery = await raw(env, `${messagePath(chat.id, m.id)}/reactions${qs({ reactionKey: "❤️" })}`, { method: "DELETE" });
+      const byQuery = await raw(env, `${messagePath(chat.id, m.id)}/reactions${qs({ reactionKey: "❤️" })}`, {
+        method: "DELETE",
+      });
       expect(byQuery.status).toBe(200);
       expect(byQuery.body).toEqual({ success: true, chatID: chat.id, messageID: m.id, reactionKey: "❤️" });
       expect((await env.sdk.messages.retrieve(m.id, { chatID: chat.id })).reactions ?? []).toEqual([]);
@@ -50,10 +64,15 @@ export function reactionScenarios(env: Env) {
         const added = await env.sdk.chats.messages.reactions.add(m.id, { chatID: chat.id, reactionKey });
         expect(added.reactionKey).toBe(reactionKey);
       }
-      const present = ((await env.sdk.messages.retrieve(m.id, { chatID: chat.id })).reactions ?? []).map((r) => r.reactionKey);
+      const present = ((await env.sdk.messages.retrieve(m.id, { chatID: chat.id })).reactions ?? []).map(
+        (r) => r.reactionKey,
+      );
       expect(present.sort()).toEqual([...keys].sort());
       for (const reactionKey of keys) {
-        const removed = await env.sdk.chats.messages.reactions.delete(reactionKey, { chatID: chat.id, messageID: m.id });
+        const removed = await env.sdk.chats.messages.reactions.delete(reactionKey, {
+          chatID: chat.id,
+          messageID: m.id,
+        });
         expect(removed.reactionKey).toBe(reactionKey);
       }
       expect((await env.sdk.messages.retrieve(m.id, { chatID: chat.id })).reactions ?? []).toEqual([]);
@@ -90,12 +109,27 @@ export function reactionScenarios(env: Env) {
       const base = `${messagePath(chat.id, m.id)}/reactions`;
       expectError(await raw(env, base, { method: "POST", json: {} }), 400, ["body", "reactionKey"]);
       expectError(await raw(env, base, { method: "POST", json: { reactionKey: "" } }), 400, ["body", "reactionKey"]);
-      expectError(await raw(env, base, { method: "POST", json: { reactionKey: "👍", transactionID: 7 } }), 400, ["body", "transactionID"]);
+      expectError(await raw(env, base, { method: "POST", json: { reactionKey: "👍", transactionID: 7 } }), 400, [
+        "body",
+        "transactionID",
+      ]);
       expectError(await raw(env, base, { method: "DELETE" }), 400, ["query", "reactionKey"]);
       expectError(await raw(env, `${base}?reactionKey=`, { method: "DELETE" }), 400, ["query", "reactionKey"]);
-      await expectSdkError(env.sdk.chats.messages.reactions.add("999999.0", { chatID: chat.id, reactionKey: "👍" }), BeeperDesktop.NotFoundError, 404);
-      await expectSdkError(env.sdk.chats.messages.reactions.delete("👍", { chatID: chat.id, messageID: "999999.0" }), BeeperDesktop.NotFoundError, 404);
-      await expectSdkError(env.sdk.chats.messages.reactions.add("1.0", { chatID: "!doesnotexist:nowhere", reactionKey: "👍" }), BeeperDesktop.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk.chats.messages.reactions.add("999999.0", { chatID: chat.id, reactionKey: "👍" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
+      await expectSdkError(
+        env.sdk.chats.messages.reactions.delete("👍", { chatID: chat.id, messageID: "999999.0" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
+      await expectSdkError(
+        env.sdk.chats.messages.reactions.add("1.0", { chatID: "!doesnotexist:nowhere", reactionKey: "👍" }),
+        BeeperDesktop.NotFoundError,
+        404,
+      );
       expect((await ok<Message>(env, messagePath(chat.id, m.id))).reactions ?? []).toEqual([]);
     });
   });

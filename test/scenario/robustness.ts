@@ -4,22 +4,29 @@
 import { Agent, request as httpRequest } from "node:http";
 import type { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { allChats, chatPath, duplicates, echoChat, echoReply, ids, messagePath, newGroup, ok, sendSettled, walk, type Env, type Message, type Page } from "./kit.ts";
+import type { Message, Page } from "../../src/schema/wire.ts";
+import { chatPath, messagePath } from "../kit/common.ts";
+import { allChats, duplicates, echoChat, echoReply, ids, newGroup, ok, sendSettled, walk, type Env } from "./kit.ts";
 
 export function robustnessScenarios(env: Env) {
   describe("parallel requests", () => {
     it("parallel sends to one chat each get their own message, all listed once, in a consistent order", async () => {
       const chat = await newGroup(env);
       const sent = await Promise.all(
-        Array.from({ length: 25 }, (_, i) => ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `parallel ${i}` } })),
+        Array.from({ length: 25 }, (_, i) =>
+          ok(env, `${chatPath(chat.id)}/messages`, { method: "POST", json: { text: `parallel ${i}` } }),
+        ),
       );
       const pending = sent.map((s) => s.pendingMessageID as string);
       expect(duplicates(pending)).toEqual([]);
       const listed = await walk<Message>(env, `${chatPath(chat.id)}/messages`);
       expect(ids(listed.items).sort()).toEqual([...pending].sort());
       expect(duplicates(listed.items.map((m) => m.sortKey))).toEqual([]);
-      expect(listed.items.map((m) => m.text).sort()).toEqual(Array.from({ length: 25 }, (_, i) => `parallel ${i}`).sort());
-      for (let i = 1; i < listed.items.length; i++) expect(Date.parse(listed.items[i - 1].timestamp)).toBeGreaterThanOrEqual(Date.parse(listed.items[i].timestamp));
+      expect(listed.items.map((m) => m.text).sort()).toEqual(
+        Array.from({ length: 25 }, (_, i) => `parallel ${i}`).sort(),
+      );
+      for (let i = 1; i < listed.items.length; i++)
+        expect(Date.parse(listed.items[i - 1].timestamp)).toBeGreaterThanOrEqual(Date.parse(listed.items[i].timestamp));
       const found = await walk<Message>(env, "/v1/messages/search", { query: "parallel", chatIDs: chat.id });
       expect(ids(found.items).sort()).toEqual([...pending].sort());
     });
@@ -28,7 +35,11 @@ export function robustnessScenarios(env: Env) {
       const chat = await newGroup(env);
       const m = await sendSettled(env, chat.id, "pile on");
       const keys = ["👍", "❤️", "😂", "🎉", "😮", "🙏", "🔥", "👀"];
-      await Promise.all(keys.map((reactionKey) => ok(env, `${messagePath(chat.id, m.id)}/reactions`, { method: "POST", json: { reactionKey } })));
+      await Promise.all(
+        keys.map((reactionKey) =>
+          ok(env, `${messagePath(chat.id, m.id)}/reactions`, { method: "POST", json: { reactionKey } }),
+        ),
+      );
       const got = ((await ok<Message>(env, messagePath(chat.id, m.id))).reactions ?? []).map((r) => r.reactionKey);
       expect(got.sort()).toEqual([...keys].sort());
     });
@@ -38,7 +49,11 @@ export function robustnessScenarios(env: Env) {
       const groups = await Promise.all([newGroup(env), newGroup(env), newGroup(env)]);
       const before = (await allChats(env)).length;
       const results = await Promise.all([
-        ...groups.flatMap((g) => [1, 2, 3].map((i) => ok(env, `${chatPath(g.id)}/messages`, { method: "POST", json: { text: `fan out ${i}` } }))),
+        ...groups.flatMap((g) =>
+          [1, 2, 3].map((i) =>
+            ok(env, `${chatPath(g.id)}/messages`, { method: "POST", json: { text: `fan out ${i}` } }),
+          ),
+        ),
         ok(env, `${chatPath(echo.id)}/messages`, { method: "POST", json: { text: "fan out echo" } }),
       ]);
       await echoReply(env, echo.id, results.at(-1)!.pendingMessageID);
@@ -63,23 +78,36 @@ export function robustnessScenarios(env: Env) {
         new Promise<{ status: number; socket: number; reused: boolean }>((resolve, reject) => {
           const url = new URL(env.url + path);
           const body = json === undefined ? undefined : JSON.stringify(json);
-          const headers: Record<string, string> = { accept: "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) };
-          const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, agent }, (res) => {
-            let text = "";
-            res.setEncoding("utf8");
-            res.on("data", (c) => (text += c));
-            res.on("end", () => {
-              try {
-                const type = res.headers["content-type"] ?? null;
-                env.spec?.check(method, url.toString(), res.statusCode!, type, /json/i.test(type ?? "") ? JSON.parse(text) : undefined);
-              } catch (error) {
-                reject(error);
-                return;
-              }
-              resolve({ status: res.statusCode!, socket, reused: req.reusedSocket });
-            });
-            res.on("error", reject);
-          });
+          const headers: Record<string, string> = {
+            accept: "application/json",
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+            ...(body ? { "content-type": "application/json" } : {}),
+          };
+          const req = httpRequest(
+            { host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, agent },
+            (res) => {
+              let text = "";
+              res.setEncoding("utf8");
+              res.on("data", (c) => (text += c));
+              res.on("end", () => {
+                try {
+                  const type = res.headers["content-type"] ?? null;
+                  env.spec?.check(
+                    method,
+                    url.toString(),
+                    res.statusCode!,
+                    type,
+                    /json/i.test(type ?? "") ? JSON.parse(text) : undefined,
+                  );
+                } catch (error) {
+                  reject(error);
+                  return;
+                }
+                resolve({ status: res.statusCode!, socket, reused: req.reusedSocket });
+              });
+              res.on("error", reject);
+            },
+          );
           let socket = 0;
           req.once("socket", (s: Socket) => (socket = numbers.get(s) ?? numbers.set(s, ++opened).get(s)!));
           req.on("error", reject);
@@ -93,7 +121,9 @@ export function robustnessScenarios(env: Env) {
           for (const token of [null, env.ro]) {
             let step = "the rejected POST";
             try {
-              const rejected = await send("POST", `${chatPath(chat.id)}/messages`, token, { text: `rejected ${"x".repeat(1000)}` });
+              const rejected = await send("POST", `${chatPath(chat.id)}/messages`, token, {
+                text: `rejected ${"x".repeat(1000)}`,
+              });
               expect(rejected).toEqual({ status: token ? 403 : 401, socket: first.socket, reused: true });
               step = "the GET after it";
               const next = await send("GET", "/v1/accounts", env.rw);

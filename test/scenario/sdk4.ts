@@ -6,7 +6,21 @@
 import BeeperDesktop4 from "desktop-api-4";
 import { describe, expect, it } from "vitest";
 import { expectSdkError } from "./assert.ts";
-import { allChats, chatPath, contactsOf, duplicates, echoChat, echoReply, ids, newGroup, ok, sdkOptions, walk, type Chat, type Env, type Message, type Page } from "./kit.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { chatPath } from "../kit/common.ts";
+import {
+  allChats,
+  contactsOf,
+  duplicates,
+  echoChat,
+  echoReply,
+  ids,
+  newGroup,
+  ok,
+  sdkOptions,
+  walk,
+  type Env,
+} from "./kit.ts";
 
 export function sdk4Scenarios(env: Env) {
   describe("SDK 4.2.3", () => {
@@ -32,7 +46,9 @@ export function sdk4Scenarios(env: Env) {
     });
 
     it("chats.retrieve, including maxParticipantCount, and NotFoundError", async () => {
-      const group = (await allChats(env)).filter((c) => c.type === "group").sort((x, y) => y.participants.total - x.participants.total)[0];
+      const group = (await allChats(env))
+        .filter((c) => c.type === "group")
+        .sort((x, y) => y.participants.total - x.participants.total)[0];
       const chat = await env.sdk4.chats.retrieve(group.id);
       expect(chat.id).toBe(group.id);
       expect(chat.participants.items.length).toBe(group.participants.total);
@@ -45,18 +61,33 @@ export function sdk4Scenarios(env: Env) {
     it("chats.create in create mode and in start mode (the spec's `mode`/`user` body)", async () => {
       const account = env.accounts[1];
       const contacts = await contactsOf(env, account.accountID);
-      const created = await env.sdk4.chats.create({ accountID: account.accountID, type: "group", participantIDs: [contacts[3].id, contacts[4].id], title: "Made by SDK 4" });
+      const created = await env.sdk4.chats.create({
+        accountID: account.accountID,
+        type: "group",
+        participantIDs: [contacts[3].id, contacts[4].id],
+        title: "Made by SDK 4",
+      });
       expect(typeof created.chatID).toBe("string");
       expect((await ok<Chat>(env, chatPath(created.chatID))).title).toBe("Made by SDK 4");
 
-      const dm = (await allChats(env)).find((c) => c.accountID === account.accountID && c.type === "single" && c.title !== "Echo")!;
+      const dm = (await allChats(env)).find(
+        (c) => c.accountID === account.accountID && c.type === "single" && c.title !== "Echo",
+      )!;
       const other = dm.participants.items.find((p) => !p.isSelf)!;
       // SDK 4.2.3's types predate `mode`; the spec's body is sent as-is.
-      const started = (await env.sdk4.chats.create({ accountID: account.accountID, mode: "start", user: { id: other.id } } as never)) as unknown as { chatID: string; status?: string };
+      const started = (await env.sdk4.chats.create({
+        accountID: account.accountID,
+        mode: "start",
+        user: { id: other.id },
+      } as never)) as unknown as { chatID: string; status?: string };
       expect(started.chatID).toBe(dm.id);
       expect(started.status).toBe("existing");
       await expectSdkError(
-        env.sdk4.chats.create({ accountID: account.accountID, type: "single", participantIDs: [contacts[3].id, contacts[4].id] }),
+        env.sdk4.chats.create({
+          accountID: account.accountID,
+          type: "single",
+          participantIDs: [contacts[3].id, contacts[4].id],
+        }),
         BeeperDesktop4.UnprocessableEntityError,
         422,
       );
@@ -121,7 +152,11 @@ export function sdk4Scenarios(env: Env) {
       expect(mine.text).toBe(text);
       const reply = await echoReply(env, echo.id, sent.pendingMessageID);
       expect(reply.text).toBe(`Echo: ${text}`);
-      await expectSdkError(env.sdk4.messages.send("!doesnotexist:nowhere", { text: "x" }), BeeperDesktop4.NotFoundError, 404);
+      await expectSdkError(
+        env.sdk4.messages.send("!doesnotexist:nowhere", { text: "x" }),
+        BeeperDesktop4.NotFoundError,
+        404,
+      );
     });
 
     it("maps auth failures to its error classes", async () => {

@@ -17,7 +17,8 @@ import { chatScenarios } from "./chats.ts";
 import { chatSearchScenarios } from "./chat-search.ts";
 import { encodingScenarios } from "./encoding.ts";
 import { hardeningScenarios } from "./hardening.ts";
-import { makeClients, ok, randomToken, SEED, type Env, type Start, type SuiteOptions } from "./kit.ts";
+import { randomToken, type Start } from "../kit/common.ts";
+import { makeClients, ok, SEED, type Env, type SuiteOptions } from "./kit.ts";
 import { messageScenarios } from "./messages.ts";
 import { messageCursorScenarios } from "./message-cursors.ts";
 import { messageSearchScenarios } from "./message-search.ts";
@@ -30,8 +31,6 @@ import { v0Scenarios } from "./v0.ts";
 import { chatLabelScenarios } from "./chat-labels.ts";
 import { appSurfaceScenarios } from "./app-surface.ts";
 import { ResponseChecker } from "./openapi-check.ts";
-
-export type { Start, StartOptions } from "./kit.ts";
 
 export function scenarioSuite(name: string, start: Start, options: Partial<SuiteOptions> = {}) {
   describe(`scenarios on ${name}`, () => {

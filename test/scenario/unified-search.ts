@@ -5,14 +5,21 @@
  */
 import { describe, expect, it } from "vitest";
 import { expectError } from "./assert.ts";
-import { allChats, enc, ids, ok, raw, type Chat, type Env, type Message, type Page } from "./kit.ts";
+import type { Chat, Message, Page } from "../../src/schema/wire.ts";
+import { enc } from "../kit/common.ts";
+import { allChats, ids, ok, raw, type Env } from "./kit.ts";
 
 interface Unified {
   results: { chats: Chat[]; in_groups: Chat[]; messages: Page<Message> & { chats: Record<string, Chat> } };
 }
 
-const words = (text: string) => text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
-const startsEveryWord = (query: string, haystack: string) => words(query).every((q) => words(haystack).some((w) => w.startsWith(q)));
+const words = (text: string) =>
+  text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
+const startsEveryWord = (query: string, haystack: string) =>
+  words(query).every((q) => words(haystack).some((w) => w.startsWith(q)));
 
 export function unifiedSearchScenarios(env: Env) {
   describe("unified search (GET /v1/search)", () => {
@@ -32,15 +39,23 @@ export function unifiedSearchScenarios(env: Env) {
     it("finds a person's groups by their name as typed (whole words or their starts), and chats by title", async () => {
       const { person, groups } = await someone();
       const [first, last] = person.fullName!.toLowerCase().split(/\s+/);
-      for (const query of [`${first} ${last}`, `${first.slice(0, 3)} ${last.slice(0, 3)}`, person.fullName!.toUpperCase()]) {
+      for (const query of [
+        `${first} ${last}`,
+        `${first.slice(0, 3)} ${last.slice(0, 3)}`,
+        person.fullName!.toUpperCase(),
+      ]) {
         const answer = await ok<Unified>(env, `/v1/search?query=${enc(query)}`);
         const inGroups = answer.results.in_groups;
         for (const group of groups.slice(0, 20)) expect(ids(inGroups), `${query}: ${group.title}`).toContain(group.id);
         for (const chat of inGroups) {
           expect(chat.type).toBe("group");
-          expect(chat.participants!.items.some((p) => startsEveryWord(query, `${p.fullName ?? ""} ${p.username ?? ""}`)), chat.title).toBe(true);
+          expect(
+            chat.participants!.items.some((p) => startsEveryWord(query, `${p.fullName ?? ""} ${p.username ?? ""}`)),
+            chat.title,
+          ).toBe(true);
         }
-        for (const chat of answer.results.chats) expect(startsEveryWord(query, `${chat.title} ${chat.network ?? ""}`), chat.title).toBe(true);
+        for (const chat of answer.results.chats)
+          expect(startsEveryWord(query, `${chat.title} ${chat.network ?? ""}`), chat.title).toBe(true);
       }
     });
 
@@ -51,7 +66,8 @@ export function unifiedSearchScenarios(env: Env) {
       const page = await ok<Page<Message>>(env, `/v1/messages/search?query=${query}`);
       expect(ids(answer.results.messages.items)).toEqual(ids(page.items));
       expect(answer.results.messages.hasMore).toBe(page.hasMore);
-      for (const m of answer.results.messages.items) expect(answer.results.messages.chats[m.chatID], m.chatID).toBeTruthy();
+      for (const m of answer.results.messages.items)
+        expect(answer.results.messages.chats[m.chatID], m.chatID).toBeTruthy();
     });
 
     it("finds a chat by the start of its title; nothing for words no chat has", async () => {
@@ -74,10 +90,18 @@ export function unifiedSearchScenarios(env: Env) {
       expect(await env.sdk.focus()).toEqual({ success: true });
       expect(await env.sdk.focus({ chatID: chat.id, draftText: "draft" })).toEqual({ success: true });
       const message = (await ok<Page<Message>>(env, `/v1/chats/${enc(chat.id)}/messages`)).items[0];
-      expect(await ok(env, "/v1/focus", { method: "POST", json: { chatID: chat.id, messageID: message.id } })).toEqual({ success: true });
+      expect(await ok(env, "/v1/focus", { method: "POST", json: { chatID: chat.id, messageID: message.id } })).toEqual({
+        success: true,
+      });
       expectError(await raw(env, "/v1/focus", { method: "POST", json: { chatID: "no-such-chat" } }), 404);
-      expectError(await raw(env, "/v1/focus", { method: "POST", json: { chatID: chat.id, messageID: "no-such-message" } }), 404);
-      expectError(await raw(env, "/v1/focus", { method: "POST", json: { messageID: message.id } }), 400, ["body", "chatID"]);
+      expectError(
+        await raw(env, "/v1/focus", { method: "POST", json: { chatID: chat.id, messageID: "no-such-message" } }),
+        404,
+      );
+      expectError(await raw(env, "/v1/focus", { method: "POST", json: { messageID: message.id } }), 400, [
+        "body",
+        "chatID",
+      ]);
       expect((await raw(env, "/v1/focus", { method: "POST", token: env.ro, json: {} })).status).toBe(403);
     });
   });

@@ -4,7 +4,10 @@
  * v0 error body on every failure and the Deprecation/Link headers on every answer.
  */
 import { describe, expect, it } from "vitest";
-import { allChats, chatPath, contactsOf, enc, ids, messagePath, ok, qs, raw, settled, type Chat, type Env, type Message, type Page, type RawResponse, type User } from "./kit.ts";
+import type { Chat, Message, Page, User } from "../../src/schema/wire.ts";
+import { chatPath, enc, messagePath } from "../kit/common.ts";
+import type { Answer } from "../kit/http.ts";
+import { allChats, client, contactsOf, ids, ok, qs, raw, type Env } from "./kit.ts";
 
 type V0Message = Message & { messageID: string };
 type V0Chat = Omit<Chat, "preview"> & { preview?: V0Message };
@@ -13,7 +16,7 @@ interface V0SearchPage extends Page<V0Message> {
 }
 
 /** Every /v0 answer is marked deprecated (RFC 9745) and links to what replaced it. */
-function expectDeprecated(res: RawResponse, successor: string, method?: string) {
+function expectDeprecated(res: Answer, successor: string, method?: string) {
   expect(res.headers.get("deprecation"), res.text).toMatch(/^@\d+$/);
   const link = res.headers.get("link") ?? "";
   expect(link, res.text).toContain(`<${successor}>; rel="successor-version"`);
@@ -21,14 +24,17 @@ function expectDeprecated(res: RawResponse, successor: string, method?: string) 
 }
 
 /** The v0 error body `{error, code?, details?}` (details: place → message, all strings), with the deprecation headers. */
-function expectV0Error(res: RawResponse, status: number, place?: string) {
+function expectV0Error(res: Answer, status: number, place?: string) {
   expect(res.status, res.text).toBe(status);
   expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/);
   expect(res.headers.get("x-beeper-desktop-version")).toBeTruthy();
   expect(res.headers.get("deprecation")).toMatch(/^@\d+$/);
   expect(res.headers.get("link")).toContain('rel="successor-version"');
   const body = res.body as { error: string; code?: string; details?: Record<string, unknown> };
-  expect(Object.keys(body).filter((k) => !["error", "code", "details"].includes(k)), res.text).toEqual([]);
+  expect(
+    Object.keys(body).filter((k) => !["error", "code", "details"].includes(k)),
+    res.text,
+  ).toEqual([]);
   expect(typeof body.error).toBe("string");
   expect(body.error.length).toBeGreaterThan(0);
   if (body.code !== undefined) expect(typeof body.code).toBe("string");
@@ -37,7 +43,8 @@ function expectV0Error(res: RawResponse, status: number, place?: string) {
   return body;
 }
 
-const post = (env: Env, name: string, json: unknown, token?: string) => raw(env, `/v0/${name}`, { method: "POST", json, token });
+const post = (env: Env, name: string, json: unknown, token?: string) =>
+  raw(env, `/v0/${name}`, { method: "POST", json, token });
 
 /** A /v0 chat is the /v1 chat plus what v0 adds; its preview message also carries messageID. */
 function expectSameChat(v0: V0Chat, v1: Chat) {
@@ -51,7 +58,9 @@ function expectSameChat(v0: V0Chat, v1: Chat) {
 export function v0Scenarios(env: Env) {
   describe("/v0: reading", () => {
     it("get-accounts lists every account as {accountID, network, user}", async () => {
-      const res = await raw<{ accountID: string; network: string; user: User }[]>(env, "/v0/get-accounts", { token: env.ro });
+      const res = await raw<{ accountID: string; network: string; user: User }[]>(env, "/v0/get-accounts", {
+        token: env.ro,
+      });
       expect(res.status).toBe(200);
       expectDeprecated(res, "/v1/accounts", "GET");
       expect(res.body.map((a) => a.accountID)).toEqual(env.accounts.map((a) => a.accountID));
@@ -65,7 +74,12 @@ export function v0Scenarios(env: Env) {
     it("get-chat answers the v0 Chat, 20 participants unless asked otherwise, by ID or localChatID", async () => {
       const accountID = env.accounts[0].accountID;
       const participantIDs = (await contactsOf(env, accountID)).slice(0, 25).map((u) => u.id);
-      const created = await post(env, "create-chat", { accountID, type: "group", participantIDs, title: "v0 big group" });
+      const created = await post(env, "create-chat", {
+        accountID,
+        type: "group",
+        participantIDs,
+        title: "v0 big group",
+      });
       expect(created.status, created.text).toBe(200);
       const { chatID } = created.body as { chatID: string };
 
@@ -75,16 +89,31 @@ export function v0Scenarios(env: Env) {
       expect(res.body.participants.items).toHaveLength(20);
       expectSameChat(res.body, await ok<Chat>(env, `${chatPath(chatID)}?maxParticipantCount=20`));
 
-      const all = await ok<V0Chat>(env, `/v0/get-chat${qs({ chatID: res.body.localChatID!, maxParticipantCount: -1 })}`);
+      const all = await ok<V0Chat>(
+        env,
+        `/v0/get-chat${qs({ chatID: res.body.localChatID!, maxParticipantCount: -1 })}`,
+      );
       expect(all.id).toBe(chatID);
       expect(all.participants).toMatchObject({ hasMore: false, total: 26 });
       expect(all.participants.items).toHaveLength(26);
       // A null (`key=` on the wire) is the default, as is leaving it out.
-      expect((await ok<V0Chat>(env, `/v0/get-chat?chatID=${enc(chatID)}&maxParticipantCount=`)).participants.items).toHaveLength(20);
-      expect((await ok<V0Chat>(env, `/v0/get-chat${qs({ chatID, maxParticipantCount: 0 })}`)).participants.items).toHaveLength(0);
+      expect(
+        (await ok<V0Chat>(env, `/v0/get-chat?chatID=${enc(chatID)}&maxParticipantCount=`)).participants.items,
+      ).toHaveLength(20);
+      expect(
+        (await ok<V0Chat>(env, `/v0/get-chat${qs({ chatID, maxParticipantCount: 0 })}`)).participants.items,
+      ).toHaveLength(0);
 
-      expectV0Error(await raw(env, `/v0/get-chat${qs({ chatID, maxParticipantCount: 501 })}`), 400, "query.maxParticipantCount");
-      expectV0Error(await raw(env, `/v0/get-chat${qs({ chatID, maxParticipantCount: -2 })}`), 400, "query.maxParticipantCount");
+      expectV0Error(
+        await raw(env, `/v0/get-chat${qs({ chatID, maxParticipantCount: 501 })}`),
+        400,
+        "query.maxParticipantCount",
+      );
+      expectV0Error(
+        await raw(env, `/v0/get-chat${qs({ chatID, maxParticipantCount: -2 })}`),
+        400,
+        "query.maxParticipantCount",
+      );
       expectV0Error(await raw(env, "/v0/get-chat"), 400, "query.chatID");
       const missing = await raw(env, "/v0/get-chat?chatID=no-such-chat");
       expect(expectV0Error(missing, 404).code).toBe("NOT_FOUND");
@@ -107,8 +136,16 @@ export function v0Scenarios(env: Env) {
       const absent = await ok<Page<V0Chat>>(env, `/v0/search-chats${qs(params)}`);
       const nulls = await ok<Page<V0Chat>>(env, `/v0/search-chats${qs(params)}&includeMuted=&unreadOnly=`);
       expect(ids(nulls.items)).toEqual(ids(absent.items));
-      const unmuted = await ok<Page<V0Chat>>(env, `/v0/search-chats${qs({ ...params, includeMuted: false, unreadOnly: true })}`);
-      expect(ids(unmuted.items)).toEqual(ids((await ok<Page<Chat>>(env, `/v1/chats/search${qs({ ...params, includeMuted: false, unreadOnly: true })}`)).items));
+      const unmuted = await ok<Page<V0Chat>>(
+        env,
+        `/v0/search-chats${qs({ ...params, includeMuted: false, unreadOnly: true })}`,
+      );
+      expect(ids(unmuted.items)).toEqual(
+        ids(
+          (await ok<Page<Chat>>(env, `/v1/chats/search${qs({ ...params, includeMuted: false, unreadOnly: true })}`))
+            .items,
+        ),
+      );
       expectV0Error(await raw(env, "/v0/search-chats?includeMuted=maybe"), 400, "query.includeMuted");
     });
 
@@ -134,13 +171,21 @@ export function v0Scenarios(env: Env) {
         expectSameChat(mine.chats[message.chatID], v1.chats[message.chatID]);
       }
       const older = await ok<V0SearchPage>(env, `/v0/search-messages${qs({ ...params, cursor: mine.oldestCursor })}`);
-      expect(ids(older.items)).toEqual(ids((await ok<Page<Message>>(env, `/v1/messages/search${qs({ ...params, cursor: v1.oldestCursor })}`)).items));
+      expect(ids(older.items)).toEqual(
+        ids((await ok<Page<Message>>(env, `/v1/messages/search${qs({ ...params, cursor: v1.oldestCursor })}`)).items),
+      );
     });
 
     it("search answers the unified search with v0 chats and messages; query is required", async () => {
-      const res = await raw<{ results: { chats: V0Chat[]; in_groups: V0Chat[]; messages: V0SearchPage } }>(env, "/v0/search?query=coffee");
+      const res = await raw<{ results: { chats: V0Chat[]; in_groups: V0Chat[]; messages: V0SearchPage } }>(
+        env,
+        "/v0/search?query=coffee",
+      );
       expectDeprecated(res, "/v1/search", "GET");
-      const v1 = await ok<{ results: { chats: Chat[]; in_groups: Chat[]; messages: Page<Message> } }>(env, "/v1/search?query=coffee");
+      const v1 = await ok<{ results: { chats: Chat[]; in_groups: Chat[]; messages: Page<Message> } }>(
+        env,
+        "/v1/search?query=coffee",
+      );
       expect(ids(res.body.results.chats)).toEqual(ids(v1.results.chats));
       expect(ids(res.body.results.in_groups)).toEqual(ids(v1.results.in_groups));
       expect(ids(res.body.results.messages.items)).toEqual(ids(v1.results.messages.items));
@@ -174,7 +219,7 @@ export function v0Scenarios(env: Env) {
       const sent = await post(env, "send-message", { chatID, text: "sent through v0" });
       expectDeprecated(sent, `${chatPath(chatID)}/messages`, "POST");
       expect(sent.body).toEqual({ success: true, chatID, pendingMessageID: expect.any(String) });
-      const message = await settled(env, chatID, (sent.body as { pendingMessageID: string }).pendingMessageID);
+      const message = await client(env).settled(chatID, (sent.body as { pendingMessageID: string }).pendingMessageID);
       expect(message).toMatchObject({ text: "sent through v0", isSender: true });
 
       const archived = await post(env, "archive-chat", { chatID });
@@ -183,14 +228,22 @@ export function v0Scenarios(env: Env) {
       expect((await ok<Chat>(env, chatPath(chatID))).isArchived).toBe(true);
       // By localChatID too, and `archived: false` moves it back.
       const { localChatID } = await ok<Chat>(env, chatPath(chatID));
-      expect((await post(env, "archive-chat", { chatID: localChatID, archived: false })).body).toEqual({ success: true });
+      expect((await post(env, "archive-chat", { chatID: localChatID, archived: false })).body).toEqual({
+        success: true,
+      });
       expect((await ok<Chat>(env, chatPath(chatID))).isArchived).toBe(false);
 
       const remindAtMs = Date.parse("2031-02-03T04:05:06.000Z");
-      const set = await post(env, "set-chat-reminder", { chatID, reminder: { remindAtMs, dismissOnIncomingMessage: true } });
+      const set = await post(env, "set-chat-reminder", {
+        chatID,
+        reminder: { remindAtMs, dismissOnIncomingMessage: true },
+      });
       expect(set.body).toEqual({ success: true });
       expectDeprecated(set, `${chatPath(chatID)}/reminders`, "POST");
-      expect((await ok<Chat>(env, chatPath(chatID))).reminder).toMatchObject({ remindAtMs, dismissOnIncomingMessage: true });
+      expect((await ok<Chat>(env, chatPath(chatID))).reminder).toMatchObject({
+        remindAtMs,
+        dismissOnIncomingMessage: true,
+      });
       const cleared = await post(env, "clear-chat-reminder", { chatID });
       expect(cleared.body).toEqual({ success: true });
       expectDeprecated(cleared, `${chatPath(chatID)}/reminders`, "DELETE");
@@ -210,15 +263,21 @@ export function v0Scenarios(env: Env) {
       });
       const sent = await post(env, "send-message", { chatID: chat.id, attachment: { uploadID: upload.uploadID } });
       expect(sent.status, sent.text).toBe(200);
-      const message = await ok<Message>(env, messagePath(chat.id, (sent.body as { pendingMessageID: string }).pendingMessageID));
+      const message = await ok<Message>(
+        env,
+        messagePath(chat.id, (sent.body as { pendingMessageID: string }).pendingMessageID),
+      );
       const url = message.attachments![0].id!;
 
       const downloaded = await post(env, "download-asset", { url });
       expectDeprecated(downloaded, "/v1/assets/download", "POST");
       expect(downloaded.body).toEqual({ success: true, srcURL: expect.any(String) });
-      const served = await fetch(`${env.url}/v1/assets/serve${qs({ url: (downloaded.body as { srcURL: string }).srcURL })}`, {
-        headers: { authorization: `Bearer ${env.rw}` },
-      });
+      const served = await fetch(
+        `${env.url}/v1/assets/serve${qs({ url: (downloaded.body as { srcURL: string }).srcURL })}`,
+        {
+          headers: { authorization: `Bearer ${env.rw}` },
+        },
+      );
       expect(served.status).toBe(200);
       expect(Buffer.from(await served.arrayBuffer())).toEqual(bytes);
 
@@ -231,13 +290,23 @@ export function v0Scenarios(env: Env) {
       const opened = await post(env, "open-app", {});
       expectDeprecated(opened, "/v1/focus", "POST");
       expect(opened.body).toEqual({ success: true });
-      expect((await post(env, "open-app", { chatID: chat.id, messageID: chat.preview!.id, draftText: "hi" })).body).toEqual({ success: true });
+      expect(
+        (await post(env, "open-app", { chatID: chat.id, messageID: chat.preview!.id, draftText: "hi" })).body,
+      ).toEqual({ success: true });
       expectV0Error(await post(env, "open-app", { chatID: "no-such-chat" }), 404);
     });
   });
 
   describe("/v0: failures", () => {
-    const actions = ["open-app", "download-asset", "create-chat", "archive-chat", "set-chat-reminder", "clear-chat-reminder", "send-message"];
+    const actions = [
+      "open-app",
+      "download-asset",
+      "create-chat",
+      "archive-chat",
+      "set-chat-reminder",
+      "clear-chat-reminder",
+      "send-message",
+    ];
 
     it("refuses every action to a read-only token (403) and every endpoint without a valid token (401), in the v0 body", async () => {
       const chat = (await allChats(env))[0];
@@ -255,7 +324,15 @@ export function v0Scenarios(env: Env) {
     });
 
     it("answers broken bodies, unknown paths and wrong methods in the v0 body, still pointing to /v1", async () => {
-      expectV0Error(await raw(env, "/v0/archive-chat", { method: "POST", body: "{not json", headers: { "content-type": "application/json" } }), 400, "body");
+      expectV0Error(
+        await raw(env, "/v0/archive-chat", {
+          method: "POST",
+          body: "{not json",
+          headers: { "content-type": "application/json" },
+        }),
+        400,
+        "body",
+      );
       expectV0Error(await post(env, "archive-chat", {}), 400, "body.chatID");
       expectV0Error(await post(env, "archive-chat", { chatID: "x", archived: "yes" }), 400, "body.archived");
       const unknown = await raw(env, "/v0/no-such-endpoint");

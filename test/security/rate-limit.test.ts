@@ -25,12 +25,19 @@ const TEST_TIMEOUT_MS = 30_000;
  * it is refused too — unless its answer came after the retry-after-ms the refusal announced, when the budget may
  * have come back and letting it in is right.
  */
-async function refusedAgain(refused: { res: Response; sentAt: number }, next: () => Promise<Response>): Promise<Response> {
+async function refusedAgain(
+  refused: { res: Response; sentAt: number },
+  next: () => Promise<Response>,
+): Promise<Response> {
   const res = await next();
   const answeredAt = performance.now();
   const afterMs = Number(refused.res.headers.get("retry-after-ms"));
   // 2 ms: the server rounds the wait up to a whole ms, and reads a ms clock.
-  if (res.status !== 429) expect(answeredAt - refused.sentAt, `let in (${res.status}) within the ${afterMs} ms the refusal announced`).toBeGreaterThanOrEqual(afterMs - 2);
+  if (res.status !== 429)
+    expect(
+      answeredAt - refused.sentAt,
+      `let in (${res.status}) within the ${afterMs} ms the refusal announced`,
+    ).toBeGreaterThanOrEqual(afterMs - 2);
   return res;
 }
 
@@ -53,7 +60,15 @@ async function startDaemon(tokens: string[], rateLimit: RateLimitOptions, host =
   const { storage, close } = await openSqliteStorage(dbPath);
   for (const t of tokens) await ensureToken(storage, t, { name: t.slice(0, 8), scopes: ["read", "write"] });
   await close();
-  const server = await startServer({ port: 0, host, dbPath, allowHosts: [host], verbose: false, print: () => undefined, rateLimit });
+  const server = await startServer({
+    port: 0,
+    host,
+    dbPath,
+    allowHosts: [host],
+    verbose: false,
+    print: () => undefined,
+    rateLimit,
+  });
   return {
     url: server.url,
     async stop() {
@@ -68,9 +83,15 @@ async function startDaemon(tokens: string[], rateLimit: RateLimitOptions, host =
  * requests one after another: A gets 429s with the retry headers, every one of B's requests succeeds. The flood must
  * be larger than what the budget admits during the test's timeout, so that a slow machine cannot keep below it.
  */
-function floodSuite(name: string, start: () => Promise<Target>, budget: { perSecond: number; burst: number }, flood: number) {
+function floodSuite(
+  name: string,
+  start: () => Promise<Target>,
+  budget: { perSecond: number; burst: number },
+  flood: number,
+) {
   describe(name, () => {
-    if (flood <= budget.burst + (budget.perSecond * TEST_TIMEOUT_MS) / 1000) throw new Error(`a flood of ${flood} could stay within ${name} until the test times out`);
+    if (flood <= budget.burst + (budget.perSecond * TEST_TIMEOUT_MS) / 1000)
+      throw new Error(`a flood of ${flood} could stay within ${name} until the test times out`);
     let target: Target;
     beforeAll(async () => {
       target = await start();
@@ -80,7 +101,8 @@ function floodSuite(name: string, start: () => Promise<Target>, budget: { perSec
     it("a flood on one token gets 429 with retry-after and retry-after-ms, while another token's requests all succeed", async () => {
       const statuses: number[] = [];
       const refusals: Response[] = [];
-      let next = 0, quietDone = false;
+      let next = 0,
+        quietDone = false;
       const started = performance.now();
       // The flood goes on until B is done, so that every one of B's requests meets it.
       const flooder = async () => {
@@ -116,11 +138,16 @@ function floodSuite(name: string, start: () => Promise<Target>, budget: { perSec
       const maxWaitMs = Math.ceil(1000 / budget.perSecond);
       for (const res of refusals) {
         const afterMs = Number(res.headers.get("retry-after-ms"));
-        expect(Number.isInteger(afterMs) && afterMs >= 1 && afterMs <= maxWaitMs, `retry-after-ms ${afterMs}`).toBe(true);
+        expect(Number.isInteger(afterMs) && afterMs >= 1 && afterMs <= maxWaitMs, `retry-after-ms ${afterMs}`).toBe(
+          true,
+        );
         expect(res.headers.get("retry-after")).toBe(String(Math.max(1, Math.ceil(afterMs / 1000))));
       }
-      const bodies = await Promise.all(refusals.map(async (res) => ({ v0: new URL(res.url).pathname.startsWith("/v0/"), body: await res.json() })));
-      const v1 = bodies.find((b) => !b.v0)?.body, v0 = bodies.find((b) => b.v0)?.body;
+      const bodies = await Promise.all(
+        refusals.map(async (res) => ({ v0: new URL(res.url).pathname.startsWith("/v0/"), body: await res.json() })),
+      );
+      const v1 = bodies.find((b) => !b.v0)?.body,
+        v0 = bodies.find((b) => b.v0)?.body;
       expect(v1).toEqual({ code: "RATE_LIMITED", message: expect.stringMatching(/per second with bursts of up to/) });
       expect(v0).toEqual({ code: "RATE_LIMITED", error: expect.stringMatching(/per second with bursts of up to/) });
     });
@@ -140,10 +167,19 @@ describe("the Node daemon", () => {
       const attempts: { status: number; at: number; afterMs?: number }[] = [];
       const recording = async (input: string | URL | Request, init?: RequestInit) => {
         const res = await fetch(input, init);
-        attempts.push({ status: res.status, at: performance.now(), afterMs: Number(res.headers.get("retry-after-ms")) || undefined });
+        attempts.push({
+          status: res.status,
+          at: performance.now(),
+          afterMs: Number(res.headers.get("retry-after-ms")) || undefined,
+        });
         return res;
       };
-      const sdk = new BeeperDesktop({ baseURL: daemon.url, accessToken: c, logLevel: "off", fetch: recording as typeof fetch });
+      const sdk = new BeeperDesktop({
+        baseURL: daemon.url,
+        accessToken: c,
+        logLevel: "off",
+        fetch: recording as typeof fetch,
+      });
       await expect(sdk.accounts.list()).resolves.toBeDefined();
       expect(attempts.map((x) => x.status)).toEqual([429, 200]);
       // The SDK's own backoff waits at most 0.5 s, then 1 s: a wait this long shows it took the server's word.
@@ -156,44 +192,60 @@ describe("the Node daemon", () => {
   });
 
   // Loopback clients are exempt (src/http/rate-limit.ts, isLoopback): the daemon listens on this machine's LAN address.
-  const lan = Object.values(networkInterfaces()).flat().find((i) => i && !i.internal && i.family === "IPv4")?.address;
-  it.skipIf(!lan)(`throttles failed authentication per client address (the TCP peer, from ${lan ?? "— skipped: no non-loopback IPv4 address here"}): 429 instead of 401 after the budget`, async () => {
-    const good = token("good");
-    const perMinute = 60; // one more try a second once the budget is spent
-    const daemon = await startDaemon([good], { failedAuthPerMinute: perMinute }, lan);
-    try {
-      let failures = 0, refusal: Response | undefined, sentAt = 0;
-      // The window refills while the loop runs: up to 100 more than the budget is still "after the budget" (100 s of
-      // refills, longer than the test may run).
-      while (!refusal && failures < perMinute + 100) {
-        // POSTs (the daemon rebuilds their requests to stream the body) and GETs must count under the same address.
-        sentAt = performance.now();
-        const res = await fetch(`${daemon.url}/v1/chats`, {
-          method: "POST",
-          headers: { authorization: `Bearer wrong-${failures}`, "content-type": "application/json", "x-forwarded-for": `198.51.100.${failures % 250}` },
-          body: "{}",
+  const lan = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && !i.internal && i.family === "IPv4")?.address;
+  it.skipIf(!lan)(
+    `throttles failed authentication per client address (the TCP peer, from ${lan ?? "— skipped: no non-loopback IPv4 address here"}): 429 instead of 401 after the budget`,
+    async () => {
+      const good = token("good");
+      const perMinute = 60; // one more try a second once the budget is spent
+      const daemon = await startDaemon([good], { failedAuthPerMinute: perMinute }, lan);
+      try {
+        let failures = 0,
+          refusal: Response | undefined,
+          sentAt = 0;
+        // The window refills while the loop runs: up to 100 more than the budget is still "after the budget" (100 s of
+        // refills, longer than the test may run).
+        while (!refusal && failures < perMinute + 100) {
+          // POSTs (the daemon rebuilds their requests to stream the body) and GETs must count under the same address.
+          sentAt = performance.now();
+          const res = await fetch(`${daemon.url}/v1/chats`, {
+            method: "POST",
+            headers: {
+              authorization: `Bearer wrong-${failures}`,
+              "content-type": "application/json",
+              "x-forwarded-for": `198.51.100.${failures % 250}`,
+            },
+            body: "{}",
+          });
+          if (res.status === 401) failures++;
+          else refusal = res;
+        }
+        expect(failures).toBeGreaterThanOrEqual(perMinute);
+        expect(refusal?.status).toBe(429);
+        expect(await refusal!.json()).toMatchObject({
+          code: "RATE_LIMITED",
+          message: expect.stringMatching(/failed authentications/),
         });
-        if (res.status === 401) failures++;
-        else refusal = res;
+        const afterMs = Number(refusal!.headers.get("retry-after-ms"));
+        expect(afterMs).toBeGreaterThan(0);
+        expect(afterMs).toBeLessThanOrEqual(1000);
+        expect(refusal!.headers.get("retry-after")).toBe("1");
+        // X-Forwarded-For (sent above, a new value each time) is not believed: the address is still the socket's.
+        await refusedAgain({ res: refusal!, sentAt }, () =>
+          get(`${daemon.url}/v1/accounts`, "wrong", { "x-forwarded-for": "203.0.113.1" }),
+        );
+        // A valid token still gets in (src/app.ts, admit): only failed attempts are throttled.
+        expect((await get(`${daemon.url}/v1/accounts`, good)).status).toBe(200);
+        // One failure's worth of refill: one at a time, failures never take the window below empty, so it then holds one.
+        await new Promise((resolve) => setTimeout(resolve, 60_000 / perMinute + 50));
+        expect((await get(`${daemon.url}/v1/accounts`, "wrong")).status).toBe(401);
+      } finally {
+        await daemon.stop();
       }
-      expect(failures).toBeGreaterThanOrEqual(perMinute);
-      expect(refusal?.status).toBe(429);
-      expect(await refusal!.json()).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/failed authentications/) });
-      const afterMs = Number(refusal!.headers.get("retry-after-ms"));
-      expect(afterMs).toBeGreaterThan(0);
-      expect(afterMs).toBeLessThanOrEqual(1000);
-      expect(refusal!.headers.get("retry-after")).toBe("1");
-      // X-Forwarded-For (sent above, a new value each time) is not believed: the address is still the socket's.
-      await refusedAgain({ res: refusal!, sentAt }, () => get(`${daemon.url}/v1/accounts`, "wrong", { "x-forwarded-for": "203.0.113.1" }));
-      // A valid token still gets in (src/app.ts, admit): only failed attempts are throttled.
-      expect((await get(`${daemon.url}/v1/accounts`, good)).status).toBe(200);
-      // One failure's worth of refill: one at a time, failures never take the window below empty, so it then holds one.
-      await new Promise((resolve) => setTimeout(resolve, 60_000 / perMinute + 50));
-      expect((await get(`${daemon.url}/v1/accounts`, "wrong")).status).toBe(401);
-    } finally {
-      await daemon.stop();
-    }
-  });
+    },
+  );
 
   describe("inboxd serve --rate-limit / INBOXD_RATE_LIMIT", () => {
     const dirs: string[] = [];
@@ -206,9 +258,13 @@ describe("the Node daemon", () => {
     async function tenRequests(args: string[], env: Record<string, string>) {
       const dir = mkdtempSync(join(tmpdir(), "inboxd-ratelimit-cli-"));
       dirs.push(dir);
-      const serving = await startServing(process.execPath, ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dir, "--port", "0", ...args], {
-        env: { ...process.env, INBOXD_DATA_DIR: "", ...env },
-      });
+      const serving = await startServing(
+        process.execPath,
+        ["--import", "tsx", "adapters/node/cli.ts", "serve", "--data-dir", dir, "--port", "0", ...args],
+        {
+          env: { ...process.env, INBOXD_DATA_DIR: "", ...env },
+        },
+      );
       try {
         const first = /store it now:\n(\S+)/.exec(serving.output())![1];
         const statuses: number[] = [];
@@ -235,10 +291,22 @@ describe("workerd", () => {
   // INBOXD_RATE_LIMIT=1.25: bursts of 5 (a number keeps the default 4 s of burst), one request back every 0.8 s.
   const budget = { perSecond: 1.25, burst: 5 };
   let shared: Promise<Awaited<ReturnType<typeof startWorkerd>>> | undefined;
-  const worker = () => (shared ??= startWorkerd({ tokens: [{ token: a, scopes: ["read", "write"] }, { token: b, scopes: ["read"] }], rateLimit: String(budget.perSecond) }));
+  const worker = () =>
+    (shared ??= startWorkerd({
+      tokens: [
+        { token: a, scopes: ["read", "write"] },
+        { token: b, scopes: ["read"] },
+      ],
+      rateLimit: String(budget.perSecond),
+    }));
   afterAll(async () => (await shared)?.stop());
 
-  floodSuite("a low budget, set through INBOXD_RATE_LIMIT", async () => ({ url: (await worker()).url, a, b, stop: async () => undefined }), budget, 60);
+  floodSuite(
+    "a low budget, set through INBOXD_RATE_LIMIT",
+    async () => ({ url: (await worker()).url, a, b, stop: async () => undefined }),
+    budget,
+    60,
+  );
 
   it("the official SDK rides out a 429 (its retry-after-ms here is under a second, close to the SDK's own backoff, so the daemon's test is the one that shows retry-after-ms is honoured)", async () => {
     const { url } = await worker();
@@ -255,7 +323,9 @@ describe("workerd", () => {
       let empty = false;
       await Promise.all(
         Array.from({ length: 16 }, async () => {
-          while (!empty) empty = (await get(`${url}/v1/accounts`, a).then(async (res) => (await res.arrayBuffer(), res.status))) === 429;
+          while (!empty)
+            empty =
+              (await get(`${url}/v1/accounts`, a).then(async (res) => (await res.arrayBuffer(), res.status))) === 429;
         }),
       );
       attempts.length = 0;
@@ -269,7 +339,9 @@ describe("workerd", () => {
   it("throttles failed authentication per CF-Connecting-IP (Miniflare keeps the one a client sends)", async () => {
     const { url } = await worker();
     const from = (ip: string) => ({ "cf-connecting-ip": ip });
-    let failures = 0, refusal: Response | undefined, sentAt = 0;
+    let failures = 0,
+      refusal: Response | undefined,
+      sentAt = 0;
     // Up to 20 more than the budget: 40 s of refills at 30 a minute, longer than the test may run.
     while (!refusal && failures < DEFAULT_RATE_LIMIT.failedAuthPerMinute + 20) {
       sentAt = performance.now();

@@ -24,7 +24,8 @@ authSweep(
     async start(options) {
       const worker = await startWorkerd(options);
       const admin = options.tokens.find((t) => t.scopes.includes("write"))!.token;
-      const asAdmin = (path: string, method = "GET") => fetch(`${worker.url}${path}`, { method, headers: { authorization: `Bearer ${admin}` } });
+      const asAdmin = (path: string, method = "GET") =>
+        fetch(`${worker.url}${path}`, { method, headers: { authorization: `Bearer ${admin}` } });
       const mint = async (name: string): Promise<Minted> => {
         const { token } = await authorizeApp(worker.url, admin, name);
         return { token, id: idOf(token) };
@@ -43,8 +44,13 @@ authSweep(
             async expiring(name) {
               const minted = await mint(name);
               // When it expires, as the Worker says (its clock is this machine's).
-              const listed = ((await (await asAdmin("/v1/tokens")).json()) as { items: { id: string; expiresAt?: string }[] }).items.find((t) => t.id === minted.id);
-              if (!listed?.expiresAt) throw new Error(`setup: the token issued to ${name} is not listed with an expiry: ${JSON.stringify(listed)}`);
+              const listed = (
+                (await (await asAdmin("/v1/tokens")).json()) as { items: { id: string; expiresAt?: string }[] }
+              ).items.find((t) => t.id === minted.id);
+              if (!listed?.expiresAt)
+                throw new Error(
+                  `setup: the token issued to ${name} is not listed with an expiry: ${JSON.stringify(listed)}`,
+                );
               return { ...minted, expiresAt: Date.parse(listed.expiresAt) };
             },
             async revoke(id) {
@@ -65,10 +71,20 @@ authSweep(
 describe("auth sweep on workerd: the secrets", () => {
   // Found by this sweep's review: a rotated or removed secret must end the token it was.
   it("refuses a replaced or removed INBOXD_ADMIN_TOKEN / INBOXD_READ_TOKEN (401) after the restart that deploys the change", async () => {
-    const [oldAdmin, newAdmin, oldRead] = ["old-admin-secret-123456", "new-admin-secret-456789", "old-read-secret-123456"];
-    const worker = await startWorkerd({ tokens: [{ token: oldAdmin, scopes: ["read", "write"] }, { token: oldRead, scopes: ["read"] }] });
+    const [oldAdmin, newAdmin, oldRead] = [
+      "old-admin-secret-123456",
+      "new-admin-secret-456789",
+      "old-read-secret-123456",
+    ];
+    const worker = await startWorkerd({
+      tokens: [
+        { token: oldAdmin, scopes: ["read", "write"] },
+        { token: oldRead, scopes: ["read"] },
+      ],
+    });
     try {
-      const status = (token: string) => fetch(`${worker.url}/v1/accounts`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+      const status = (token: string) =>
+        fetch(`${worker.url}/v1/accounts`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
       expect([await status(oldAdmin), await status(oldRead)]).toEqual([200, 200]);
       await worker.restart({ INBOXD_ADMIN_TOKEN: newAdmin, INBOXD_READ_TOKEN: undefined });
       expect([await status(newAdmin), await status(oldAdmin), await status(oldRead)]).toEqual([200, 401, 401]);

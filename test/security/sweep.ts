@@ -37,7 +37,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Operation } from "../../src/http/route-kit.ts";
 import { parseQuery, validate } from "../../src/http/validate.ts";
-import { connect, enc, refusal, randomToken, sleep, type ConnectOptions } from "../events/kit.ts";
+import { enc, randomToken, sleep } from "../kit/common.ts";
+import { connect, refusal, type ConnectOptions } from "../events/kit.ts";
 import { approve, Browser, exchange, pkce, register } from "../oauth/kit.ts";
 
 /** Fewer operations than this means the route table was not read (a broken import), not that the app shrank. */
@@ -72,7 +73,9 @@ export async function sweptOperations(): Promise<SweptOperation[]> {
   await app.close();
   // HEAD is answered wherever GET is (RFC 9110), so it is swept as an operation of its own, with GET's scope.
   const names = new Set(app.operations.map((op) => `${op.method} ${op.path}`));
-  const heads = app.operations.filter((op) => op.method === "GET" && !names.has(`HEAD ${op.path}`)).map((op): Operation => ({ ...op, method: "HEAD" }));
+  const heads = app.operations
+    .filter((op) => op.method === "GET" && !names.has(`HEAD ${op.path}`))
+    .map((op): Operation => ({ ...op, method: "HEAD" }));
   return [...app.operations, ...heads].map((op) => ({
     op,
     name: `${op.method} ${op.path}`,
@@ -130,7 +133,10 @@ export interface Runtime {
   name: string;
   /** The n-th client address (see ClientAddress). */
   from(n: number): ClientAddress;
-  start(options: { seed: typeof SEED; tokens: { token: string; scopes: ("read" | "write")[] }[] }): Promise<SweepServer>;
+  start(options: {
+    seed: typeof SEED;
+    tokens: { token: string; scopes: ("read" | "write")[] }[];
+  }): Promise<SweepServer>;
   /** The daemon answers loopback host names only; the Worker any (allowedHosts "*"), so foreign Host/Origin pass there. */
   loopbackOnly: boolean;
   /**
@@ -160,10 +166,22 @@ interface Answer {
 
 function send(agent: Agent, base: string, req: Sent, from: ClientAddress = {}): Promise<Answer> {
   const url = new URL(base + req.path);
-  const headers = { ...from.headers, ...req.headers, ...(req.body !== undefined ? { "content-length": String(Buffer.byteLength(req.body)) } : {}) };
+  const headers = {
+    ...from.headers,
+    ...req.headers,
+    ...(req.body !== undefined ? { "content-length": String(Buffer.byteLength(req.body)) } : {}),
+  };
   return new Promise((resolve, reject) => {
     const r = httpRequest(
-      { agent, host: url.hostname, port: url.port, localAddress: from.localAddress, path: url.pathname + url.search, method: req.method, headers },
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        localAddress: from.localAddress,
+        path: url.pathname + url.search,
+        method: req.method,
+        headers,
+      },
       (res) => {
         const answer = { status: res.statusCode ?? 0, headers: res.headers, text: "" };
         // An event stream (GET /v0/sse) never ends: its status and headers are the answer.
@@ -188,7 +206,8 @@ function send(agent: Agent, base: string, req: Sent, from: ClientAddress = {}): 
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-const shown = (req: Sent, a: Answer) => `${req.method} ${req.path} ${JSON.stringify(req.headers).slice(0, 160)} → ${a.status} ${a.text.slice(0, 200)}`;
+const shown = (req: Sent, a: Answer) =>
+  `${req.method} ${req.path} ${JSON.stringify(req.headers).slice(0, 160)} → ${a.status} ${a.text.slice(0, 200)}`;
 const codeOf = (a: Answer): string | undefined => {
   try {
     return (JSON.parse(a.text) as { code?: string }).code;
@@ -203,7 +222,14 @@ const codeOf = (a: Answer): string | undefined => {
 /** Real IDs of the seeded device, by path/query/body parameter name. */
 type Ids = Record<string, string>;
 
-type Node = { type: string; entries?: Record<string, Node>; wrapped?: Node; options?: unknown[]; item?: Node; literal?: unknown };
+type Node = {
+  type: string;
+  entries?: Record<string, Node>;
+  wrapped?: Node;
+  options?: unknown[];
+  item?: Node;
+  literal?: unknown;
+};
 const OPTIONAL = ["optional", "nullish", "exact_optional"];
 const WRAPPERS = [...OPTIONAL, "nullable", "non_optional", "non_nullable", "non_nullish"];
 const accepts = (schema: unknown, value: unknown) => v.safeParse(schema as v.GenericSchema, value).success;
@@ -263,13 +289,25 @@ function plausible(schema: unknown, ids: Ids, key = ""): unknown {
     case "any":
       return {};
   }
-  const candidates = [idFor(key, ids), "sweep", "1", new Date(Date.now() + 3_600_000).toISOString(), "text/plain", "c3dlZXA=", Date.now() + 3_600_000, 1, 0];
+  const candidates = [
+    idFor(key, ids),
+    "sweep",
+    "1",
+    new Date(Date.now() + 3_600_000).toISOString(),
+    "text/plain",
+    "c3dlZXA=",
+    Date.now() + 3_600_000,
+    1,
+    0,
+  ];
   return candidates.find((c) => c !== undefined && accepts(s, c)) ?? "sweep";
 }
 
 /** The query string of a value (arrays repeat the key, as the SDKs send them). */
 function queryString(value: Record<string, unknown>): string {
-  const parts = Object.entries(value).flatMap(([k, x]) => (Array.isArray(x) ? x : [x]).map((item) => `${enc(k)}=${enc(String(item))}`));
+  const parts = Object.entries(value).flatMap(([k, x]) =>
+    (Array.isArray(x) ? x : [x]).map((item) => `${enc(k)}=${enc(String(item))}`),
+  );
   return parts.length ? `?${parts.join("&")}` : "";
 }
 
@@ -306,7 +344,8 @@ function plan(s: SweptOperation, ids: Ids): Planned {
   if (op.body) {
     const value = plausible(op.body, ids);
     const result = v.safeParse(op.body, value);
-    if (!result.success) problems.push(`body ${JSON.stringify(value)}: ${result.issues.map((i) => i.message).join("; ")}`);
+    if (!result.success)
+      problems.push(`body ${JSON.stringify(value)}: ${result.issues.map((i) => i.message).join("; ")}`);
     body = JSON.stringify(value);
     headers["content-type"] = "application/json";
   } else if (op.requestBody?.content["multipart/form-data"] !== undefined) {
@@ -317,7 +356,8 @@ function plan(s: SweptOperation, ids: Ids): Planned {
     headers["content-type"] = "application/json";
   }
   const unknownParams = s.params.filter((p) => ids[p] === undefined);
-  if (unknownParams.length) problems.push(`no real ID for the path parameter(s) ${unknownParams.join(", ")}: add them to the sweep's setup`);
+  if (unknownParams.length)
+    problems.push(`no real ID for the path parameter(s) ${unknownParams.join(", ")}: add them to the sweep's setup`);
   return {
     path: fill((name) => ids[name] ?? `sweep-${name}`) + query,
     missingPath: s.params.length ? fill((name) => `sweep-missing-${name}`) + query : undefined,
@@ -350,14 +390,29 @@ function leaked(device: Device, req: Sent, a: Answer): string[] {
  * `rw`): its client ID and the read+write access token it was given. What the token and authorized-app operations
  * are swept with, and how the Worker's expiring and revoked tokens are minted.
  */
-export async function authorizeApp(url: string, rw: string, name: string): Promise<{ clientID: string; token: string }> {
+export async function authorizeApp(
+  url: string,
+  rw: string,
+  name: string,
+): Promise<{ clientID: string; token: string }> {
   const browser = new Browser(url);
   const redirectURI = "http://127.0.0.1:9/sweep-callback";
   const client = await register(browser, [redirectURI], name);
   const { verifier, challenge } = await pkce();
-  const back = await approve(browser, { url, admin: rw, stop: async () => undefined }, { clientID: client.client_id, redirectURI, challenge });
-  const tokens = await exchange(browser, { grant_type: "authorization_code", code: back.searchParams.get("code") ?? "", code_verifier: verifier, client_id: client.client_id, redirect_uri: redirectURI });
-  if (tokens.status !== 200 || tokens.json?.scope !== "read write") throw new Error(`setup: the OAuth code exchange → ${tokens.status}: ${tokens.text}`);
+  const back = await approve(
+    browser,
+    { url, admin: rw, stop: async () => undefined },
+    { clientID: client.client_id, redirectURI, challenge },
+  );
+  const tokens = await exchange(browser, {
+    grant_type: "authorization_code",
+    code: back.searchParams.get("code") ?? "",
+    code_verifier: verifier,
+    client_id: client.client_id,
+    redirect_uri: redirectURI,
+  });
+  if (tokens.status !== 200 || tokens.json?.scope !== "read write")
+    throw new Error(`setup: the OAuth code exchange → ${tokens.status}: ${tokens.text}`);
   return { clientID: client.client_id, token: tokens.json.access_token as string };
 }
 
@@ -367,18 +422,37 @@ export async function authorizeApp(url: string, rw: string, name: string): Promi
  */
 async function collect(ask: (req: Sent) => Promise<Answer>, rw: string, url: string): Promise<Device> {
   const call = async <T = any>(method: string, path: string, json?: unknown): Promise<T> => {
-    const req: Sent = { method, path, headers: { ...bearer(rw), accept: "application/json", ...(json !== undefined ? { "content-type": "application/json" } : {}) }, body: json === undefined ? undefined : JSON.stringify(json) };
+    const req: Sent = {
+      method,
+      path,
+      headers: {
+        ...bearer(rw),
+        accept: "application/json",
+        ...(json !== undefined ? { "content-type": "application/json" } : {}),
+      },
+      body: json === undefined ? undefined : JSON.stringify(json),
+    };
     const a = await ask(req);
     if (a.status !== 200) throw new Error(`setup: ${shown(req, a)}`);
     return JSON.parse(a.text) as T;
   };
   const kinds: Record<string, string[]> = { account: [], user: [], title: [], text: [], secret: [], app: [] };
-  const accounts = await call<{ accountID: string; loginID: string; bridge: { id: string }; user: { id: string; fullName?: string } }[]>("GET", "/v1/accounts");
+  const accounts = await call<
+    { accountID: string; loginID: string; bridge: { id: string }; user: { id: string; fullName?: string } }[]
+  >("GET", "/v1/accounts");
   for (const a of accounts) {
     kinds.account.push(a.accountID, a.loginID);
     kinds.user.push(a.user.id, a.user.fullName ?? "");
   }
-  const chats = (await call<{ items: { id: string; title: string; participants: { items: { id: string; fullName?: string; isSelf?: boolean }[] } }[] }>("GET", "/v1/chats")).items;
+  const chats = (
+    await call<{
+      items: {
+        id: string;
+        title: string;
+        participants: { items: { id: string; fullName?: string; isSelf?: boolean }[] };
+      }[];
+    }>("GET", "/v1/chats")
+  ).items;
   for (const c of chats) {
     kinds.title.push(c.title);
     for (const p of c.participants.items) kinds.user.push(p.id, p.fullName ?? "");
@@ -386,19 +460,30 @@ async function collect(ask: (req: Sent) => Promise<Answer>, rw: string, url: str
   let chatID = "";
   let messageID = "";
   for (const c of chats.slice(0, 8)) {
-    const messages = (await call<{ items: { id: string; text?: string }[] }>("GET", `/v1/chats/${enc(c.id)}/messages`)).items;
+    const messages = (await call<{ items: { id: string; text?: string }[] }>("GET", `/v1/chats/${enc(c.id)}/messages`))
+      .items;
     for (const m of messages) kinds.text.push(m.text ?? "");
-    if (!messageID && messages.length && c.participants.items.some((p) => !p.isSelf && !p.id.startsWith("@echo"))) [chatID, messageID] = [c.id, messages[0].id];
+    if (!messageID && messages.length && c.participants.items.some((p) => !p.isSelf && !p.id.startsWith("@echo")))
+      [chatID, messageID] = [c.id, messages[0].id];
   }
   const chat = chats.find((c) => c.id === chatID)!;
   const userID = chat.participants.items.find((p) => !p.isSelf)!.id;
   const secretBytes = `sweep-secret-file-${randomToken("f")}`;
   kinds.secret.push(secretBytes);
-  const upload = await call<{ uploadID: string; srcURL: string }>("POST", "/v1/assets/upload/base64", { content: Buffer.from(secretBytes).toString("base64"), fileName: "sweep.txt" });
-  const label = await call<{ id: string; name: string }>("POST", "/v1/labels", { name: `sweep label ${randomToken("l")}` });
+  const upload = await call<{ uploadID: string; srcURL: string }>("POST", "/v1/assets/upload/base64", {
+    content: Buffer.from(secretBytes).toString("base64"),
+    fileName: "sweep.txt",
+  });
+  const label = await call<{ id: string; name: string }>("POST", "/v1/labels", {
+    name: `sweep label ${randomToken("l")}`,
+  });
   kinds.title.push(label.name);
   const bridgeID = accounts[0].bridge.id;
-  const session = await call<{ loginSessionID: string; currentStep: { stepID: string } }>("POST", `/v1/bridges/${enc(bridgeID)}/login-sessions`, {});
+  const session = await call<{ loginSessionID: string; currentStep: { stepID: string } }>(
+    "POST",
+    `/v1/bridges/${enc(bridgeID)}/login-sessions`,
+    {},
+  );
   const reactionKey = "👍";
   await call("POST", `/v1/chats/${enc(chatID)}/messages/${enc(messageID)}/reactions`, { reactionKey });
   const appName = `sweep app ${randomToken("a")}`;
@@ -409,7 +494,9 @@ async function collect(ask: (req: Sent) => Promise<Answer>, rw: string, url: str
   const page = await ask({ method: "GET", path: "/", headers: { accept: "text/html" } });
   const file = /"\/web\/([^"/?]+)"/.exec(page.text)?.[1];
   // Last, so that no event of the setup is queued for it (its URL is a closed port).
-  const webhook = await call<{ id: string; secret: string }>("POST", "/v1/webhooks", { url: "http://127.0.0.1:9/sweep" });
+  const webhook = await call<{ id: string; secret: string }>("POST", "/v1/webhooks", {
+    url: "http://127.0.0.1:9/sweep",
+  });
   kinds.secret.push(webhook.secret);
   const ids: Ids = {
     accountID: accounts[0].accountID,
@@ -433,7 +520,11 @@ async function collect(ask: (req: Sent) => Promise<Answer>, rw: string, url: str
   // Short or common strings ("Echo", "hi") are not evidence of anything; these are.
   const distinctive = (s: string) => s.length >= 8;
   const needles = [...new Set(Object.values(kinds).flat().filter(distinctive))];
-  return { ids, needles, kinds: Object.fromEntries(Object.entries(kinds).map(([k, list]) => [k, new Set(list.filter(distinctive)).size])) };
+  return {
+    ids,
+    needles,
+    kinds: Object.fromEntries(Object.entries(kinds).map(([k, list]) => [k, new Set(list.filter(distinctive)).size])),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -449,15 +540,18 @@ interface Check {
 }
 
 /** A 429 stands in for the answer under test: say so rather than "wanted 401". */
-const rateLimited = (a: Answer) => (a.status === 429 ? "429: rate-limited, so the answer under test is unknown (see ClientAddress)" : undefined);
+const rateLimited = (a: Answer) =>
+  a.status === 429 ? "429: rate-limited, so the answer under test is unknown (see ClientAddress)" : undefined;
 const expectStatus = (status: number, code?: string) => (a: Answer) => {
   if (a.status !== status) return rateLimited(a) ?? `wanted ${status}`;
-  if (status === 401 && !/^Bearer\b/i.test(String(a.headers["www-authenticate"] ?? ""))) return `401 without WWW-Authenticate: Bearer… (got ${JSON.stringify(a.headers["www-authenticate"])})`;
+  if (status === 401 && !/^Bearer\b/i.test(String(a.headers["www-authenticate"] ?? "")))
+    return `401 without WWW-Authenticate: Bearer… (got ${JSON.stringify(a.headers["www-authenticate"])})`;
   const got = codeOf(a);
   if (code !== undefined && got !== code) return `wanted code ${code}, got ${got}`;
   return undefined;
 };
-const notRefused = (a: Answer) => rateLimited(a) ?? (a.status === 401 || a.status === 403 ? "wanted neither 401 nor 403" : undefined);
+const notRefused = (a: Answer) =>
+  rateLimited(a) ?? (a.status === 401 || a.status === 403 ? "wanted neither 401 nor 403" : undefined);
 const not401 = (a: Answer) => (a.status === 401 ? "wanted not 401" : undefined);
 
 export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
@@ -493,7 +587,10 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
           if (verdict) failures.push(`${c.what}: ${verdict}: ${shown(c.req, a)}`);
           if (c.refusal || a.status === 401 || a.status === 403) {
             const found = leaked(device, c.req, a);
-            if (found.length) failures.push(`${c.what}: the answer holds the device's data ${JSON.stringify(found.slice(0, 3))}: ${shown(c.req, a)}`);
+            if (found.length)
+              failures.push(
+                `${c.what}: the answer holds the device's data ${JSON.stringify(found.slice(0, 3))}: ${shown(c.req, a)}`,
+              );
           }
         }),
       );
@@ -509,8 +606,14 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
         const minted = await store.expiring(name);
         const a = await ask({ method: "GET", path: "/v1/accounts", headers: bearer(minted.token) });
         if (a.status === 200) return minted;
-        if (Date.now() < minted.expiresAt) throw new Error(`a fresh token was refused (${a.status}) before it expired: the tokens the sweep mints are not the server's`);
-        if (attempt === 3) throw new Error(`three tokens that work for ${EXPIRING_TOKEN_SECONDS} s each expired before one request could be answered`);
+        if (Date.now() < minted.expiresAt)
+          throw new Error(
+            `a fresh token was refused (${a.status}) before it expired: the tokens the sweep mints are not the server's`,
+          );
+        if (attempt === 3)
+          throw new Error(
+            `three tokens that work for ${EXPIRING_TOKEN_SECONDS} s each expired before one request could be answered`,
+          );
       }
     }
 
@@ -521,19 +624,38 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
     let before: Record<string, unknown>;
     async function snapshot(): Promise<Record<string, unknown>> {
       const { chatID, bridgeID, sessionID } = device.ids;
-      const paths = ["/v1/accounts", "/v1/chats", `/v1/chats/${enc(chatID)}`, `/v1/chats/${enc(chatID)}/messages`, "/v1/labels", "/v1/webhooks", `/v1/bridges/${enc(bridgeID)}/logins`, `/v1/bridges/${enc(bridgeID)}/login-sessions/${enc(sessionID)}`, "/v1/tokens", "/v1/authorized-apps"];
+      const paths = [
+        "/v1/accounts",
+        "/v1/chats",
+        `/v1/chats/${enc(chatID)}`,
+        `/v1/chats/${enc(chatID)}/messages`,
+        "/v1/labels",
+        "/v1/webhooks",
+        `/v1/bridges/${enc(bridgeID)}/logins`,
+        `/v1/bridges/${enc(bridgeID)}/login-sessions/${enc(sessionID)}`,
+        "/v1/tokens",
+        "/v1/authorized-apps",
+      ];
       const out: Record<string, unknown> = {};
       for (const path of paths) {
         const a = await ask({ method: "GET", path, headers: bearer(rw) });
         out[path] = a.status === 200 ? JSON.parse(a.text) : a.status;
       }
       // A webhook's delivery counters move on their own (its receiver is a closed port): keep what a write could change.
-      out["/v1/webhooks"] = (out["/v1/webhooks"] as { items: { id: string; url: string; chatIDs: string[] }[] }).items.map(({ id, url, chatIDs }) => ({ id, url, chatIDs }));
+      out["/v1/webhooks"] = (
+        out["/v1/webhooks"] as { items: { id: string; url: string; chatIDs: string[] }[] }
+      ).items.map(({ id, url, chatIDs }) => ({ id, url, chatIDs }));
       return out;
     }
 
     beforeAll(async () => {
-      server = await runtime.start({ seed: SEED, tokens: [{ token: rw, scopes: ["read", "write"] }, { token: ro, scopes: ["read"] }] });
+      server = await runtime.start({
+        seed: SEED,
+        tokens: [
+          { token: rw, scopes: ["read", "write"] },
+          { token: ro, scopes: ["read"] },
+        ],
+      });
       device = await collect(ask, rw, server.url);
       for (const s of operations) planned.set(s.name, plan(s, device.ids));
       // Each is shown to work first (but the one expired before use), so a 401 later is the server's decision, not a
@@ -543,11 +665,16 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
       const expiring = await usedWhileValid(store, "sweep-expiring");
       const expired = await store.expiring("sweep-expired");
       const works = await ask({ method: "GET", path: "/v1/accounts", headers: bearer(revoked.token) });
-      if (works.status !== 200) throw new Error(`a fresh token was refused (${works.status}): the tokens the sweep mints are not the server's`);
+      if (works.status !== 200)
+        throw new Error(`a fresh token was refused (${works.status}): the tokens the sweep mints are not the server's`);
       await store.revoke(revoked.id);
       // Past the verifier's memory of the revoked token (remembered as valid just now), and past both expiries.
       await sleep(Math.max(TOKEN_CACHE_MS, Math.max(expiring.expiresAt, expired.expiresAt) - Date.now()) + 100);
-      dead.push({ what: "revoked token", token: revoked.token }, { what: "token expired after use", token: expiring.token }, { what: "token expired before use", token: expired.token });
+      dead.push(
+        { what: "revoked token", token: revoked.token },
+        { what: "token expired after use", token: expiring.token },
+        { what: "token expired before use", token: expired.token },
+      );
       before = await snapshot();
     });
     afterAll(async () => {
@@ -561,16 +688,45 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
 
     it(`reads at least ${MIN_OPERATIONS} operations from the app's route table, and lists the public ones and the read-scoped writes`, () => {
       const publics = operations.filter((s) => s.scope === "public").map((s) => s.name);
-      const readWrites = operations.filter((s) => s.scope === "read" && s.op.method !== "GET" && s.op.method !== "HEAD").map((s) => s.name);
-      console.log(`${runtime.name}: ${operations.length} operations; public (answered without a token): ${publics.join(", ")}; read scope on a state-changing method: ${readWrites.join(", ")}`);
+      const readWrites = operations
+        .filter((s) => s.scope === "read" && s.op.method !== "GET" && s.op.method !== "HEAD")
+        .map((s) => s.name);
+      console.log(
+        `${runtime.name}: ${operations.length} operations; public (answered without a token): ${publics.join(", ")}; read scope on a state-changing method: ${readWrites.join(", ")}`,
+      );
       expect(operations.length).toBeGreaterThanOrEqual(MIN_OPERATIONS);
-      for (const prefix of ["/v1/chats", "/v1/accounts", "/v0/", "/v0/mcp", "/v0/sse", "/v1/assets/serve", "/v1/spec", "/v1/bridges", "/v1/webhooks", "/v1/ws", "/v1/tokens", "/v1/authorized-apps"])
-        expect(operations.some((s) => s.op.path.startsWith(prefix)), `no operation under ${prefix}`).toBe(true);
-      expect(readWrites.sort(), "a state-changing operation declared with the read scope (see READ_SCOPED_WRITES)").toEqual([...READ_SCOPED_WRITES].sort());
+      for (const prefix of [
+        "/v1/chats",
+        "/v1/accounts",
+        "/v0/",
+        "/v0/mcp",
+        "/v0/sse",
+        "/v1/assets/serve",
+        "/v1/spec",
+        "/v1/bridges",
+        "/v1/webhooks",
+        "/v1/ws",
+        "/v1/tokens",
+        "/v1/authorized-apps",
+      ])
+        expect(
+          operations.some((s) => s.op.path.startsWith(prefix)),
+          `no operation under ${prefix}`,
+        ).toBe(true);
+      expect(
+        readWrites.sort(),
+        "a state-changing operation declared with the read scope (see READ_SCOPED_WRITES)",
+      ).toEqual([...READ_SCOPED_WRITES].sort());
     });
 
     it("has device data to leak: authorized requests return the seeded data, and the read-only token sees it", async () => {
-      console.log(`${runtime.name}: ${device.needles.length} distinctive strings of the device's data (${Object.entries(device.kinds).map(([k, n]) => `${n} ${k}`).join(", ")})`);
+      console.log(
+        `${runtime.name}: ${device.needles.length} distinctive strings of the device's data (${Object.entries(
+          device.kinds,
+        )
+          .map(([k, n]) => `${n} ${k}`)
+          .join(", ")})`,
+      );
       expect(device.kinds.account).toBeGreaterThanOrEqual(2);
       expect(device.kinds.title).toBeGreaterThanOrEqual(5);
       expect(device.kinds.text).toBeGreaterThanOrEqual(10);
@@ -578,7 +734,10 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
       const req: Sent = { method: "GET", path: "/v1/chats", headers: bearer(ro) };
       const a = await ask(req);
       expect(a.status).toBe(200);
-      expect(leaked(device, req, a).length, "the read-only token's chat list holds none of the collected strings: the leak check would be blind").toBeGreaterThan(3);
+      expect(
+        leaked(device, req, a).length,
+        "the read-only token's chat list holds none of the collected strings: the leak check would be blind",
+      ).toBeGreaterThan(3);
     });
 
     describe(`every operation: 401 without a token or with a garbage, unknown, expired or revoked one; the read-only token 403 on writes, not refused on reads; 403 cross-site`, () => {
@@ -586,32 +745,66 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
         it(`${s.name} [${s.scope}]`, async () => {
           const p = planned.get(s.name)!;
           const checks: Check[] = [];
-          const req = (headers: Record<string, string>, path = p.path): Sent => ({ method: s.op.method, path, headers: { ...p.headers, ...headers }, body: p.body });
+          const req = (headers: Record<string, string>, path = p.path): Sent => ({
+            method: s.op.method,
+            path,
+            headers: { ...p.headers, ...headers },
+            body: p.body,
+          });
           // A HEAD answer has no body to read the error code from.
-          const refused = (status: number, code?: string) => ({ judge: expectStatus(status, s.op.method === "HEAD" ? undefined : code), refusal: true });
+          const refused = (status: number, code?: string) => ({
+            judge: expectStatus(status, s.op.method === "HEAD" ? undefined : code),
+            refusal: true,
+          });
           const isPublic = s.scope === "public";
           const bad: [string, Record<string, string>, string?][] = [
             ["no token", {}],
             ["garbage token", { authorization: "Bearer %%garbage%%" }],
             ["empty Bearer", { authorization: "Bearer " }],
-            ["the read+write token as Basic credentials", { authorization: `Basic ${Buffer.from(`${rw}:`).toString("base64")}` }],
+            [
+              "the read+write token as Basic credentials",
+              { authorization: `Basic ${Buffer.from(`${rw}:`).toString("base64")}` },
+            ],
             ["an over-long token", bearer(`inbx_${"a".repeat(4096)}`)],
             ["a well-formed unknown token", bearer(randomToken("inbx"))],
-            ["the read+write token in the query string", {}, `${p.path}${p.path.includes("?") ? "&" : "?"}access_token=${enc(rw)}&token=${enc(rw)}`],
+            [
+              "the read+write token in the query string",
+              {},
+              `${p.path}${p.path.includes("?") ? "&" : "?"}access_token=${enc(rw)}&token=${enc(rw)}`,
+            ],
             ...dead.map((d): [string, Record<string, string>] => [d.what, bearer(d.token)]),
           ];
           for (const [what, headers, path] of bad) {
             // A public operation answers without a token; with an invalid one it may refuse, but never with data.
-            if (isPublic) checks.push({ what, req: req(headers, path), judge: what === "no token" ? not401 : () => undefined, refusal: true });
+            if (isPublic)
+              checks.push({
+                what,
+                req: req(headers, path),
+                judge: what === "no token" ? not401 : () => undefined,
+                refusal: true,
+              });
             else checks.push({ what, req: req(headers, path), ...refused(401, "UNAUTHORIZED") });
           }
           if (p.missingPath && !isPublic) {
-            checks.push({ what: "no token, missing IDs", req: req({}, p.missingPath), ...refused(401, "UNAUTHORIZED") });
-            checks.push({ what: "a well-formed unknown token, missing IDs", req: req(bearer(randomToken("inbx")), p.missingPath), ...refused(401, "UNAUTHORIZED") });
+            checks.push({
+              what: "no token, missing IDs",
+              req: req({}, p.missingPath),
+              ...refused(401, "UNAUTHORIZED"),
+            });
+            checks.push({
+              what: "a well-formed unknown token, missing IDs",
+              req: req(bearer(randomToken("inbx")), p.missingPath),
+              ...refused(401, "UNAUTHORIZED"),
+            });
           }
           if (s.scope === "write") {
             checks.push({ what: "read-only token on a write", req: req(bearer(ro)), ...refused(403, "FORBIDDEN") });
-            if (p.missingPath) checks.push({ what: "read-only token on a write, missing IDs", req: req(bearer(ro), p.missingPath), ...refused(403, "FORBIDDEN") });
+            if (p.missingPath)
+              checks.push({
+                what: "read-only token on a write, missing IDs",
+                req: req(bearer(ro), p.missingPath),
+                ...refused(403, "FORBIDDEN"),
+              });
           } else {
             checks.push({
               what: isPublic ? "read-only token on a public operation" : "read-only token on a read",
@@ -622,29 +815,62 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
                 return isPublic ? not401(a) : notRefused(a);
               },
             });
-            if (p.missingPath) checks.push({ what: "read-only token on a read, missing IDs", req: req(bearer(ro), p.missingPath), refusal: false, judge: notRefused });
+            if (p.missingPath)
+              checks.push({
+                what: "read-only token on a read, missing IDs",
+                req: req(bearer(ro), p.missingPath),
+                refusal: false,
+                judge: notRefused,
+              });
           }
           const crossSite: [string, Record<string, string>, string][] = [
             ["Sec-Fetch-Site: cross-site", { "sec-fetch-site": "cross-site" }, "CROSS_SITE_REQUEST"],
             ["Origin: null", { origin: "null" }, "CROSS_SITE_REQUEST"],
           ];
           if (runtime.loopbackOnly)
-            crossSite.push(["Origin: https://evil.example", { origin: "https://evil.example" }, "CROSS_SITE_REQUEST"], ["Host: evil.example", { host: "evil.example" }, "HOST_NOT_ALLOWED"]);
+            crossSite.push(
+              ["Origin: https://evil.example", { origin: "https://evil.example" }, "CROSS_SITE_REQUEST"],
+              ["Host: evil.example", { host: "evil.example" }, "HOST_NOT_ALLOWED"],
+            );
           const readableCrossOrigin = runtime.discoveryCrossOrigin && DISCOVERY.includes(s.op.path);
           for (const [what, headers, code] of crossSite) {
             if (readableCrossOrigin && code !== "HOST_NOT_ALLOWED") {
-              const cors = (a: Answer) => (a.status === 200 && a.headers["access-control-allow-origin"] === "*" ? undefined : "wanted 200 with access-control-allow-origin: *");
-              checks.push({ what: `${what}, a discovery document (readable cross-origin)`, req: req(headers), refusal: false, judge: cors });
+              const cors = (a: Answer) =>
+                a.status === 200 && a.headers["access-control-allow-origin"] === "*"
+                  ? undefined
+                  : "wanted 200 with access-control-allow-origin: *";
+              checks.push({
+                what: `${what}, a discovery document (readable cross-origin)`,
+                req: req(headers),
+                refusal: false,
+                judge: cors,
+              });
               continue;
             }
-            checks.push({ what: `${what}, read-only token`, req: req({ ...bearer(ro), ...headers }), ...refused(403, code) });
+            checks.push({
+              what: `${what}, read-only token`,
+              req: req({ ...bearer(ro), ...headers }),
+              ...refused(403, code),
+            });
             if (isPublic) checks.push({ what: `${what}, no token`, req: req(headers), ...refused(403, code) });
           }
           // Only the discovery documents may be read cross-origin: every other answer lacks the header.
           if (!readableCrossOrigin)
-            checks.push({ what: "no CORS header", req: req({ ...bearer(ro), origin: "https://evil.example" }), refusal: false, judge: (a) => (a.headers["access-control-allow-origin"] === undefined ? undefined : "wanted no access-control-allow-origin") });
+            checks.push({
+              what: "no CORS header",
+              req: req({ ...bearer(ro), origin: "https://evil.example" }),
+              refusal: false,
+              judge: (a) =>
+                a.headers["access-control-allow-origin"] === undefined
+                  ? undefined
+                  : "wanted no access-control-allow-origin",
+            });
           const failures = await runChecks(checks);
-          if (s.scope !== "public") expect(p.problem, "the sweep's request for this operation would not validate, so a 400 could hide a missing refusal").toBeUndefined();
+          if (s.scope !== "public")
+            expect(
+              p.problem,
+              "the sweep's request for this operation would not validate, so a 400 could hide a missing refusal",
+            ).toBeUndefined();
           expect(failures).toEqual([]);
         });
       }
@@ -655,7 +881,9 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
       const notFound = withIDs.filter((r) => r.status === 404).map((r) => r.name);
       const withData = roReads.filter((r) => r.data).map((r) => r.name);
       const other = roReads.filter((r) => r.status >= 300).map((r) => `${r.name} ${r.status}`);
-      console.log(`${runtime.name}: read-only token: ${roReads.length} read operations, ${roReads.length - other.length} answered 2xx (others: ${other.join(", ")}), ${withData.length} with the device's data`);
+      console.log(
+        `${runtime.name}: read-only token: ${roReads.length} read operations, ${roReads.length - other.length} answered 2xx (others: ${other.join(", ")}), ${withData.length} with the device's data`,
+      );
       expect(roReads.length).toBeGreaterThan(20);
       expect(notFound).toEqual([]);
       expect(withData.length).toBeGreaterThanOrEqual(10);
@@ -676,24 +904,45 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
         await refused("no token, the inboxd.v1 subprotocol only", { token: null, protocols: ["inboxd.v1"] }, 401);
         await refused("garbage header", { token: null, headers: { authorization: "Bearer %%garbage%%" } }, 401);
         await refused("unknown token", { token: randomToken("inbx") }, 401);
-        await refused("unknown token in the subprotocol", { token: null, protocols: ["inboxd.v1", `bearer.${randomToken("inbx")}`] }, 401);
+        await refused(
+          "unknown token in the subprotocol",
+          { token: null, protocols: ["inboxd.v1", `bearer.${randomToken("inbx")}`] },
+          401,
+        );
         for (const d of dead) {
           await refused(d.what, { token: d.token }, 401);
-          await refused(`${d.what} in the subprotocol`, { token: null, protocols: ["inboxd.v1", `bearer.${d.token}`] }, 401);
+          await refused(
+            `${d.what} in the subprotocol`,
+            { token: null, protocols: ["inboxd.v1", `bearer.${d.token}`] },
+            401,
+          );
         }
       });
 
       it(`is refused cross-site (403)${runtime.loopbackOnly ? ", and for a foreign Host or Origin" : ""}, even with a valid token`, async () => {
         await refused("Sec-Fetch-Site: cross-site", { token: ro, headers: { "sec-fetch-site": "cross-site" } }, 403);
-        await refused("Origin: null", { token: null, protocols: ["inboxd.v1", `bearer.${ro}`], headers: { origin: "null" } }, 403);
+        await refused(
+          "Origin: null",
+          { token: null, protocols: ["inboxd.v1", `bearer.${ro}`], headers: { origin: "null" } },
+          403,
+        );
         if (runtime.loopbackOnly) {
-          await refused("Origin: https://evil.example", { token: null, protocols: ["inboxd.v1", `bearer.${ro}`], origin: "https://evil.example" }, 403);
+          await refused(
+            "Origin: https://evil.example",
+            { token: null, protocols: ["inboxd.v1", `bearer.${ro}`], origin: "https://evil.example" },
+            403,
+          );
           await refused("Host: evil.example", { token: ro, headers: { host: "evil.example" } }, 403);
         }
       });
 
       it("accepts the read-only token in Sec-WebSocket-Protocol (bearer.<token>), selecting inboxd.v1", async () => {
-        const conn = await connect(server.url, "", undefined, wsFrom({ token: null, protocols: ["inboxd.v1", `bearer.${ro}`] }));
+        const conn = await connect(
+          server.url,
+          "",
+          undefined,
+          wsFrom({ token: null, protocols: ["inboxd.v1", `bearer.${ro}`] }),
+        );
         try {
           expect(conn.ws.protocol).toBe("inboxd.v1");
           expect(conn.frames[0]).toMatchObject({ type: "ready" });
@@ -708,13 +957,20 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
         const req: Sent = {
           method: "POST",
           path: "/v0/mcp",
-          headers: { ...bearer(token), "content-type": "application/json", accept: "application/json, text/event-stream" },
+          headers: {
+            ...bearer(token),
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
           body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
         };
         const a = await ask(req);
         return { req, a, json: JSON.parse(a.text) as { result?: any; error?: { message: string } } };
       };
-      const all = (await rpc(rw, "tools/list", {})).json.result.tools as { name: string; annotations?: { readOnlyHint?: boolean } }[];
+      const all = (await rpc(rw, "tools/list", {})).json.result.tools as {
+        name: string;
+        annotations?: { readOnlyHint?: boolean };
+      }[];
       const writers = all.filter((t) => t.annotations?.readOnlyHint !== true).map((t) => t.name);
       const visible = ((await rpc(ro, "tools/list", {})).json.result.tools as { name: string }[]).map((t) => t.name);
       expect(writers.length).toBeGreaterThanOrEqual(5);
@@ -722,10 +978,16 @@ export function authSweep(runtime: Runtime, operations: SweptOperation[]) {
       expect(visible.filter((n) => writers.includes(n))).toEqual([]);
       const failures: string[] = [];
       for (const name of writers) {
-        const args = { chatID: device.ids.chatID, messageID: device.ids.messageID, text: "sweep: must not be sent", reactionKey: "🔥" };
+        const args = {
+          chatID: device.ids.chatID,
+          messageID: device.ids.messageID,
+          text: "sweep: must not be sent",
+          reactionKey: "🔥",
+        };
         const { req, a, json } = await rpc(ro, "tools/call", { name, arguments: args });
         const refusalText = json.error?.message ?? (json.result?.isError ? JSON.stringify(json.result.content) : "");
-        if (!/read-only|write scope/i.test(refusalText)) failures.push(`${name}: not refused for the scope: ${shown(req, a)}`);
+        if (!/read-only|write scope/i.test(refusalText))
+          failures.push(`${name}: not refused for the scope: ${shown(req, a)}`);
         const found = leaked(device, req, a);
         if (found.length) failures.push(`${name}: the refusal holds the device's data ${JSON.stringify(found)}`);
       }

@@ -8,12 +8,20 @@ import { WEB_SEED, webSuite } from "./suite.ts";
 webSuite(
   "the Node daemon",
   async ({ admin, victim }) => {
-    const node = await startNode({ tokens: [{ token: admin, scopes: ["read", "write"] }, { token: victim, scopes: ["read"] }], seed: WEB_SEED, tuning: { sandboxQrDelayMs: 10 * 60_000 } });
+    const node = await startNode({
+      tokens: [
+        { token: admin, scopes: ["read", "write"] },
+        { token: victim, scopes: ["read"] },
+      ],
+      seed: WEB_SEED,
+      tuning: { sandboxQrDelayMs: 10 * 60_000 },
+    });
     return {
       url: node.url,
       restart: () => node.restart(),
       stop: () => node.stop(),
-      signIn: async (page, next) => void (await page.goto(`${await ownerSignInLink(node, ROOT)}&${new URLSearchParams({ next })}`)),
+      signIn: async (page, next) =>
+        void (await page.goto(`${await ownerSignInLink(node, ROOT)}&${new URLSearchParams({ next })}`)),
     };
   },
   { screenshots: true },

@@ -64,7 +64,9 @@ describe("Prosody harness and XMPP peers", () => {
     const room = `harness-${Date.now()}@${server.mucDomain}`;
     await alice.joinRoom(room, "Alice");
     await alice.invite(room, carol.bareJID);
-    const invitation = await carol.waitFor((s) => s.getChild("x", "http://jabber.org/protocol/muc#user")?.getChild("invite") !== undefined);
+    const invitation = await carol.waitFor(
+      (s) => s.getChild("x", "http://jabber.org/protocol/muc#user")?.getChild("invite") !== undefined,
+    );
     expect(invitation.attrs.from).toBe(room);
     await bob.joinRoom(room, "Bob");
     await carol.joinRoom(room, "Carol");

@@ -1,11 +1,12 @@
 /**
  * Plumbing for the XMPP suite: a runtime running inboxd with a token, a real Prosody, plain XMPP clients as the
- * other people, the official SDK as the API client, and raw HTTP for the login-session endpoints the SDK does not
- * cover. Nothing here asserts.
+ * other people, the official SDK as the API client, and the one HTTP client (test/kit/http.ts) for the login-session
+ * endpoints the SDK does not cover. Nothing here asserts.
  */
 import BeeperDesktop from "@beeper/desktop-api";
-import { randomBytes } from "node:crypto";
 import type { ProsodyServer } from "../harness/prosody.ts";
+import { enc, randomToken as tokenWith, sleep } from "../kit/common.ts";
+import { Api } from "../kit/http.ts";
 import { checkingFetch, type ResponseChecker } from "../scenario/openapi-check.ts";
 import type { Runtime } from "../harness/bridge-runtime.ts";
 
@@ -20,12 +21,15 @@ export interface RuntimeTarget {
   unsupportedFields?(server: ProsodyServer): Record<string, string>;
 }
 
-export const randomToken = () => `xmpp_${randomBytes(18).toString("base64url")}`;
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const enc = encodeURIComponent;
+export { enc, sleep };
+export const randomToken = () => tokenWith("xmpp");
 
 /** Polls until `probe` answers something truthy; throws naming `what` (and the last value seen) after the timeout. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 8000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 8000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -36,7 +40,10 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     } catch (error) {
       last = error;
     }
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    if (Date.now() > until)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`,
+      );
     await sleep(30);
   }
 }
@@ -47,19 +54,22 @@ export class Client {
 
   /** Every JSON answer is checked against the document the server serves (GET /v1/spec). */
   private readonly fetch = checkingFetch(() => this.spec);
+  private readonly api: Api;
 
   constructor(readonly runtime: Runtime) {
-    this.sdk = new BeeperDesktop({ baseURL: runtime.url, accessToken: runtime.token, maxRetries: 0, logLevel: "off", fetch: this.fetch });
+    this.sdk = new BeeperDesktop({
+      baseURL: runtime.url,
+      accessToken: runtime.token,
+      maxRetries: 0,
+      logLevel: "off",
+      fetch: this.fetch,
+    });
+    this.api = new Api(runtime.url, runtime.token, { fetch: this.fetch });
   }
 
   async raw<T = any>(method: string, path: string, json?: unknown): Promise<{ status: number; body: T }> {
-    const res = await this.fetch(this.runtime.url + path, {
-      method,
-      headers: { authorization: `Bearer ${this.runtime.token}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
-      body: json === undefined ? undefined : JSON.stringify(json),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    const { status, body } = await this.api.raw<T>(method, path, { json });
+    return { status, body };
   }
 
   async ok<T = any>(method: string, path: string, json?: unknown): Promise<T> {
@@ -69,13 +79,27 @@ export class Client {
   }
 
   /** Runs a login (XMPP's by default) with these fields to its end: the finished session (complete or failed). */
-  async login(fields: Record<string, string>, reconnect?: { loginID: string }, flow: { bridgeID?: string; flowID?: string } = {}): Promise<any> {
+  async login(
+    fields: Record<string, string>,
+    reconnect?: { loginID: string },
+    flow: { bridgeID?: string; flowID?: string } = {},
+  ): Promise<any> {
     const bridge = flow.bridgeID ?? "local-xmpp";
-    const started = await this.ok("POST", `/v1/bridges/${bridge}/login-sessions`, { flowID: flow.flowID ?? "password", ...(reconnect ? { loginID: reconnect.loginID } : {}) });
+    const started = await this.ok("POST", `/v1/bridges/${bridge}/login-sessions`, {
+      flowID: flow.flowID ?? "password",
+      ...(reconnect ? { loginID: reconnect.loginID } : {}),
+    });
     const step = started.currentStep;
-    const answered = await this.ok("POST", `/v1/bridges/${bridge}/login-sessions/${started.loginSessionID}/steps/${step.stepID}`, { type: "user_input", fields });
+    const answered = await this.ok(
+      "POST",
+      `/v1/bridges/${bridge}/login-sessions/${started.loginSessionID}/steps/${step.stepID}`,
+      { type: "user_input", fields },
+    );
     return waitFor("the login session to finish", async () => {
-      const session = answered.status === "waiting_for_input" ? await this.ok("GET", `/v1/bridges/${bridge}/login-sessions/${started.loginSessionID}`) : answered;
+      const session =
+        answered.status === "waiting_for_input"
+          ? await this.ok("GET", `/v1/bridges/${bridge}/login-sessions/${started.loginSessionID}`)
+          : answered;
       return session.status === "complete" || session.status === "failed" ? session : undefined;
     });
   }
@@ -110,14 +134,22 @@ export class Client {
     return out;
   }
 
-  async messageWith(chatID: string, match: (m: Awaited<ReturnType<Client["messages"]>>[number]) => boolean, what: string, timeoutMs?: number) {
+  async messageWith(
+    chatID: string,
+    match: (m: Awaited<ReturnType<Client["messages"]>>[number]) => boolean,
+    what: string,
+    timeoutMs?: number,
+  ) {
     return waitFor(what, async () => (await this.messages(chatID)).find(match), timeoutMs);
   }
 }
 
 /** A small real PNG (1×1) followed by 150 KB of random bytes: still a valid image, and byte-exactness shows. */
 export function imageBytes(): Uint8Array {
-  const png = Uint8Array.from(atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="), (c) => c.charCodeAt(0));
+  const png = Uint8Array.from(
+    atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="),
+    (c) => c.charCodeAt(0),
+  );
   const tail = new Uint8Array(150_000);
   for (let at = 0; at < tail.length; at += 65_536) crypto.getRandomValues(tail.subarray(at, at + 65_536));
   const out = new Uint8Array(png.length + tail.length);

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { WebSocket as NodeWebSocket } from "ws";
-// @ts-ignore -- @xmpp/client 0.14 ships no type declarations; `XmppLibrary` below types the parts used here.
+// @types/xmpp__client types the module loosely; `XmppLibrary` below types the parts used here.
 import * as untypedXmpp from "@xmpp/client";
 import type { ProsodyServer } from "../harness/prosody.ts";
 
@@ -41,7 +41,10 @@ interface XmppLibrary {
     domain: string;
     resource?: string;
     username: string;
-    credentials: (authenticate: (credentials: { username: string; password: string }, mechanism: string) => Promise<void>, mechanisms: string[]) => Promise<void>;
+    credentials: (
+      authenticate: (credentials: { username: string; password: string }, mechanism: string) => Promise<void>,
+      mechanisms: string[],
+    ) => Promise<void>;
   }): XmppClient;
   xml(name: string, attrs?: Attrs, ...children: Child[]): Element;
 }
@@ -116,7 +119,12 @@ export class Peer {
     });
   }
 
-  static async connect(server: ProsodyServer, user: string, password: string, options: { resource?: string; transport?: "tcp" | "websocket" } = {}): Promise<Peer> {
+  static async connect(
+    server: ProsodyServer,
+    user: string,
+    password: string,
+    options: { resource?: string; transport?: "tcp" | "websocket" } = {},
+  ): Promise<Peer> {
     const websocket = options.transport === "websocket";
     // Node 20 has no global WebSocket (22 has), and @xmpp/websocket uses the global one.
     if (websocket) globalThis.WebSocket ??= NodeWebSocket as unknown as typeof WebSocket;
@@ -126,7 +134,8 @@ export class Peer {
       // A fixed resource keeps the full JID across reconnections.
       resource: options.resource ?? `peer-${randomUUID().slice(0, 8)}`,
       username: user,
-      credentials: (authenticate, mechanisms) => authenticate({ username: user, password }, mechanisms.includes("PLAIN") ? "PLAIN" : mechanisms[0]),
+      credentials: (authenticate, mechanisms) =>
+        authenticate({ username: user, password }, mechanisms.includes("PLAIN") ? "PLAIN" : mechanisms[0]),
     });
     const peer = new Peer(xmpp, server.uploadDomain);
     try {
@@ -162,10 +171,24 @@ export class Peer {
     await this.xmpp.send(stanza);
   }
 
-  async message(to: string, body: string, opts: { id?: string; type?: MessageType; replyTo?: { id: string; to: string }; markable?: boolean; requestReceipt?: boolean; originID?: boolean; store?: boolean } = {}): Promise<string> {
+  async message(
+    to: string,
+    body: string,
+    opts: {
+      id?: string;
+      type?: MessageType;
+      replyTo?: { id: string; to: string };
+      markable?: boolean;
+      requestReceipt?: boolean;
+      originID?: boolean;
+      store?: boolean;
+    } = {},
+  ): Promise<string> {
     const id = opts.id ?? randomUUID();
     await this.send(
-      xml("message", { to, id, type: opts.type ?? "chat" },
+      xml(
+        "message",
+        { to, id, type: opts.type ?? "chat" },
         xml("body", {}, body),
         opts.originID !== false && xml("origin-id", { xmlns: NS.originID, id }),
         opts.replyTo && xml("reply", { xmlns: NS.reply, id: opts.replyTo.id, to: opts.replyTo.to }),
@@ -181,7 +204,9 @@ export class Peer {
   async correct(to: string, replacesID: string, body: string, opts: { type?: MessageType } = {}): Promise<string> {
     const id = randomUUID();
     await this.send(
-      xml("message", { to, id, type: opts.type ?? "chat" },
+      xml(
+        "message",
+        { to, id, type: opts.type ?? "chat" },
         xml("body", {}, body),
         xml("origin-id", { xmlns: NS.originID, id }),
         xml("replace", { xmlns: NS.correction, id: replacesID }),
@@ -193,7 +218,9 @@ export class Peer {
   /** XEP-0444: the full set of this peer's reactions; the hint makes Prosody archive a message without a body. */
   async react(to: string, messageID: string, emojis: string[], opts: { type?: MessageType } = {}): Promise<void> {
     await this.send(
-      xml("message", { to, id: randomUUID(), type: opts.type ?? "chat" },
+      xml(
+        "message",
+        { to, id: randomUUID(), type: opts.type ?? "chat" },
         xml("reactions", { xmlns: NS.reactions, id: messageID }, ...emojis.map((emoji) => xml("reaction", {}, emoji))),
         xml("store", { xmlns: NS.hints }),
       ),
@@ -203,7 +230,9 @@ export class Peer {
   /** XEP-0424 (version 1), with the fallback body older clients show. */
   async retract(to: string, messageID: string, opts: { type?: MessageType } = {}): Promise<void> {
     await this.send(
-      xml("message", { to, id: randomUUID(), type: opts.type ?? "chat" },
+      xml(
+        "message",
+        { to, id: randomUUID(), type: opts.type ?? "chat" },
         xml("retract", { xmlns: NS.retraction, id: messageID }),
         xml("fallback", { xmlns: NS.fallback, for: NS.retraction }),
         xml("body", {}, "/me retracted a previous message, but it's unsupported by your client."),
@@ -220,14 +249,20 @@ export class Peer {
   /** XEP-0333 read marker. */
   async displayed(to: string, messageID: string, opts: { type?: MessageType } = {}): Promise<void> {
     await this.send(
-      xml("message", { to, id: randomUUID(), type: opts.type ?? "chat" }, xml("displayed", { xmlns: NS.markers, id: messageID })),
+      xml(
+        "message",
+        { to, id: randomUUID(), type: opts.type ?? "chat" },
+        xml("displayed", { xmlns: NS.markers, id: messageID }),
+      ),
     );
   }
 
   /** XEP-0085 chat state; never archived. */
   async typing(to: string, state: "composing" | "paused" | "active", opts: { type?: MessageType } = {}): Promise<void> {
     await this.send(
-      xml("message", { to, id: randomUUID(), type: opts.type ?? "chat" },
+      xml(
+        "message",
+        { to, id: randomUUID(), type: opts.type ?? "chat" },
         xml(state, { xmlns: NS.chatStates }),
         xml("no-store", { xmlns: NS.hints }),
       ),
@@ -251,9 +286,15 @@ export class Peer {
   private async configureRoom(roomJID: string): Promise<void> {
     const field = (name: string, value: string) => xml("field", { var: name }, xml("value", {}, value));
     await this.xmpp.iqCaller.request(
-      xml("iq", { type: "set", to: roomJID },
-        xml("query", { xmlns: NS.mucOwner },
-          xml("x", { xmlns: NS.dataForms, type: "submit" },
+      xml(
+        "iq",
+        { type: "set", to: roomJID },
+        xml(
+          "query",
+          { xmlns: NS.mucOwner },
+          xml(
+            "x",
+            { xmlns: NS.dataForms, type: "submit" },
             field("FORM_TYPE", "http://jabber.org/protocol/muc#roomconfig"),
             field("muc#roomconfig_persistentroom", "1"),
             field("muc#roomconfig_enablearchiving", "1"),
@@ -266,13 +307,17 @@ export class Peer {
 
   /** A mediated invitation (XEP-0045 §7.8.2): the room forwards it to `who`. */
   async invite(roomJID: string, who: string): Promise<void> {
-    await this.send(xml("message", { to: roomJID, id: randomUUID() }, xml("x", { xmlns: NS.mucUser }, xml("invite", { to: who }))));
+    await this.send(
+      xml("message", { to: roomJID, id: randomUUID() }, xml("x", { xmlns: NS.mucUser }, xml("invite", { to: who }))),
+    );
   }
 
   /** XEP-0363: asks the upload component for a slot, PUTs the bytes with the slot's headers, returns the GET URL. */
   async upload(bytes: Uint8Array, fileName: string, contentType: string): Promise<string> {
     const result = await this.xmpp.iqCaller.request(
-      xml("iq", { type: "get", to: this.uploadDomain },
+      xml(
+        "iq",
+        { type: "get", to: this.uploadDomain },
         xml("request", { xmlns: NS.upload, filename: fileName, size: bytes.byteLength, "content-type": contentType }),
       ),
     );
@@ -280,14 +325,21 @@ export class Peer {
     const put = slot.getChild("put")!;
     const headers: Record<string, string> = { "content-type": contentType };
     for (const header of put.getChildren("header")) headers[header.attrs.name!] = header.getText();
-    const response = await fetch(put.attrs.url!, { method: "PUT", headers, body: new Blob([bytes as Uint8Array<ArrayBuffer>]) });
-    if (!response.ok) throw new Error(`upload PUT ${put.attrs.url} answered ${response.status}: ${await response.text()}`);
+    const response = await fetch(put.attrs.url!, {
+      method: "PUT",
+      headers,
+      body: new Blob([bytes as Uint8Array<ArrayBuffer>]),
+    });
+    if (!response.ok)
+      throw new Error(`upload PUT ${put.attrs.url} answered ${response.status}: ${await response.text()}`);
     return slot.getChild("get")!.attrs.url!;
   }
 
   /** Adds a roster item and asks for a presence subscription. */
   async addContact(jid: string, name?: string): Promise<void> {
-    await this.xmpp.iqCaller.request(xml("iq", { type: "set" }, xml("query", { xmlns: NS.roster }, xml("item", { jid, name }))));
+    await this.xmpp.iqCaller.request(
+      xml("iq", { type: "set" }, xml("query", { xmlns: NS.roster }, xml("item", { jid, name }))),
+    );
     await this.send(xml("presence", { to: jid, type: "subscribe" }));
   }
 
@@ -319,13 +371,20 @@ export class Peer {
       };
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`${this.jid}: no matching stanza within ${timeoutMs} ms; unclaimed so far:\n${this.describeUnconsumed()}`));
+        reject(
+          new Error(
+            `${this.jid}: no matching stanza within ${timeoutMs} ms; unclaimed so far:\n${this.describeUnconsumed()}`,
+          ),
+        );
       }, timeoutMs);
       this.waiters.push(waiter);
     });
   }
 
-  async waitForMessage(match: (message: ReceivedMessage) => boolean, timeoutMs = DEFAULT_WAIT_MS): Promise<ReceivedMessage> {
+  async waitForMessage(
+    match: (message: ReceivedMessage) => boolean,
+    timeoutMs = DEFAULT_WAIT_MS,
+  ): Promise<ReceivedMessage> {
     const stanza = await this.waitFor((s) => s.is("message") && match(toMessage(s)), timeoutMs);
     return toMessage(stanza);
   }

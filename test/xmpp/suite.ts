@@ -36,7 +36,11 @@ export function xmppSuite(target: RuntimeTarget) {
     let bobChat: string;
     const peers: Peer[] = [];
     const password = (user: string) => `${user}-secret-${user.length}`;
-    const fields = (user: string, pass = password(user)) => ({ jid: `${user}@localhost`, password: pass, ...target.serverFields(server) });
+    const fields = (user: string, pass = password(user)) => ({
+      jid: `${user}@localhost`,
+      password: pass,
+      ...target.serverFields(server),
+    });
     const peer = async (user: string, resource?: string) => {
       const p = await Peer.connect(server, user, password(user), resource ? { resource } : {});
       peers.push(p);
@@ -45,7 +49,8 @@ export function xmppSuite(target: RuntimeTarget) {
 
     beforeAll(async () => {
       server = await startProsody();
-      for (const user of ["alice", "bob", "carol", "dave", "erin", "frank", "gina"]) await server.register(user, password(user));
+      for (const user of ["alice", "bob", "carol", "dave", "erin", "frank", "gina"])
+        await server.register(user, password(user));
       runtime = await target.start(randomToken());
       api = new Client(runtime);
       api.spec = new ResponseChecker(await api.ok("GET", "/v1/spec"));
@@ -86,8 +91,15 @@ export function xmppSuite(target: RuntimeTarget) {
     // Only where the runtime lacks a transport (the Worker has no TCP), so there is nothing to skip elsewhere.
     if (target.unsupportedFields)
       it("fails a login over a transport this runtime cannot open, saying what to use instead", async () => {
-        const session = await api.login({ jid: "alice@localhost", password: password("alice"), ...target.unsupportedFields!(server) });
-        expect(session).toMatchObject({ status: "failed", error: { code: "unsupported_transport", message: expect.stringMatching(/WebSocket URL/) } });
+        const session = await api.login({
+          jid: "alice@localhost",
+          password: password("alice"),
+          ...target.unsupportedFields!(server),
+        });
+        expect(session).toMatchObject({
+          status: "failed",
+          error: { code: "unsupported_transport", message: expect.stringMatching(/WebSocket URL/) },
+        });
       });
 
     it("signs in, goes connecting → backfilling → connected, and has what was sent while it was offline", async () => {
@@ -109,7 +121,10 @@ export function xmppSuite(target: RuntimeTarget) {
         ["sent while you were away", false],
       ]);
       // Nothing the API answers carries a credential.
-      const everything = JSON.stringify([await api.ok("GET", "/v1/accounts"), await api.ok("GET", `/v1/bridges/local-xmpp`)]);
+      const everything = JSON.stringify([
+        await api.ok("GET", "/v1/accounts"),
+        await api.ok("GET", `/v1/bridges/local-xmpp`),
+      ]);
       expect(everything).not.toContain(password("alice"));
       expect(everything).not.toMatch(/clientKey|serverKey|salt/);
     });
@@ -135,7 +150,12 @@ export function xmppSuite(target: RuntimeTarget) {
       });
       expect(reacted.reactions).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ id: "bob@localhost👍", participantID: "bob@localhost", reactionKey: "👍", emoji: true }),
+          expect.objectContaining({
+            id: "bob@localhost👍",
+            participantID: "bob@localhost",
+            reactionKey: "👍",
+            emoji: true,
+          }),
           expect.objectContaining({ id: "bob@localhost🎉", participantID: "bob@localhost", reactionKey: "🎉" }),
         ]),
       );
@@ -148,7 +168,10 @@ export function xmppSuite(target: RuntimeTarget) {
       const gone = await bob.message("alice@localhost", "oops, wrong chat");
       await api.messageWith(bobChat, (m) => m.text === "oops, wrong chat", "the message to retract");
       await bob.retract("alice@localhost", gone);
-      await waitFor("the retraction", async () => !(await api.messages(bobChat)).some((m) => m.text === "oops, wrong chat"));
+      await waitFor(
+        "the retraction",
+        async () => !(await api.messages(bobChat)).some((m) => m.text === "oops, wrong chat"),
+      );
     });
 
     it("sends text, a reply, an edit, reactions and a delete that the other person receives", async () => {
@@ -173,15 +196,33 @@ export function xmppSuite(target: RuntimeTarget) {
 
       await api.sdk.chats.messages.reactions.add(theirs.id, { chatID: bobChat, reactionKey: "❤️" });
       const first = await bob.waitFor((s) => s.getChild("reactions", NS.reactions)?.attrs.id === bobs);
-      expect(first.getChild("reactions", NS.reactions)!.getChildren("reaction").map((r) => r.getText())).toEqual(["❤️"]);
+      expect(
+        first
+          .getChild("reactions", NS.reactions)!
+          .getChildren("reaction")
+          .map((r) => r.getText()),
+      ).toEqual(["❤️"]);
       await api.sdk.chats.messages.reactions.add(theirs.id, { chatID: bobChat, reactionKey: "😂" });
       const both = await bob.waitFor((s) => s.getChild("reactions", NS.reactions)?.attrs.id === bobs);
-      expect(both.getChild("reactions", NS.reactions)!.getChildren("reaction").map((r) => r.getText()).sort()).toEqual(["❤️", "😂"].sort());
+      expect(
+        both
+          .getChild("reactions", NS.reactions)!
+          .getChildren("reaction")
+          .map((r) => r.getText())
+          .sort(),
+      ).toEqual(["❤️", "😂"].sort());
       await api.sdk.chats.messages.reactions.delete("❤️", { chatID: bobChat, messageID: theirs.id });
       const after = await bob.waitFor((s) => s.getChild("reactions", NS.reactions)?.attrs.id === bobs);
-      expect(after.getChild("reactions", NS.reactions)!.getChildren("reaction").map((r) => r.getText())).toEqual(["😂"]);
+      expect(
+        after
+          .getChild("reactions", NS.reactions)!
+          .getChildren("reaction")
+          .map((r) => r.getText()),
+      ).toEqual(["😂"]);
       const shown = await api.sdk.messages.retrieve(theirs.id, { chatID: bobChat });
-      expect(shown.reactions).toEqual([expect.objectContaining({ id: "alice@localhost😂", participantID: "alice@localhost", reactionKey: "😂" })]);
+      expect(shown.reactions).toEqual([
+        expect.objectContaining({ id: "alice@localhost😂", participantID: "alice@localhost", reactionKey: "😂" }),
+      ]);
 
       await api.sdk.messages.delete(mine.id, { chatID: bobChat });
       const retraction = await bob.waitFor((s) => s.getChild("retract", NS.retract)?.attrs.id === got.id);
@@ -219,7 +260,10 @@ export function xmppSuite(target: RuntimeTarget) {
       await api.messageWith(bobChat, (m) => m.text === "read me on your phone", "bob's second message");
       expect((await api.sdk.chats.retrieve(bobChat)).unreadCount).toBeGreaterThan(0);
       await phone.displayed("bob@localhost", later);
-      await waitFor("the chat to be read elsewhere", async () => (await api.sdk.chats.retrieve(bobChat)).unreadCount === 0);
+      await waitFor(
+        "the chat to be read elsewhere",
+        async () => (await api.sdk.chats.retrieve(bobChat)).unreadCount === 0,
+      );
     });
 
     it("shows messages sent from another client of the account as sent (carbons)", async () => {
@@ -237,7 +281,12 @@ export function xmppSuite(target: RuntimeTarget) {
     });
 
     it("runs a group chat of three: created here, members invited, messages and reactions both ways", async () => {
-      const created = await api.sdk.chats.create({ accountID, type: "group", participantIDs: ["bob@localhost", "carol@localhost"], title: "Trio" });
+      const created = await api.sdk.chats.create({
+        accountID,
+        type: "group",
+        participantIDs: ["bob@localhost", "carol@localhost"],
+        title: "Trio",
+      });
       expect(created).toMatchObject({ type: "group", title: "Trio" });
       const room = await waitFor("the room's JID from bob's invitation", async () => {
         const invite = bob.received().find((s) => s.getChild("x", NS.mucUser)?.getChild("invite"));
@@ -260,8 +309,12 @@ export function xmppSuite(target: RuntimeTarget) {
       await bob.retract(room, carolsID, { type: "groupchat" });
       await bob.message(room, "bob was here", { type: "groupchat" });
       await api.messageWith(created.chatID, (m) => m.text === "bob was here", "bob's message after his attempts");
-      expect(await api.sdk.messages.retrieve(fromCarol.id, { chatID: created.chatID })).toMatchObject({ text: "hi all" });
-      expect((await api.sdk.messages.retrieve(fromCarol.id, { chatID: created.chatID })).editedTimestamp).toBeUndefined();
+      expect(await api.sdk.messages.retrieve(fromCarol.id, { chatID: created.chatID })).toMatchObject({
+        text: "hi all",
+      });
+      expect(
+        (await api.sdk.messages.retrieve(fromCarol.id, { chatID: created.chatID })).editedTimestamp,
+      ).toBeUndefined();
 
       await api.sdk.messages.send(created.chatID, { text: "hello trio" });
       for (const member of [bob, carol]) {
@@ -276,7 +329,11 @@ export function xmppSuite(target: RuntimeTarget) {
       const ours = (await api.messages(created.chatID)).find((m) => m.text === "hello trio")!;
       const echo = bob.received().find((s) => s.getChildText("body") === "hello trio")!;
       await bob.react(room, String(echo.attrs.id), ["👏"], { type: "groupchat" });
-      await waitFor("bob's reaction in the room", async () => (await api.sdk.messages.retrieve(ours.id, { chatID: created.chatID })).reactions?.some((r) => r.participantID === "bob@localhost" && r.reactionKey === "👏"));
+      await waitFor("bob's reaction in the room", async () =>
+        (await api.sdk.messages.retrieve(ours.id, { chatID: created.chatID })).reactions?.some(
+          (r) => r.participantID === "bob@localhost" && r.reactionKey === "👏",
+        ),
+      );
     });
 
     it("joins a room a contact invites it to, and ignores a stranger's invitation", async () => {
@@ -286,8 +343,14 @@ export function xmppSuite(target: RuntimeTarget) {
       await stranger.invite(trap, "alice@localhost");
       await stranger.message("alice@localhost", "did you get my invitation?");
       const daveChat = await api.chatTitled(accountID, "dave");
-      await api.messageWith(daveChat.id, (m) => m.text === "did you get my invitation?", "dave's message after his invitation");
-      expect((await api.sdk.chats.list({ accountIDs: [accountID] })).items.map((c) => c.title)).not.toContain(trap.split("@")[0]);
+      await api.messageWith(
+        daveChat.id,
+        (m) => m.text === "did you get my invitation?",
+        "dave's message after his invitation",
+      );
+      expect((await api.sdk.chats.list({ accountIDs: [accountID] })).items.map((c) => c.title)).not.toContain(
+        trap.split("@")[0],
+      );
 
       await phone.addContact("carol@localhost", "Carol Clark");
       const room = `book-club-${Date.now()}@${server.mucDomain}`;
@@ -304,9 +367,18 @@ export function xmppSuite(target: RuntimeTarget) {
       const bytes = imageBytes();
       const form = new FormData();
       form.append("file", new Blob([bytes as Uint8Array<ArrayBuffer>], { type: "image/png" }), "sunset.png");
-      const upload = await fetch(`${runtime.url}/v1/assets/upload`, { method: "POST", headers: { authorization: `Bearer ${runtime.token}` }, body: form }).then((r) => r.json());
+      const upload = await fetch(`${runtime.url}/v1/assets/upload`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${runtime.token}` },
+        body: form,
+      }).then((r) => r.json());
       const sent = await api.sdk.messages.send(bobChat, { attachment: { uploadID: upload.uploadID } });
-      const status = await waitFor("the upload to settle", async () => (await api.sdk.messages.retrieve(sent.pendingMessageID, { chatID: bobChat })).sendStatus?.status !== "PENDING" && (await api.sdk.messages.retrieve(sent.pendingMessageID, { chatID: bobChat })).sendStatus);
+      const status = await waitFor(
+        "the upload to settle",
+        async () =>
+          (await api.sdk.messages.retrieve(sent.pendingMessageID, { chatID: bobChat })).sendStatus?.status !==
+            "PENDING" && (await api.sdk.messages.retrieve(sent.pendingMessageID, { chatID: bobChat })).sendStatus,
+      );
       expect([status.status, status.message]).toEqual(["SUCCESS", undefined]);
       const got = await bob.waitForMessage((m) => m.stanza.getChild("x", NS.oob) !== undefined);
       const url = got.stanza.getChild("x", NS.oob)!.getChildText("url")!;
@@ -314,17 +386,28 @@ export function xmppSuite(target: RuntimeTarget) {
 
       const theirs = imageBytes();
       const link = await bob.upload(theirs, "holiday.png", "image/png");
-      await bob.send(xml("message", { to: "alice@localhost", type: "chat", id: `file-${Date.now()}` }, xml("body", {}, link), xml("x", { xmlns: NS.oob }, xml("url", {}, link))));
+      await bob.send(
+        xml(
+          "message",
+          { to: "alice@localhost", type: "chat", id: `file-${Date.now()}` },
+          xml("body", {}, link),
+          xml("x", { xmlns: NS.oob }, xml("url", {}, link)),
+        ),
+      );
       const m = await api.messageWith(bobChat, (x) => x.attachments?.[0]?.fileName === "holiday.png", "bob's image");
       expect(m.attachments![0]).toMatchObject({ type: "img", mimeType: "image/png" });
       expect(m.text ?? "").toBe("");
       const downloaded = await api.sdk.assets.download({ url: m.attachments![0].id! });
       expect(downloaded.error ?? undefined).toBeUndefined();
-      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(downloaded.srcURL!)}`, { headers: { authorization: `Bearer ${runtime.token}` } });
+      const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(downloaded.srcURL!)}`, {
+        headers: { authorization: `Bearer ${runtime.token}` },
+      });
       expect(served.status).toBe(200);
       expect(new Uint8Array(await served.arrayBuffer())).toEqual(theirs);
       // An attachment ID is not a way to make inboxd fetch any URL.
-      const forged = await api.raw("POST", "/v1/assets/download", { url: `mxc://xmpp/${btoa("http://127.0.0.1:1/secret").replace(/=+$/, "")}.AAAAAAAAAAAAAAAAAAAAAA` });
+      const forged = await api.raw("POST", "/v1/assets/download", {
+        url: `mxc://xmpp/${btoa("http://127.0.0.1:1/secret").replace(/=+$/, "")}.AAAAAAAAAAAAAAAAAAAAAA`,
+      });
       expect(forged.status).toBe(404);
     });
 
@@ -372,7 +455,8 @@ export function xmppSuite(target: RuntimeTarget) {
       for (let i = 0; i < 3; i++) await bobAgain.message("alice@localhost", `after the restart ${i}`);
       await api.accountStatus(accountID, "connected", seen, 20_000);
       expect(seen.slice(0, 1)).toEqual(["connecting"]);
-      for (let i = 0; i < 3; i++) await api.messageWith(bobChat, (m) => m.text === `after the restart ${i}`, `message ${i} after the restart`);
+      for (let i = 0; i < 3; i++)
+        await api.messageWith(bobChat, (m) => m.text === `after the restart ${i}`, `message ${i} after the restart`);
       expect(duplicates((await api.messages(bobChat)).map((m) => m.text))).toEqual([]);
       await api.sdk.messages.send(bobChat, { text: "still here" });
       await bobAgain.waitForMessage((m) => m.body === "still here", 10_000);

@@ -31,34 +31,68 @@ async function send(path: string, init: RequestInit, token: string | undefined):
   return fetch(path, { ...init, headers });
 }
 
-/** A request with the page's token (renewed when it expired); a non-2xx answer throws ApiError with the server's words. */
-export async function request(path: string, init: RequestInit = {}): Promise<Response> {
+/**
+ * A request with the page's token, renewed first when it is about to expire and once more on a 401; the answer as
+ * it came, whatever its status (the API reference at /docs sends its "Try it out" requests through this too).
+ */
+export async function authorizedFetch(path: string, init: RequestInit = {}): Promise<Response> {
   let credentials = loadCredentials();
-  if (credentials?.expiresAt && credentials.expiresAt - Date.now() < 30_000) credentials = (await refreshCredentials(credentials.accessToken)) ?? credentials;
+  if (credentials?.expiresAt && credentials.expiresAt - Date.now() < 30_000)
+    credentials = (await refreshCredentials(credentials.accessToken)) ?? credentials;
   let response = await send(path, init, credentials?.accessToken);
   if (response.status === 401 && credentials) {
     const renewed = await refreshCredentials(credentials.accessToken);
     if (renewed) response = await send(path, init, renewed.accessToken);
   }
+  return response;
+}
+
+/** A request with the page's token (renewed when it expired); a non-2xx answer throws ApiError with the server's words. */
+export async function request(path: string, init: RequestInit = {}): Promise<Response> {
+  const response = await authorizedFetch(path, init);
   if (response.status === 401) onSignedOut();
   if (!response.ok) {
-    const body = (await response.json().catch(() => ({}))) as { message?: string; code?: string; error?: string | { message?: string } };
-    const message = body.message ?? (typeof body.error === "string" ? body.error : body.error?.message) ?? `${response.status} ${response.statusText}`;
+    const body = (await response.json().catch(() => ({}))) as {
+      message?: string;
+      code?: string;
+      error?: string | { message?: string };
+    };
+    const message =
+      body.message ??
+      (typeof body.error === "string" ? body.error : body.error?.message) ??
+      `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message, body.code);
   }
   return response;
 }
 
-export async function get<T>(path: string, query?: Record<string, string | number | boolean | string[] | undefined>): Promise<T> {
+export async function get<T>(
+  path: string,
+  query?: Record<string, string | number | boolean | string[] | undefined>,
+): Promise<T> {
   return (await request(withQuery(path, query))).json() as Promise<T>;
 }
 
 export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await request(path, body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  return (response.status === 204 ? undefined : response.headers.get("content-type")?.includes("json") ? response.json() : undefined) as Promise<T>;
+  const response = await request(
+    path,
+    body === undefined
+      ? { method }
+      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+  );
+  return (
+    response.status === 204
+      ? undefined
+      : response.headers.get("content-type")?.includes("json")
+        ? response.json()
+        : undefined
+  ) as Promise<T>;
 }
 
-export function withQuery(path: string, query?: Record<string, string | number | boolean | string[] | undefined>): string {
+export function withQuery(
+  path: string,
+  query?: Record<string, string | number | boolean | string[] | undefined>,
+): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query ?? {})) {
     if (value === undefined || value === "") continue;
@@ -71,7 +105,9 @@ export function withQuery(path: string, query?: Record<string, string | number |
 export const enc = encodeURIComponent;
 
 /** Uploads a file (multipart, as the API takes it) for a message attachment. */
-export async function upload(file: File): Promise<{ uploadID: string; fileName: string; mimeType: string; width?: number; height?: number }> {
+export async function upload(
+  file: File,
+): Promise<{ uploadID: string; fileName: string; mimeType: string; width?: number; height?: number }> {
   const form = new FormData();
   form.append("file", file, file.name);
   return (await request("/v1/assets/upload", { method: "POST", body: form })).json();

@@ -31,7 +31,11 @@ export const forgetCredentials = () => localStorage.removeItem(AUTH_KEY);
 
 const redirectURI = () => `${location.origin}/`;
 
-const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 
 async function post(path: string, body: URLSearchParams | object): Promise<Record<string, unknown>> {
   const form = body instanceof URLSearchParams;
@@ -41,7 +45,10 @@ async function post(path: string, body: URLSearchParams | object): Promise<Recor
     body: form ? body.toString() : JSON.stringify(body),
   });
   const json = (await response.json().catch(() => ({}))) as Record<string, unknown>;
-  if (!response.ok) throw new Error(String(json.error_description ?? json.message ?? json.error ?? `${path} answered ${response.status}`));
+  if (!response.ok)
+    throw new Error(
+      String(json.error_description ?? json.message ?? json.error ?? `${path} answered ${response.status}`),
+    );
   return json;
 }
 
@@ -50,8 +57,13 @@ export async function startSignIn(): Promise<void> {
   const client = await post("/oauth/register", { client_name: CLIENT_NAME, redirect_uris: [redirectURI()] });
   const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
   const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
-  const challenge = base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))));
-  sessionStorage.setItem(PENDING_KEY, JSON.stringify({ verifier, state, clientID: client.client_id, back: location.hash }));
+  const challenge = base64url(
+    new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))),
+  );
+  sessionStorage.setItem(
+    PENDING_KEY,
+    JSON.stringify({ verifier, state, clientID: client.client_id, back: location.hash }),
+  );
   const query = new URLSearchParams({
     response_type: "code",
     client_id: String(client.client_id),
@@ -71,14 +83,32 @@ export async function startSignIn(): Promise<void> {
 export async function finishSignIn(): Promise<{ error?: string } | undefined> {
   const query = new URLSearchParams(location.search);
   if (!query.has("code") && !query.has("error")) return undefined;
-  const pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) ?? "null") as { verifier: string; state: string; clientID: string; back: string } | null;
+  const pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) ?? "null") as {
+    verifier: string;
+    state: string;
+    clientID: string;
+    back: string;
+  } | null;
   sessionStorage.removeItem(PENDING_KEY);
   history.replaceState(null, "", `/${pending?.back ?? ""}`);
-  if (query.has("error")) return { error: query.get("error") === "access_denied" ? "Access was denied on the consent page." : query.get("error_description") ?? query.get("error")! };
-  if (!pending || query.get("state") !== pending.state) return { error: "This sign-in did not start in this tab (its state does not match). Sign in again." };
+  if (query.has("error"))
+    return {
+      error:
+        query.get("error") === "access_denied"
+          ? "Access was denied on the consent page."
+          : (query.get("error_description") ?? query.get("error")!),
+    };
+  if (!pending || query.get("state") !== pending.state)
+    return { error: "This sign-in did not start in this tab (its state does not match). Sign in again." };
   const tokens = await post(
     "/oauth/token",
-    new URLSearchParams({ grant_type: "authorization_code", code: query.get("code")!, code_verifier: pending.verifier, client_id: pending.clientID, redirect_uri: redirectURI() }),
+    new URLSearchParams({
+      grant_type: "authorization_code",
+      code: query.get("code")!,
+      code_verifier: pending.verifier,
+      client_id: pending.clientID,
+      redirect_uri: redirectURI(),
+    }),
   );
   saveCredentials(fromTokenAnswer(tokens, pending.clientID));
   return {};
@@ -104,7 +134,14 @@ export function refreshCredentials(stale: string): Promise<Credentials | undefin
       if (current && current.accessToken !== stale) return current;
       if (!current?.refreshToken) return undefined;
       try {
-        const tokens = await post("/oauth/token", new URLSearchParams({ grant_type: "refresh_token", refresh_token: current.refreshToken, ...(current.clientID ? { client_id: current.clientID } : {}) }));
+        const tokens = await post(
+          "/oauth/token",
+          new URLSearchParams({
+            grant_type: "refresh_token",
+            refresh_token: current.refreshToken,
+            ...(current.clientID ? { client_id: current.clientID } : {}),
+          }),
+        );
         const next = fromTokenAnswer(tokens, current.clientID);
         saveCredentials(next);
         return next;

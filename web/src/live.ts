@@ -57,7 +57,13 @@ export function startLive() {
   let opened = false;
   ws.onopen = () => {
     opened = true;
-    ws.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"], ...(lastEventID !== undefined ? { since: lastEventID } : {}) }));
+    ws.send(
+      JSON.stringify({
+        type: "subscriptions.set",
+        chatIDs: ["*"],
+        ...(lastEventID !== undefined ? { since: lastEventID } : {}),
+      }),
+    );
   };
   ws.onmessage = (message) => {
     const data = JSON.parse(String(message.data)) as { type: string; eventID?: number };
@@ -81,10 +87,13 @@ export function startLive() {
     // Refused before opening: most likely the token expired; renew it before trying again.
     if (!opened) await refreshCredentials(token);
     attempts++;
-    reconnect = setTimeout(() => {
-      reconnect = undefined;
-      if (!stopped) startLive();
-    }, Math.min(30_000, 500 * 2 ** Math.min(attempts, 6)));
+    reconnect = setTimeout(
+      () => {
+        reconnect = undefined;
+        if (!stopped) startLive();
+      },
+      Math.min(30_000, 500 * 2 ** Math.min(attempts, 6)),
+    );
   };
 }
 

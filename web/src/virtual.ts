@@ -1,7 +1,16 @@
-import { elementScroll, observeElementOffset, observeElementRect, Virtualizer, type VirtualizerOptions } from "@tanstack/virtual-core";
+import {
+  elementScroll,
+  observeElementOffset,
+  observeElementRect,
+  Virtualizer,
+  type VirtualizerOptions,
+} from "@tanstack/virtual-core";
 import { useLayoutEffect, useReducer, useState } from "preact/hooks";
 
-type Options = Pick<VirtualizerOptions<HTMLElement, Element>, "count" | "getScrollElement" | "estimateSize" | "overscan" | "getItemKey">;
+type Options = Pick<
+  VirtualizerOptions<HTMLElement, Element>,
+  "count" | "getScrollElement" | "estimateSize" | "overscan" | "getItemKey"
+>;
 
 /**
  * A virtualised list over @tanstack/virtual-core: only the rows in view (and a few around them) are in the DOM,

@@ -19,7 +19,13 @@ interface UpstreamAccount {
  * (its `via.servers` names `self`) is left out and named in `looped`: importing it would send its messages round
  * in a circle.
  */
-export async function upstreamAccounts(sdk: BeeperDesktop, baseURL: string, auth: UpstreamAuth, instanceID: string | undefined, self: string) {
+export async function upstreamAccounts(
+  sdk: BeeperDesktop,
+  baseURL: string,
+  auth: UpstreamAuth,
+  instanceID: string | undefined,
+  self: string,
+) {
   const list = (await sdk.accounts.list()) as unknown as UpstreamAccount[];
   const accounts: LoginResult["accounts"] = [];
   const looped: string[] = [];
@@ -30,8 +36,14 @@ export async function upstreamAccounts(sdk: BeeperDesktop, baseURL: string, auth
       looped.push(a.accountID);
       continue;
     }
-    if (a.status) statuses.set(a.accountID, { status: a.status, ...(a.statusText ? { statusText: a.statusText } : {}) });
-    const state: DesktopApiState = { baseURL, auth, upstreamAccountID: a.accountID, ...(instanceID ? { instanceID } : {}) };
+    if (a.status)
+      statuses.set(a.accountID, { status: a.status, ...(a.statusText ? { statusText: a.statusText } : {}) });
+    const state: DesktopApiState = {
+      baseURL,
+      auth,
+      upstreamAccountID: a.accountID,
+      ...(instanceID ? { instanceID } : {}),
+    };
     accounts.push({
       remoteID: a.accountID,
       user: { ...a.user, isSelf: true },

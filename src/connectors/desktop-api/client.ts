@@ -1,4 +1,17 @@
-import type { ChatCapabilities, ChatFlags, ConnectorHost, HistoryPage, NetworkChat, NetworkClient, NetworkMedia, OutgoingFile, OutgoingMessage, SendReceipt, TypingState } from "../../bridges/connector.ts";
+import type {
+  ChatCapabilities,
+  ChatFlags,
+  ConnectorHost,
+  HistoryPage,
+  NetworkChat,
+  NetworkClient,
+  NetworkMedia,
+  OutgoingFile,
+  OutgoingMessage,
+  SendReceipt,
+  TypingState,
+} from "../../bridges/connector.ts";
+import type { MessageSendParams } from "@beeper/desktop-api/resources/messages";
 import { NetworkError } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
@@ -46,7 +59,7 @@ export class DesktopApiClient implements NetworkClient {
   async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
     return this.link.send(networkChatID, () =>
       upstreamCall(async () => {
-        let attachment;
+        let attachment: MessageSendParams["attachment"];
         if (message.attachment) {
           const { info } = message.attachment;
           const uploaded = await this.upload(message.attachment);
@@ -59,12 +72,21 @@ export class DesktopApiClient implements NetworkClient {
             ...(info.size ? { size: info.size } : {}),
           };
         }
-        const sent = await this.sdk.messages.send(networkChatID, { ...(message.text ? { text: message.text } : {}), ...(message.replyTo ? { replyToMessageID: message.replyTo } : {}), ...(attachment ? { attachment } : {}) });
+        const sent = await this.sdk.messages.send(networkChatID, {
+          ...(message.text ? { text: message.text } : {}),
+          ...(message.replyTo ? { replyToMessageID: message.replyTo } : {}),
+          ...(attachment ? { attachment } : {}),
+        });
         // On inboxd (it has an instance ID) a pending message's ID is the message's own; the desktop app's pending
         // ID resolves to the message through GET …/messages/{pendingMessageID}.
         if (this.instanceID) return { networkMessageID: sent.pendingMessageID, timestamp: Date.now() };
-        const stored = (await this.sdk.messages.retrieve(sent.pendingMessageID, { chatID: networkChatID }).catch(() => undefined)) as UpstreamMessage | undefined;
-        return { networkMessageID: stored?.id ?? sent.pendingMessageID, timestamp: stored ? Date.parse(stored.timestamp) : Date.now() };
+        const stored = (await this.sdk.messages
+          .retrieve(sent.pendingMessageID, { chatID: networkChatID })
+          .catch(() => undefined)) as UpstreamMessage | undefined;
+        return {
+          networkMessageID: stored?.id ?? sent.pendingMessageID,
+          timestamp: stored ? Date.parse(stored.timestamp) : Date.now(),
+        };
       }),
     );
   }
@@ -73,8 +95,11 @@ export class DesktopApiClient implements NetworkClient {
   private async upload(file: OutgoingFile): Promise<{ uploadID: string }> {
     const { info } = file;
     const blob = await new Response(file.open()).blob();
-    const uploaded = await this.sdk.assets.upload({ file: new File([blob], info.fileName ?? "file", { type: info.mimeType ?? "application/octet-stream" }) });
-    if (!uploaded.uploadID) throw new NetworkError("rejected", `the upstream refused the file: ${uploaded.error ?? "no upload ID"}`);
+    const uploaded = await this.sdk.assets.upload({
+      file: new File([blob], info.fileName ?? "file", { type: info.mimeType ?? "application/octet-stream" }),
+    });
+    if (!uploaded.uploadID)
+      throw new NetworkError("rejected", `the upstream refused the file: ${uploaded.error ?? "no upload ID"}`);
     return { uploadID: uploaded.uploadID };
   }
 
@@ -87,11 +112,15 @@ export class DesktopApiClient implements NetworkClient {
   }
 
   async react(networkChatID: string, networkMessageID: string, reactionKey: string) {
-    await upstreamCall(() => this.sdk.chats.messages.reactions.add(networkMessageID, { chatID: networkChatID, reactionKey }));
+    await upstreamCall(() =>
+      this.sdk.chats.messages.reactions.add(networkMessageID, { chatID: networkChatID, reactionKey }),
+    );
   }
 
   async unreact(networkChatID: string, networkMessageID: string, reactionKey: string) {
-    await upstreamCall(() => this.sdk.chats.messages.reactions.delete(reactionKey, { chatID: networkChatID, messageID: networkMessageID }));
+    await upstreamCall(() =>
+      this.sdk.chats.messages.reactions.delete(reactionKey, { chatID: networkChatID, messageID: networkMessageID }),
+    );
   }
 
   async markRead(networkChatID: string, networkMessageID: string) {
@@ -115,12 +144,18 @@ export class DesktopApiClient implements NetworkClient {
 
   async setReminder(networkChatID: string, reminder: { at: number; dismissOnIncomingMessage: boolean } | null) {
     if (!reminder) return void (await upstreamCall(() => this.sdk.chats.reminders.delete(networkChatID)));
-    await upstreamCall(() => this.sdk.chats.reminders.create(networkChatID, { reminder: { remindAtMs: reminder.at, dismissOnIncomingMessage: reminder.dismissOnIncomingMessage } } as never));
+    await upstreamCall(() =>
+      this.sdk.chats.reminders.create(networkChatID, {
+        reminder: { remindAtMs: reminder.at, dismissOnIncomingMessage: reminder.dismissOnIncomingMessage },
+      } as never),
+    );
   }
 
   async setTyping(networkChatID: string, state: TypingState) {
     // inboxd's own endpoint (the vendor CLI's `beeper presence`); an upstream without it answers 404, said as such.
-    await upstreamCall(() => this.sdk.post(`/v1/chats/${encodeURIComponent(networkChatID)}/typing`, { body: { state } }));
+    await upstreamCall(() =>
+      this.sdk.post(`/v1/chats/${encodeURIComponent(networkChatID)}/typing`, { body: { state } }),
+    );
   }
 
   async notifyAnyway(networkChatID: string) {
@@ -137,16 +172,31 @@ export class DesktopApiClient implements NetworkClient {
         page = await page.getNextPage();
       }
       const hasMore = older.length > limit || page.hasNextPage();
-      const messages = older.slice(0, limit).filter((m) => !m.isDeleted).reverse().map((m) => messageOf(m, this.link.media, true));
+      const messages = older
+        .slice(0, limit)
+        .filter((m) => !m.isDeleted)
+        .reverse()
+        .map((m) => messageOf(m, this.link.media, true));
       return { messages, hasMore };
     });
   }
 
-  async createChat(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat> {
+  async createChat(request: {
+    type: "single" | "group";
+    participantIDs: string[];
+    title?: string;
+  }): Promise<NetworkChat> {
     const created = (await upstreamCall(() =>
-      this.sdk.chats.create({ accountID: this.upstreamAccountID, type: request.type, participantIDs: request.participantIDs, ...(request.title ? { title: request.title } : {}) } as never),
+      this.sdk.chats.create({
+        accountID: this.upstreamAccountID,
+        type: request.type,
+        participantIDs: request.participantIDs,
+        ...(request.title ? { title: request.title } : {}),
+      } as never),
     )) as unknown as UpstreamChat & { chatID?: string };
-    const chat = created.id ? created : ((await upstreamCall(() => this.sdk.chats.retrieve(created.chatID!))) as unknown as UpstreamChat);
+    const chat = created.id
+      ? created
+      : ((await upstreamCall(() => this.sdk.chats.retrieve(created.chatID!))) as unknown as UpstreamChat);
     return chatOf(chat, this.link.media);
   }
 
@@ -176,16 +226,23 @@ export class DesktopApiClient implements NetworkClient {
     if (original === undefined) return null;
     const response = await upstreamCall(() => this.sdk.assets.serve({ url: original }).asResponse());
     if (!response.body) throw new NetworkError("not_found", `the upstream has no media at ${original}`);
-    const disposition = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(response.headers.get("content-disposition") ?? "")?.[1];
+    const disposition = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(
+      response.headers.get("content-disposition") ?? "",
+    )?.[1];
     return {
       content: response.body as unknown as AsyncIterable<Uint8Array>,
-      ...(response.headers.get("content-type") ? { mimeType: response.headers.get("content-type")!.split(";")[0] } : {}),
+      ...(response.headers.get("content-type")
+        ? { mimeType: response.headers.get("content-type")!.split(";")[0] }
+        : {}),
       ...(disposition ? { fileName: decodeURIComponent(disposition) } : {}),
     };
   }
 
   /** Chat state of one upstream chat, freshly read (after a start or a create). */
   async chat(networkChatID: string): Promise<NetworkChat> {
-    return chatOf((await upstreamCall(() => this.sdk.chats.retrieve(networkChatID))) as unknown as UpstreamChat, this.link.media);
+    return chatOf(
+      (await upstreamCall(() => this.sdk.chats.retrieve(networkChatID))) as unknown as UpstreamChat,
+      this.link.media,
+    );
   }
 }

@@ -15,9 +15,33 @@ describe("desktop-api conversions", () => {
   });
 
   it("maps a chat: flags only where the upstream said, the member count where it holds more than it listed", () => {
-    const chat = chatOf({ id: "!c", accountID: "a", title: "Group", type: "group", participants: { items: [{ id: "u1" }], hasMore: true, total: 40 }, isPinned: true, unreadCount: 3 }, media);
-    expect(chat).toEqual({ networkChatID: "!c", type: "group", title: "Group", participants: [{ id: "u1" }], participantCount: 40, isPinned: true, unreadCount: 3 });
-    expect(chatOf({ id: "!d", accountID: "a" }, media)).toEqual({ networkChatID: "!d", type: "single", title: "!d", participants: [] });
+    const chat = chatOf(
+      {
+        id: "!c",
+        accountID: "a",
+        title: "Group",
+        type: "group",
+        participants: { items: [{ id: "u1" }], hasMore: true, total: 40 },
+        isPinned: true,
+        unreadCount: 3,
+      },
+      media,
+    );
+    expect(chat).toEqual({
+      networkChatID: "!c",
+      type: "group",
+      title: "Group",
+      participants: [{ id: "u1" }],
+      participantCount: 40,
+      isPinned: true,
+      unreadCount: 3,
+    });
+    expect(chatOf({ id: "!d", accountID: "a" }, media)).toEqual({
+      networkChatID: "!d",
+      type: "single",
+      title: "!d",
+      participants: [],
+    });
   });
 
   it("maps a message: its type, edit time, reply, attachments (wrapped) and, for history, reactions", () => {
@@ -38,8 +62,29 @@ describe("desktop-api conversions", () => {
       media,
       true,
     );
-    expect(m).toMatchObject({ networkMessageID: "m1", type: "IMAGE", timestamp: Date.parse("2026-01-02T03:04:05.000Z"), editedTimestamp: Date.parse("2026-01-02T03:05:00.000Z"), replyTo: "m0", reactions: [{ senderID: "u2", reactionKey: "👍" }] });
-    expect(m.attachments).toEqual([{ type: "img", id: media.wrap("mxc://inboxd/pic"), fileName: "p.png", size: { width: 2, height: 3 } }]);
-    expect(messageOf({ id: "m2", chatID: "!c", accountID: "a", senderID: "u1", timestamp: "2026-01-02T03:04:05.000Z", type: "REACTION" }, media).type).toBe("TEXT");
+    expect(m).toMatchObject({
+      networkMessageID: "m1",
+      type: "IMAGE",
+      timestamp: Date.parse("2026-01-02T03:04:05.000Z"),
+      editedTimestamp: Date.parse("2026-01-02T03:05:00.000Z"),
+      replyTo: "m0",
+      reactions: [{ senderID: "u2", reactionKey: "👍" }],
+    });
+    expect(m.attachments).toEqual([
+      { type: "img", id: media.wrap("mxc://inboxd/pic"), fileName: "p.png", size: { width: 2, height: 3 } },
+    ]);
+    expect(
+      messageOf(
+        {
+          id: "m2",
+          chatID: "!c",
+          accountID: "a",
+          senderID: "u1",
+          timestamp: "2026-01-02T03:04:05.000Z",
+          type: "REACTION",
+        },
+        media,
+      ).type,
+    ).toBe("TEXT");
   });
 });

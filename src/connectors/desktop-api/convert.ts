@@ -53,14 +53,20 @@ export class MediaURLs {
     const prefix = `mxc://${this.host}/`;
     if (!url.startsWith(prefix)) return undefined;
     try {
-      return new TextDecoder().decode(Uint8Array.from(atob(url.slice(prefix.length).replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)));
+      return new TextDecoder().decode(
+        Uint8Array.from(atob(url.slice(prefix.length).replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)),
+      );
     } catch {
       return undefined;
     }
   }
 }
 
-const base64url = (text: string) => btoa(String.fromCharCode(...new TextEncoder().encode(text))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const base64url = (text: string) =>
+  btoa(String.fromCharCode(...new TextEncoder().encode(text)))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 
 export function chatOf(chat: UpstreamChat, media: MediaURLs): NetworkChat {
   const participants = (chat.participants?.items ?? []).map((p) => ({ ...p }));
@@ -98,14 +104,17 @@ export function messageOf(m: UpstreamMessage, media: MediaURLs, withReactions = 
   };
 }
 
-export const reactionsOf = (m: UpstreamMessage) => (m.reactions ?? []).map((r) => ({ senderID: r.participantID, reactionKey: r.reactionKey }));
+export const reactionsOf = (m: UpstreamMessage) =>
+  (m.reactions ?? []).map((r) => ({ senderID: r.participantID, reactionKey: r.reactionKey }));
 
 function attachmentOf(a: Attachment & { type?: string }, media: MediaURLs): Attachment {
   const type = a.type === "img" || a.type === "video" || a.type === "audio" ? a.type : "unknown";
   const out: Attachment = { type };
   if (a.id && /^(local)?mxc:\/\//.test(a.id)) out.id = media.wrap(a.id);
-  for (const key of ["duration", "fileName", "fileSize", "isGif", "isSticker", "isVoiceNote", "mimeType"] as const) if (a[key] !== undefined) (out as Record<string, unknown>)[key] = a[key];
-  if (a.size && typeof a.size.width === "number" && typeof a.size.height === "number") out.size = { width: a.size.width, height: a.size.height };
+  for (const key of ["duration", "fileName", "fileSize", "isGif", "isSticker", "isVoiceNote", "mimeType"] as const)
+    if (a[key] !== undefined) (out as Record<string, unknown>)[key] = a[key];
+  if (a.size && typeof a.size.width === "number" && typeof a.size.height === "number")
+    out.size = { width: a.size.width, height: a.size.height };
   return out;
 }
 

@@ -69,11 +69,13 @@ export class UpstreamInbound {
   async handle(event: WireEvent) {
     const { media } = this.deps;
     if (event.type === "message.upserted") {
-      const entries = (event.entries ?? (await this.fetchMessages(event.chatID!, event.ids ?? []))) as UpstreamMessage[];
+      const entries = (event.entries ??
+        (await this.fetchMessages(event.chatID!, event.ids ?? []))) as UpstreamMessage[];
       for (const m of entries) await this.deliver(m);
     } else if (event.type === "message.deleted") {
       const member = await this.memberForChat(event.chatID!);
-      for (const id of event.ids ?? []) await member?.host.emit({ type: "delete", networkChatID: event.chatID!, networkMessageID: id });
+      for (const id of event.ids ?? [])
+        await member?.host.emit({ type: "delete", networkChatID: event.chatID!, networkMessageID: id });
     } else if (event.type === "chat.upserted") {
       for (const chat of (event.entries ?? []) as UpstreamChat[]) {
         this.noteChat(chat.id, chat.accountID);
@@ -82,7 +84,13 @@ export class UpstreamInbound {
     } else if (event.type === "typing" && event.typing) {
       const member = await this.memberForChat(event.chatID!);
       const { participantID, state, timeoutMs } = event.typing;
-      await member?.host.emit({ type: "typing", networkChatID: event.chatID!, senderID: participantID, state, ...(timeoutMs ? { timeoutMs } : {}) });
+      await member?.host.emit({
+        type: "typing",
+        networkChatID: event.chatID!,
+        senderID: participantID,
+        state,
+        ...(timeoutMs ? { timeoutMs } : {}),
+      });
     }
   }
 
@@ -100,10 +108,23 @@ export class UpstreamInbound {
     }
     const emit = (event: InboundEvent) => member.host.emit(event);
     if (m.isDeleted) return emit({ type: "delete", networkChatID: m.chatID, networkMessageID: m.id });
-    if (!this.sentHere.has(m.id)) await emit({ type: "message", networkChatID: m.chatID, message: messageOf(m, this.deps.media) });
+    if (!this.sentHere.has(m.id))
+      await emit({ type: "message", networkChatID: m.chatID, message: messageOf(m, this.deps.media) });
     if (m.editedTimestamp && m.text !== undefined)
-      await emit({ type: "edit", networkChatID: m.chatID, networkMessageID: m.id, text: m.text, timestamp: Date.parse(m.editedTimestamp), senderID: m.senderID });
-    await emit({ type: "message-reactions", networkChatID: m.chatID, networkMessageID: m.id, reactions: reactionsOf(m) });
+      await emit({
+        type: "edit",
+        networkChatID: m.chatID,
+        networkMessageID: m.id,
+        text: m.text,
+        timestamp: Date.parse(m.editedTimestamp),
+        senderID: m.senderID,
+      });
+    await emit({
+      type: "message-reactions",
+      networkChatID: m.chatID,
+      networkMessageID: m.id,
+      reactions: reactionsOf(m),
+    });
   }
 
   private async fetchMessages(chatID: string, ids: string[]): Promise<UpstreamMessage[]> {

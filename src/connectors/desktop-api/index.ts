@@ -61,6 +61,14 @@ export class DesktopApiConnector implements NetworkConnector, LoginCapable {
 /** ProvisioningCapabilities: what the upstream's accounts allow is theirs to say; here, chats are started by contact. */
 const desktopApiCapabilities = {
   group_creation: {},
-  resolve_identifier: { create_dm: true, lookup_phone: false, lookup_email: false, lookup_username: true, any_phone: false, contact_list: true, search: true },
+  resolve_identifier: {
+    create_dm: true,
+    lookup_phone: false,
+    lookup_email: false,
+    lookup_username: true,
+    any_phone: false,
+    contact_list: true,
+    search: true,
+  },
   image_pack_import: { supported: false },
 };

@@ -31,7 +31,16 @@ export interface LinkOptions {
 
 const RETRY_MS = [1000, 2000, 5000, 10_000, 30_000];
 const STORE_BATCH = 200;
-const STATUSES = new Set(["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"]);
+const STATUSES = new Set([
+  "connected",
+  "connecting",
+  "backfilling",
+  "connection_required",
+  "reconnect_required",
+  "attention_required",
+  "disconnected",
+  "disabled",
+]);
 
 /**
  * One login's connection to the upstream server, shared by the login's accounts (the upstream has one event stream
@@ -56,13 +65,26 @@ export class UpstreamLink {
   /** How each account's own connection stands upstream (inboxd says; the app does not): shown once this link is up. */
   private readonly upstreamStatus = new Map<string, { status: string; statusText?: string }>();
 
-  constructor(readonly loginID: string, first: DesktopApiState, private readonly options: LinkOptions) {
+  constructor(
+    readonly loginID: string,
+    first: DesktopApiState,
+    private readonly options: LinkOptions,
+  ) {
     this.baseURL = first.baseURL;
     this.auth = first.auth;
     this.eventID = first.eventID;
     this.media = new MediaURLs(loginID);
-    this.sdk = upstreamSDK(this.baseURL, () => this.auth, () => this.renew());
-    this.inbound = new UpstreamInbound({ sdk: this.sdk, media: this.media, live: (id) => this.live(id), enqueue: (work) => this.enqueue(work) });
+    this.sdk = upstreamSDK(
+      this.baseURL,
+      () => this.auth,
+      () => this.renew(),
+    );
+    this.inbound = new UpstreamInbound({
+      sdk: this.sdk,
+      media: this.media,
+      live: (id) => this.live(id),
+      enqueue: (work) => this.enqueue(work),
+    });
   }
 
   join(account: AccountRecord, host: ConnectorHost) {
@@ -133,8 +155,11 @@ export class UpstreamLink {
     if (this.auth.expiresAt !== undefined && this.auth.expiresAt - this.options.now() < 60_000) await this.renew();
     await this.syncAccounts();
     if (this.eventID === undefined) this.eventID = await this.latestEventID();
-    if (!this.options.openSocket) throw new NetworkError("unavailable", "this runtime cannot open WebSockets to an upstream server");
-    const socket = await this.options.openSocket(`${this.baseURL.replace(/^http/, "ws")}/v1/ws`, { authorization: `Bearer ${this.auth.accessToken}` });
+    if (!this.options.openSocket)
+      throw new NetworkError("unavailable", "this runtime cannot open WebSockets to an upstream server");
+    const socket = await this.options.openSocket(`${this.baseURL.replace(/^http/, "ws")}/v1/ws`, {
+      authorization: `Bearer ${this.auth.accessToken}`,
+    });
     this.socket = socket;
     const closed = new Promise<void>((resolve) => {
       socket.addEventListener("close", () => {
@@ -161,26 +186,38 @@ export class UpstreamLink {
       if (message.type === "ready") return;
       if (message.type === "subscriptions.updated") answer(asked !== undefined && "since" in message);
       // An upstream without an event log refuses `since`: subscribe without it, and reload instead of resuming.
-      else if (message.type === "error" && asked !== undefined) socket.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"] }));
+      else if (message.type === "error" && asked !== undefined)
+        socket.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"] }));
       else this.enqueue(() => this.handle(message));
     });
     // Subscribed at once rather than after `ready`: that may arrive with the upgrade, before anyone listens.
-    socket.send(JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"], ...(asked !== undefined ? { since: asked } : {}) }));
+    socket.send(
+      JSON.stringify({ type: "subscriptions.set", chatIDs: ["*"], ...(asked !== undefined ? { since: asked } : {}) }),
+    );
     this.enqueue(async () => {
       const resumed = await Promise.race([subscribed, closed.then(() => undefined)]);
       if (resumed === undefined) return;
-      const behind = [...this.members.values()].filter((m) => !resumed || !m.state.backfilled).map((m) => m.state.upstreamAccountID);
+      const behind = [...this.members.values()]
+        .filter((m) => !resumed || !m.state.backfilled)
+        .map((m) => m.state.upstreamAccountID);
       await this.backfill(behind);
     });
     await closed;
     if (this.socket === socket) this.socket = undefined;
     this.flushState();
-    if (!this.stopped) this.broadcast({ type: "status", status: "connecting", statusText: "the upstream server closed the connection; reconnecting" });
+    if (!this.stopped)
+      this.broadcast({
+        type: "status",
+        status: "connecting",
+        statusText: "the upstream server closed the connection; reconnecting",
+      });
   }
 
   /** The newest event the upstream logged (inboxd's GET /v1/events): where a first stream starts. None: no log. */
   private async latestEventID(): Promise<number | undefined> {
-    const page = (await this.sdk.get("/v1/events", { query: { limit: 1 } }).catch(() => undefined)) as { latestEventID?: unknown } | undefined;
+    const page = (await this.sdk.get("/v1/events", { query: { limit: 1 } }).catch(() => undefined)) as
+      | { latestEventID?: unknown }
+      | undefined;
     return typeof page?.latestEventID === "number" ? page.latestEventID : undefined;
   }
 
@@ -210,7 +247,8 @@ export class UpstreamLink {
   private reportConnected() {
     for (const [id, m] of this.members) {
       const upstream = this.upstreamStatus.get(id);
-      const status = upstream && STATUSES.has(upstream.status) ? (upstream.status as AccountRecord["status"]) : "connected";
+      const status =
+        upstream && STATUSES.has(upstream.status) ? (upstream.status as AccountRecord["status"]) : "connected";
       const statusText = status === "connected" ? undefined : `upstream: ${upstream?.statusText ?? status}`;
       void m.host.emit({ type: "status", status, ...(statusText ? { statusText } : {}) }).catch(() => undefined);
     }
@@ -224,7 +262,13 @@ export class UpstreamLink {
   private async store(member: Member, chatID: string, messages: UpstreamMessage[]) {
     const kept = messages.filter((m) => !m.isDeleted);
     for (let at = 0; at < kept.length; at += STORE_BATCH) {
-      await Promise.all(kept.slice(at, at + STORE_BATCH).map((m) => member.host.emit({ type: "message", networkChatID: chatID, message: messageOf(m, this.media, true) })));
+      await Promise.all(
+        kept
+          .slice(at, at + STORE_BATCH)
+          .map((m) =>
+            member.host.emit({ type: "message", networkChatID: chatID, message: messageOf(m, this.media, true) }),
+          ),
+      );
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
   }
@@ -253,13 +297,22 @@ export class UpstreamLink {
 
   /** Makes the login's accounts those the upstream has now (added and removed there since). */
   private async syncAccounts() {
-    const found = await upstreamAccounts(this.sdk, this.baseURL, this.auth, [...this.members.values()][0]?.state.instanceID, this.options.self());
+    const found = await upstreamAccounts(
+      this.sdk,
+      this.baseURL,
+      this.auth,
+      [...this.members.values()][0]?.state.instanceID,
+      this.options.self(),
+    );
     const before = JSON.stringify([...this.upstreamStatus]);
     this.upstreamStatus.clear();
     for (const [id, status] of found.statuses) this.upstreamStatus.set(id, status);
     if (this.socket && JSON.stringify([...this.upstreamStatus]) !== before) this.reportConnected();
     const have = [...this.members.keys()].sort().join("\n");
-    const now = found.accounts.map((a) => a.remoteID).sort().join("\n");
+    const now = found.accounts
+      .map((a) => a.remoteID)
+      .sort()
+      .join("\n");
     const host = [...this.members.values()][0]?.host;
     if (have !== now && host) await host.setLoginAccounts(found.accounts);
   }
@@ -287,7 +340,12 @@ export class UpstreamLink {
   }
 
   private saveMember(member: Member) {
-    member.state = { ...member.state, baseURL: this.baseURL, auth: this.auth, ...(this.eventID !== undefined ? { eventID: this.eventID } : {}) };
+    member.state = {
+      ...member.state,
+      baseURL: this.baseURL,
+      auth: this.auth,
+      ...(this.eventID !== undefined ? { eventID: this.eventID } : {}),
+    };
     return member.host.saveState(member.state as unknown as Record<string, unknown>);
   }
 }

@@ -26,19 +26,38 @@ export async function beginAuthorization(baseURL: string): Promise<PendingAuthor
     .discoveryRequest(issuer, { algorithm: "oauth2", ...insecure(baseURL) })
     .then((response) => oauth.processDiscoveryResponse(issuer, response))
     .catch((error: unknown) => {
-      throw new NetworkError("rejected", `${baseURL} offers no OAuth sign-in (${describe(error)}): use an access token`, "oauth_unavailable");
+      throw new NetworkError(
+        "rejected",
+        `${baseURL} offers no OAuth sign-in (${describe(error)}): use an access token`,
+        "oauth_unavailable",
+      );
     });
   if (!as.authorization_endpoint || !as.token_endpoint || !as.registration_endpoint)
-    throw new NetworkError("rejected", `${baseURL} does not let apps register themselves for OAuth: use an access token`, "oauth_unavailable");
+    throw new NetworkError(
+      "rejected",
+      `${baseURL} does not let apps register themselves for OAuth: use an access token`,
+      "oauth_unavailable",
+    );
   const client = await oauth
     .dynamicClientRegistrationRequest(
       as,
-      { client_name: "inboxd", redirect_uris: [REDIRECT_URI], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none", scope: "read write" },
+      {
+        client_name: "inboxd",
+        redirect_uris: [REDIRECT_URI],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+        scope: "read write",
+      },
       insecure(baseURL),
     )
     .then((response) => oauth.processDynamicClientRegistrationResponse(response))
     .catch((error: unknown) => {
-      throw new NetworkError("rejected", `${baseURL} refused to register inboxd as an OAuth app: ${describe(error)}`, "oauth_unavailable");
+      throw new NetworkError(
+        "rejected",
+        `${baseURL} refused to register inboxd as an OAuth app: ${describe(error)}`,
+        "oauth_unavailable",
+      );
     });
   const verifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
@@ -56,23 +75,44 @@ export async function beginAuthorization(baseURL: string): Promise<PendingAuthor
 }
 
 /** Exchanges the code the consent page sent back (in the URL the browser landed on) for tokens. */
-export async function finishAuthorization(pending: PendingAuthorization, landedOn: string, now: number): Promise<UpstreamAuth> {
+export async function finishAuthorization(
+  pending: PendingAuthorization,
+  landedOn: string,
+  now: number,
+): Promise<UpstreamAuth> {
   let callback: URL;
   try {
     callback = new URL(landedOn);
   } catch {
-    throw new NetworkError("rejected", "submit the address the browser landed on after the consent page (lastURL)", "invalid_callback");
+    throw new NetworkError(
+      "rejected",
+      "submit the address the browser landed on after the consent page (lastURL)",
+      "invalid_callback",
+    );
   }
-  if (callback.searchParams.get("error") === "access_denied") throw new NetworkError("rejected", "the consent was denied on the upstream server", "consent_denied");
+  if (callback.searchParams.get("error") === "access_denied")
+    throw new NetworkError("rejected", "the consent was denied on the upstream server", "consent_denied");
   let parameters: URLSearchParams;
   try {
     parameters = oauth.validateAuthResponse(pending.as, pending.client, callback, pending.state);
   } catch (error) {
-    throw new NetworkError("rejected", `the consent page's answer is not valid here: ${describe(error)}`, "invalid_callback");
+    throw new NetworkError(
+      "rejected",
+      `the consent page's answer is not valid here: ${describe(error)}`,
+      "invalid_callback",
+    );
   }
   const base = pending.as.issuer;
   const tokens = await oauth
-    .authorizationCodeGrantRequest(pending.as, pending.client, oauth.None(), parameters, REDIRECT_URI, pending.verifier, insecure(base))
+    .authorizationCodeGrantRequest(
+      pending.as,
+      pending.client,
+      oauth.None(),
+      parameters,
+      REDIRECT_URI,
+      pending.verifier,
+      insecure(base),
+    )
     .then((response) => oauth.processAuthorizationCodeResponse(pending.as, pending.client, response))
     .catch((error: unknown) => {
       throw new NetworkError("rejected", `the upstream server refused the code: ${describe(error)}`, "invalid_grant");
@@ -83,7 +123,11 @@ export async function finishAuthorization(pending: PendingAuthorization, landedO
 /** A new access token for a refresh token; the refresh token rotates. A refusal means the user must sign in again. */
 export async function refresh(auth: UpstreamAuth, now: number): Promise<UpstreamAuth> {
   if (!auth.refreshToken || !auth.clientID || !auth.tokenEndpoint || !auth.issuer)
-    throw new NetworkError("rejected", "the upstream token expired and this login has no refresh token: sign in again", "invalid_token");
+    throw new NetworkError(
+      "rejected",
+      "the upstream token expired and this login has no refresh token: sign in again",
+      "invalid_token",
+    );
   const as: oauth.AuthorizationServer = { issuer: auth.issuer, token_endpoint: auth.tokenEndpoint };
   const client: oauth.Client = { client_id: auth.clientID, token_endpoint_auth_method: "none" };
   const tokens = await oauth
@@ -91,13 +135,22 @@ export async function refresh(auth: UpstreamAuth, now: number): Promise<Upstream
     .then((response) => oauth.processRefreshTokenResponse(as, client, response))
     .catch((error: unknown) => {
       if (error instanceof oauth.ResponseBodyError || error instanceof oauth.WWWAuthenticateChallengeError)
-        throw new NetworkError("rejected", `the upstream server no longer accepts this login's refresh token: sign in again`, "invalid_token");
+        throw new NetworkError(
+          "rejected",
+          `the upstream server no longer accepts this login's refresh token: sign in again`,
+          "invalid_token",
+        );
       throw new NetworkError("unavailable", `refreshing the upstream token failed: ${describe(error)}`, "unreachable");
     });
   return authOf(tokens, as, auth.clientID, now);
 }
 
-function authOf(tokens: oauth.TokenEndpointResponse, as: oauth.AuthorizationServer, clientID: string, now: number): UpstreamAuth {
+function authOf(
+  tokens: oauth.TokenEndpointResponse,
+  as: oauth.AuthorizationServer,
+  clientID: string,
+  now: number,
+): UpstreamAuth {
   return {
     accessToken: tokens.access_token,
     ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),

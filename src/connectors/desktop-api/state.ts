@@ -27,7 +27,11 @@ export interface DesktopApiState {
 
 export function readState(state: Record<string, unknown> | undefined): DesktopApiState {
   const s = (state ?? {}) as Partial<DesktopApiState>;
-  if (typeof s.baseURL !== "string" || typeof s.auth?.accessToken !== "string" || typeof s.upstreamAccountID !== "string")
+  if (
+    typeof s.baseURL !== "string" ||
+    typeof s.auth?.accessToken !== "string" ||
+    typeof s.upstreamAccountID !== "string"
+  )
     throw new Error("this account's desktop-api state lacks its server, token or account: sign in again");
   return s as DesktopApiState;
 }

@@ -22,7 +22,14 @@ export function upstreamSDK(baseURL: string, auth: () => UpstreamAuth, renew?: (
     );
     return renewed ? send() : response;
   };
-  return new BeeperDesktop({ baseURL, accessToken: auth().accessToken, fetch: authorized, maxRetries: 2, timeout: 30_000, logLevel: "off" });
+  return new BeeperDesktop({
+    baseURL,
+    accessToken: auth().accessToken,
+    fetch: authorized,
+    maxRetries: 2,
+    timeout: 30_000,
+    logLevel: "off",
+  });
 }
 
 /** What an SDK error means for the host: a NetworkError with the upstream's own message. */
@@ -31,11 +38,17 @@ export function networkErrorOf(error: unknown): NetworkError {
   if (error instanceof BeeperDesktop.APIError) {
     const body = error.error as { code?: unknown; message?: unknown } | undefined;
     const said = typeof body?.message === "string" ? body.message : error.message;
-    if (error instanceof BeeperDesktop.APIConnectionError) return new NetworkError("unavailable", `the upstream server cannot be reached: ${said}`, "unreachable");
-    if (error.status === 401) return new NetworkError("rejected", `the upstream server refused the token: ${said}`, "invalid_token");
+    if (error instanceof BeeperDesktop.APIConnectionError)
+      return new NetworkError("unavailable", `the upstream server cannot be reached: ${said}`, "unreachable");
+    if (error.status === 401)
+      return new NetworkError("rejected", `the upstream server refused the token: ${said}`, "invalid_token");
     if (error.status === 404) return new NetworkError("not_found", `upstream: ${said}`);
     if (error.status === 429 || (error.status ?? 0) >= 500) return new NetworkError("unavailable", `upstream: ${said}`);
-    return new NetworkError(error.status === 422 && body?.code === "NOT_SUPPORTED" ? "unsupported" : "rejected", `upstream: ${said}`, typeof body?.code === "string" ? body.code.toLowerCase() : undefined);
+    return new NetworkError(
+      error.status === 422 && body?.code === "NOT_SUPPORTED" ? "unsupported" : "rejected",
+      `upstream: ${said}`,
+      typeof body?.code === "string" ? body.code.toLowerCase() : undefined,
+    );
   }
   return new NetworkError("unavailable", `upstream: ${error instanceof Error ? error.message : String(error)}`);
 }

@@ -4,7 +4,6 @@ import {
   type ChatFlags,
   type ConnectorHost,
   type HistoryPage,
-  type InboundEvent,
   type InboundMessage,
   type NetworkChat,
   type NetworkClient,
@@ -15,7 +14,7 @@ import {
 } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
-import { Backoff, sleep } from "../xmpp/backoff.ts";
+import { Backoff, sleep } from "../../util/backoff.ts";
 import { markdownToHTML } from "./formatting.ts";
 import { MatrixError, MatrixHttp, seg } from "./http.ts";
 import { downloadMedia, msgtypeFor, thumbnailFor, uploadMedia } from "./media.ts";
@@ -23,7 +22,8 @@ import { memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
 import { readState, USER_ID, type MatrixState } from "./state.ts";
 import { HeldRelations } from "./held-relations.ts";
 import { SyncProcessor, type SyncResponse } from "./sync.ts";
-import { parseEvent, translate } from "./timeline.ts";
+import { parseEvent } from "./event.ts";
+import { translate } from "./timeline.ts";
 
 /** Messages of each room a first sync loads (older ones load when a client pages back). */
 export const FIRST_BACKFILL = 50;
@@ -31,7 +31,14 @@ export const FIRST_BACKFILL = 50;
 const SYNC_TIMEOUT_MS = 30_000;
 const FIRST_SYNC_TIMEOUT_MS = 5 * 60_000;
 
-const EVERYTHING: ChatCapabilities = { edits: true, deletes: true, reactions: true, replies: true, attachments: true, multipleReactions: true };
+const EVERYTHING: ChatCapabilities = {
+  edits: true,
+  deletes: true,
+  reactions: true,
+  replies: true,
+  attachments: true,
+  multipleReactions: true,
+};
 const ENCRYPTED: ChatCapabilities = {
   ...{ edits: false, deletes: true, reactions: false, replies: false, attachments: false, multipleReactions: true },
   readOnly: "this room is end-to-end encrypted, and inboxd cannot encrypt Matrix messages yet",
@@ -64,7 +71,7 @@ export class MatrixClient implements NetworkClient {
   constructor(
     private readonly account: AccountRecord,
     private readonly host: ConnectorHost,
-    private readonly options: { firstBackfill: number },
+    options: { firstBackfill: number },
   ) {
     this.state = readState(account.state ?? {});
     this.http = new MatrixHttp(this.state.homeserver, this.state.accessToken);
@@ -79,7 +86,8 @@ export class MatrixClient implements NetworkClient {
       firstBackfill: options.firstBackfill,
       progress: (text) => this.status("backfilling", text),
       hold: (roomID, event) => this.held.hold(roomID, event, "newer"),
-      historyStarts: (roomID, mark) => void ((this.state.synced ??= {}).history = { ...this.state.synced.history, [roomID]: mark }),
+      historyStarts: (roomID, mark) =>
+        void ((this.state.synced ??= {}).history = { ...this.state.synced.history, [roomID]: mark }),
     });
   }
 
@@ -112,14 +120,21 @@ export class MatrixClient implements NetworkClient {
       try {
         if (fullState) await this.status("backfilling", since ? "Catching up" : "Loading chats and history");
         const response = await this.http.request<SyncResponse>("GET", "/_matrix/client/v3/sync", {
-          query: { since, timeout: fullState ? 0 : SYNC_TIMEOUT_MS, full_state: fullState ? "true" : undefined, filter: JSON.stringify(this.sync.filter()), set_presence: "offline" },
+          query: {
+            since,
+            timeout: fullState ? 0 : SYNC_TIMEOUT_MS,
+            full_state: fullState ? "true" : undefined,
+            filter: JSON.stringify(this.sync.filter()),
+            set_presence: "offline",
+          },
           signal: this.aborter.signal,
           // A first sync of a large account is computed whole before the server answers: give it minutes.
           timeoutMs: since ? SYNC_TIMEOUT_MS + 30_000 : FIRST_SYNC_TIMEOUT_MS,
           maxBytes: 64 * 1024 * 1024,
         });
         if (this.stopped) return;
-        if (typeof response.next_batch !== "string") throw new NetworkError("unavailable", "the homeserver's /sync answer has no next_batch", "bad_answer");
+        if (typeof response.next_batch !== "string")
+          throw new NetworkError("unavailable", "the homeserver's /sync answer has no next_batch", "bad_answer");
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
         this.state.synced = { ...this.state.synced, since: response.next_batch };
         await this.host.saveState(this.state as unknown as Record<string, unknown>);
@@ -129,14 +144,22 @@ export class MatrixClient implements NetworkClient {
         this.backoff.reset();
       } catch (error) {
         if (this.stopped) return;
-        if (error instanceof MatrixError && (error.errcode === "M_UNKNOWN_TOKEN" || error.errcode === "M_MISSING_TOKEN" || error.status === 401)) {
-          const why = error.softLogout ? "The homeserver asks to sign in again (soft logout)." : "The homeserver ended this session (signed out elsewhere, or the token was revoked). Sign in again.";
+        if (
+          error instanceof MatrixError &&
+          (error.errcode === "M_UNKNOWN_TOKEN" || error.errcode === "M_MISSING_TOKEN" || error.status === 401)
+        ) {
+          const why = error.softLogout
+            ? "The homeserver asks to sign in again (soft logout)."
+            : "The homeserver ended this session (signed out elsewhere, or the token was revoked). Sign in again.";
           await this.status("reconnect_required", why);
           this.stopped = true;
           return;
         }
         const delay = this.backoff.next();
-        await this.status("connecting", `${error instanceof Error ? error.message : "Cannot sync"}; retrying in ${Math.ceil(delay / 1000)} s`);
+        await this.status(
+          "connecting",
+          `${error instanceof Error ? error.message : "Cannot sync"}; retrying in ${Math.ceil(delay / 1000)} s`,
+        );
         await sleep(delay, this.aborter.signal);
         fullState = true;
       }
@@ -150,7 +173,8 @@ export class MatrixClient implements NetworkClient {
 
   private room(networkChatID: string): Room {
     const room = this.rooms.get(networkChatID);
-    if (!room || room.membership === "leave") throw new NetworkError("not_found", `${this.state.userID} is not in room ${networkChatID}`);
+    if (!room || room.membership === "leave")
+      throw new NetworkError("not_found", `${this.state.userID} is not in room ${networkChatID}`);
     return room;
   }
 
@@ -175,8 +199,13 @@ export class MatrixClient implements NetworkClient {
     if (this.txns.size > 5000) this.txns.delete(this.txns.values().next().value!);
     for (let attempt = 1; ; attempt++) {
       try {
-        const answer = await this.http.request<{ event_id?: unknown }>("PUT", `/_matrix/client/v3/rooms/${seg(roomID)}/send/${seg(type)}/${seg(txn)}`, { body: content });
-        if (typeof answer.event_id !== "string") throw new NetworkError("unavailable", "the homeserver did not say the event's ID");
+        const answer = await this.http.request<{ event_id?: unknown }>(
+          "PUT",
+          `/_matrix/client/v3/rooms/${seg(roomID)}/send/${seg(type)}/${seg(txn)}`,
+          { body: content },
+        );
+        if (typeof answer.event_id !== "string")
+          throw new NetworkError("unavailable", "the homeserver did not say the event's ID");
         return answer.event_id;
       } catch (error) {
         if (attempt >= 3 || !(error instanceof NetworkError) || error.kind !== "unavailable") throw error;
@@ -205,7 +234,13 @@ export class MatrixClient implements NetworkClient {
         ...(await thumbnailFor(this.http, url, info, this.authenticatedMedia)),
       };
       // A caption goes in `body` with the name in `filename` (spec 1.10); without one, `body` is the name.
-      content = { msgtype: msgtypeFor(info.mimeType), body: message.text ?? fileName, filename: fileName, url, info: details };
+      content = {
+        msgtype: msgtypeFor(info.mimeType),
+        body: message.text ?? fileName,
+        filename: fileName,
+        url,
+        info: details,
+      };
       if (message.text) Object.assign(content, formatted(message.text));
     } else content = { msgtype: "m.text", body: message.text ?? "", ...formatted(message.text ?? "") };
     if (message.replyTo) content["m.relates_to"] = { "m.in_reply_to": { event_id: message.replyTo } };
@@ -216,24 +251,37 @@ export class MatrixClient implements NetworkClient {
   async edit(networkChatID: string, networkMessageID: string, text: string) {
     await this.writable(networkChatID);
     const newContent = { msgtype: "m.text", body: text, ...formatted(text) };
-    await this.sendEvent(networkChatID, "m.room.message", { msgtype: "m.text", body: `* ${text}`, "m.new_content": newContent, "m.relates_to": { rel_type: "m.replace", event_id: networkMessageID } });
+    await this.sendEvent(networkChatID, "m.room.message", {
+      msgtype: "m.text",
+      body: `* ${text}`,
+      "m.new_content": newContent,
+      "m.relates_to": { rel_type: "m.replace", event_id: networkMessageID },
+    });
   }
 
   async delete(networkChatID: string, networkMessageID: string) {
     this.room(networkChatID);
     const txn = `inboxd.${crypto.randomUUID()}`;
-    await this.http.request("PUT", `/_matrix/client/v3/rooms/${seg(networkChatID)}/redact/${seg(networkMessageID)}/${seg(txn)}`, { body: {} });
+    await this.http.request(
+      "PUT",
+      `/_matrix/client/v3/rooms/${seg(networkChatID)}/redact/${seg(networkMessageID)}/${seg(txn)}`,
+      { body: {} },
+    );
   }
 
   async react(networkChatID: string, networkMessageID: string, key: string) {
     await this.writable(networkChatID);
-    const eventID = await this.sendEvent(networkChatID, "m.reaction", { "m.relates_to": { rel_type: "m.annotation", event_id: networkMessageID, key } });
+    const eventID = await this.sendEvent(networkChatID, "m.reaction", {
+      "m.relates_to": { rel_type: "m.annotation", event_id: networkMessageID, key },
+    });
     this.reactions.set(reactionKey(networkChatID, networkMessageID, key), eventID);
   }
 
   async unreact(networkChatID: string, networkMessageID: string, key: string) {
     this.room(networkChatID);
-    const eventID = this.reactions.get(reactionKey(networkChatID, networkMessageID, key)) ?? (await this.findOwnReaction(networkChatID, networkMessageID, key));
+    const eventID =
+      this.reactions.get(reactionKey(networkChatID, networkMessageID, key)) ??
+      (await this.findOwnReaction(networkChatID, networkMessageID, key));
     if (!eventID) return; // already gone on the server
     await this.delete(networkChatID, eventID);
     this.reactions.delete(reactionKey(networkChatID, networkMessageID, key));
@@ -243,7 +291,11 @@ export class MatrixClient implements NetworkClient {
   private async findOwnReaction(roomID: string, eventID: string, key: string): Promise<string | undefined> {
     let from: string | undefined;
     for (let page = 0; page < 20; page++) {
-      const answer = await this.http.request<{ chunk?: unknown[]; next_batch?: unknown }>("GET", `/_matrix/client/v1/rooms/${seg(roomID)}/relations/${seg(eventID)}/m.annotation/m.reaction`, { query: { from, limit: 100 } });
+      const answer = await this.http.request<{ chunk?: unknown[]; next_batch?: unknown }>(
+        "GET",
+        `/_matrix/client/v1/rooms/${seg(roomID)}/relations/${seg(eventID)}/m.annotation/m.reaction`,
+        { query: { from, limit: 100 } },
+      );
       for (const raw of answer.chunk ?? []) {
         const event = parseEvent(raw, roomID);
         const rel = event?.content["m.relates_to"] as { key?: unknown } | undefined;
@@ -257,12 +309,16 @@ export class MatrixClient implements NetworkClient {
 
   async markRead(networkChatID: string, networkMessageID: string) {
     this.room(networkChatID);
-    await this.http.request("POST", `/_matrix/client/v3/rooms/${seg(networkChatID)}/read_markers`, { body: { "m.fully_read": networkMessageID, "m.read": networkMessageID } });
+    await this.http.request("POST", `/_matrix/client/v3/rooms/${seg(networkChatID)}/read_markers`, {
+      body: { "m.fully_read": networkMessageID, "m.read": networkMessageID },
+    });
   }
 
   async setTyping(networkChatID: string, state: TypingState) {
     this.room(networkChatID);
-    await this.http.request("PUT", `/_matrix/client/v3/rooms/${seg(networkChatID)}/typing/${seg(this.state.userID)}`, { body: state === "typing" ? { typing: true, timeout: 30_000 } : { typing: false } });
+    await this.http.request("PUT", `/_matrix/client/v3/rooms/${seg(networkChatID)}/typing/${seg(this.state.userID)}`, {
+      body: state === "typing" ? { typing: true, timeout: 30_000 } : { typing: false },
+    });
   }
 
   /**
@@ -283,12 +339,19 @@ export class MatrixClient implements NetworkClient {
     if (flags.isLowPriority !== undefined) await tag("m.lowpriority", flags.isLowPriority);
     if (flags.isMuted !== undefined) {
       const path = `/_matrix/client/v3/pushrules/global/override/${seg(networkChatID)}`;
-      if (flags.isMuted) await this.http.request("PUT", path, { body: { conditions: [{ kind: "event_match", key: "room_id", pattern: networkChatID }], actions: [] } });
-      else await this.http.request("DELETE", path).catch((error) => {
-        if (!(error instanceof NetworkError && error.kind === "not_found")) throw error;
-      });
+      if (flags.isMuted)
+        await this.http.request("PUT", path, {
+          body: { conditions: [{ kind: "event_match", key: "room_id", pattern: networkChatID }], actions: [] },
+        });
+      else
+        await this.http.request("DELETE", path).catch((error) => {
+          if (!(error instanceof NetworkError && error.kind === "not_found")) throw error;
+        });
       // A mute made by older clients (a room rule that does not notify) goes too.
-      if (!flags.isMuted) await this.http.request("DELETE", `/_matrix/client/v3/pushrules/global/room/${seg(networkChatID)}`).catch(() => undefined);
+      if (!flags.isMuted)
+        await this.http
+          .request("DELETE", `/_matrix/client/v3/pushrules/global/room/${seg(networkChatID)}`)
+          .catch(() => undefined);
     }
   }
 
@@ -300,10 +363,17 @@ export class MatrixClient implements NetworkClient {
    * message they belong to arrives here, then handed over with it — its newest edit by its own sender as its
    * text, its reactions as `reactions`.
    */
-  async fetchHistory(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage> {
+  async fetchHistory(
+    networkChatID: string,
+    before: { networkMessageID: string; timestamp: number },
+    limit: number,
+  ): Promise<HistoryPage> {
     const room = this.room(networkChatID);
     const mark = this.state.synced?.history?.[networkChatID];
-    const start = mark?.oldest === before.networkMessageID ? mark.token : await this.tokenBefore(networkChatID, before.networkMessageID);
+    const start =
+      mark?.oldest === before.networkMessageID
+        ? mark.token
+        : await this.tokenBefore(networkChatID, before.networkMessageID);
     if (!start) return { messages: [], hasMore: false };
     let from: string = start;
     const messages: InboundMessage[] = [];
@@ -311,7 +381,18 @@ export class MatrixClient implements NetworkClient {
     // Whole pages, every message of them handed over, so that the token after the last page is where the next
     // call goes on from.
     for (let pages = 0; pages < 10 && messages.length < limit; pages++) {
-      const page: { chunk?: unknown[]; end?: unknown } = await this.http.request("GET", `/_matrix/client/v3/rooms/${seg(networkChatID)}/messages`, { query: { from, dir: "b", limit: Math.min(1000, Math.max(limit, 50)), filter: JSON.stringify(this.sync.filter().room.timeline) } });
+      const page: { chunk?: unknown[]; end?: unknown } = await this.http.request(
+        "GET",
+        `/_matrix/client/v3/rooms/${seg(networkChatID)}/messages`,
+        {
+          query: {
+            from,
+            dir: "b",
+            limit: Math.min(1000, Math.max(limit, 50)),
+            filter: JSON.stringify(this.sync.filter().room.timeline),
+          },
+        },
+      );
       const chunk = Array.isArray(page.chunk) ? page.chunk : [];
       for (const raw of chunk) {
         const event = parseEvent(raw, networkChatID);
@@ -329,7 +410,8 @@ export class MatrixClient implements NetworkClient {
     }
     const oldest = messages.at(-1);
     const synced = (this.state.synced ??= {});
-    if (oldest && hasMore) synced.history = { ...synced.history, [networkChatID]: { oldest: oldest.networkMessageID, token: from } };
+    if (oldest && hasMore)
+      synced.history = { ...synced.history, [networkChatID]: { oldest: oldest.networkMessageID, token: from } };
     else if (!hasMore) {
       delete synced.history?.[networkChatID];
       this.held.drop(networkChatID);
@@ -340,20 +422,32 @@ export class MatrixClient implements NetworkClient {
 
   /** The pagination token just before a message (for history below a message no mark names: /context). */
   private async tokenBefore(roomID: string, eventID: string): Promise<string | undefined> {
-    const context = await this.http.request<{ start?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(roomID)}/context/${seg(eventID)}`, { query: { limit: 0 } });
+    const context = await this.http.request<{ start?: unknown }>(
+      "GET",
+      `/_matrix/client/v3/rooms/${seg(roomID)}/context/${seg(eventID)}`,
+      { query: { limit: 0 } },
+    );
     return typeof context.start === "string" ? context.start : undefined;
   }
 
-  async createChat(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat> {
+  async createChat(request: {
+    type: "single" | "group";
+    participantIDs: string[];
+    title?: string;
+  }): Promise<NetworkChat> {
     const invite = request.participantIDs.map((id) => {
       const userID = id.trim();
-      if (!USER_ID.test(userID)) throw new NetworkError("rejected", `${id} is not a Matrix user ID (@name:server)`, "invalid_user");
+      if (!USER_ID.test(userID))
+        throw new NetworkError("rejected", `${id} is not a Matrix user ID (@name:server)`, "invalid_user");
       return userID;
     });
     const direct = request.type === "single";
-    const body = direct ? { is_direct: true, invite, preset: "trusted_private_chat" } : { invite, preset: "private_chat", ...(request.title ? { name: request.title } : {}) };
+    const body = direct
+      ? { is_direct: true, invite, preset: "trusted_private_chat" }
+      : { invite, preset: "private_chat", ...(request.title ? { name: request.title } : {}) };
     const answer = await this.http.request<{ room_id?: unknown }>("POST", "/_matrix/client/v3/createRoom", { body });
-    if (typeof answer.room_id !== "string") throw new NetworkError("unavailable", "the homeserver did not say the new room's ID");
+    if (typeof answer.room_id !== "string")
+      throw new NetworkError("unavailable", "the homeserver did not say the new room's ID");
     const room = this.rooms.get(answer.room_id) ?? newRoom(answer.room_id, "join");
     if (!this.rooms.has(room.id)) this.rooms.set(room.id, room);
     if (request.title && !direct) room.name = request.title;
@@ -367,12 +461,19 @@ export class MatrixClient implements NetworkClient {
   async resolveIdentifier(user: Partial<User>): Promise<User | null> {
     const candidate = [user.id, user.username].find((s) => s && USER_ID.test(s.trim()))?.trim();
     if (candidate) {
-      const profile = await this.http.request<{ displayname?: unknown; avatar_url?: unknown }>("GET", `/_matrix/client/v3/profile/${seg(candidate)}`).catch((error) => {
-        if (error instanceof NetworkError && error.kind === "not_found") return undefined;
-        throw error;
-      });
+      const profile = await this.http
+        .request<{ displayname?: unknown; avatar_url?: unknown }>("GET", `/_matrix/client/v3/profile/${seg(candidate)}`)
+        .catch((error) => {
+          if (error instanceof NetworkError && error.kind === "not_found") return undefined;
+          throw error;
+        });
       if (!profile) return null;
-      return { id: candidate, username: candidate, ...(typeof profile.displayname === "string" ? { fullName: profile.displayname } : {}), ...(typeof profile.avatar_url === "string" ? { imgURL: profile.avatar_url } : {}) };
+      return {
+        id: candidate,
+        username: candidate,
+        ...(typeof profile.displayname === "string" ? { fullName: profile.displayname } : {}),
+        ...(typeof profile.avatar_url === "string" ? { imgURL: profile.avatar_url } : {}),
+      };
     }
     const term = user.username ?? user.fullName ?? user.email;
     if (!term) return null;
@@ -380,12 +481,21 @@ export class MatrixClient implements NetworkClient {
   }
 
   async searchContacts(query: string): Promise<User[]> {
-    const answer = await this.http.request<{ results?: unknown[] }>("POST", "/_matrix/client/v3/user_directory/search", { body: { search_term: query.slice(0, 200), limit: 50 } });
+    const answer = await this.http.request<{ results?: unknown[] }>(
+      "POST",
+      "/_matrix/client/v3/user_directory/search",
+      { body: { search_term: query.slice(0, 200), limit: 50 } },
+    );
     const out: User[] = [];
     for (const raw of answer.results ?? []) {
       const r = raw as { user_id?: unknown; display_name?: unknown; avatar_url?: unknown };
       if (typeof r.user_id !== "string" || !USER_ID.test(r.user_id) || r.user_id === this.state.userID) continue;
-      out.push({ id: r.user_id, username: r.user_id, ...(typeof r.display_name === "string" ? { fullName: r.display_name } : {}), ...(typeof r.avatar_url === "string" ? { imgURL: r.avatar_url } : {}) });
+      out.push({
+        id: r.user_id,
+        username: r.user_id,
+        ...(typeof r.display_name === "string" ? { fullName: r.display_name } : {}),
+        ...(typeof r.avatar_url === "string" ? { imgURL: r.avatar_url } : {}),
+      });
     }
     return out;
   }
@@ -395,7 +505,9 @@ export class MatrixClient implements NetworkClient {
     const seen = new Map<string, User>();
     for (const room of this.rooms.values()) {
       if (room.membership !== "join") continue;
-      for (const [userID, member] of room.members) if (userID !== this.state.userID && member.membership === "join" && !seen.has(userID)) seen.set(userID, memberUser(room, userID, this.state.userID));
+      for (const [userID, member] of room.members)
+        if (userID !== this.state.userID && member.membership === "join" && !seen.has(userID))
+          seen.set(userID, memberUser(room, userID, this.state.userID));
     }
     return [...seen.values()];
   }
@@ -406,9 +518,16 @@ export class MatrixClient implements NetworkClient {
   }
 
   private async offersAuthenticatedMedia(): Promise<boolean> {
-    const versions = await this.http.request<{ versions?: unknown; unstable_features?: Record<string, unknown> }>("GET", "/_matrix/client/versions").catch(() => ({}) as { versions?: unknown; unstable_features?: Record<string, unknown> });
-    const list = Array.isArray(versions.versions) ? versions.versions.filter((v): v is string => typeof v === "string") : [];
-    return list.some((v) => /^v1\.(1[1-9]|[2-9]\d)$/.test(v)) || versions.unstable_features?.["org.matrix.msc3916.stable"] === true;
+    const versions = await this.http
+      .request<{ versions?: unknown; unstable_features?: Record<string, unknown> }>("GET", "/_matrix/client/versions")
+      .catch(() => ({}) as { versions?: unknown; unstable_features?: Record<string, unknown> });
+    const list = Array.isArray(versions.versions)
+      ? versions.versions.filter((v): v is string => typeof v === "string")
+      : [];
+    return (
+      list.some((v) => /^v1\.(1[1-9]|[2-9]\d)$/.test(v)) ||
+      versions.unstable_features?.["org.matrix.msc3916.stable"] === true
+    );
   }
 }
 

@@ -3,12 +3,14 @@ import { htmlToText, markdownToHTML, stripReplyFallback } from "./formatting.ts"
 
 describe("formatted_body as text", () => {
   it("keeps links (with their address where the text differs), mentions as names, and code", () => {
-    const html = 'Hi <a href="https://matrix.to/#/@bob:example.org">Bob</a>, see <a href="https://example.org/a">the page</a> or <a href="https://example.org/b">https://example.org/b</a>; run <code>a &lt; b</code>';
+    const html =
+      'Hi <a href="https://matrix.to/#/@bob:example.org">Bob</a>, see <a href="https://example.org/a">the page</a> or <a href="https://example.org/b">https://example.org/b</a>; run <code>a &lt; b</code>';
     expect(htmlToText(html)).toBe("Hi Bob, see the page (https://example.org/a) or https://example.org/b; run `a < b`");
   });
 
   it("drops the reply fallback and turns blocks, breaks, lists and code blocks into lines", () => {
-    const html = "<mx-reply><blockquote>quoted <b>old</b> text</blockquote></mx-reply><p>first</p><p>second<br>line</p><ol><li>one</li><li>two</li></ol><pre><code>let x = 1;\n</code></pre>";
+    const html =
+      "<mx-reply><blockquote>quoted <b>old</b> text</blockquote></mx-reply><p>first</p><p>second<br>line</p><ol><li>one</li><li>two</li></ol><pre><code>let x = 1;\n</code></pre>";
     expect(htmlToText(html)).toBe("first\nsecond\nline\n1. one\n2. two\n```\nlet x = 1;\n```");
   });
 
@@ -23,7 +25,9 @@ describe("formatted_body as text", () => {
 
 describe("the plain body's reply fallback", () => {
   it("strips the quoted lines and the blank line after them", () => {
-    expect(stripReplyFallback("> <@a:b> hi\n> there\n\nmy answer\n> not a fallback")).toBe("my answer\n> not a fallback");
+    expect(stripReplyFallback("> <@a:b> hi\n> there\n\nmy answer\n> not a fallback")).toBe(
+      "my answer\n> not a fallback",
+    );
   });
 
   it("leaves a body without a fallback alone", () => {
@@ -43,6 +47,8 @@ describe("markdown to formatted_body", () => {
   });
 
   it("escapes raw HTML instead of passing it through", () => {
-    expect(markdownToHTML("**x** <img src=x onerror=alert(1)>")).toBe("<strong>x</strong> &lt;img src=x onerror=alert(1)&gt;");
+    expect(markdownToHTML("**x** <img src=x onerror=alert(1)>")).toBe(
+      "<strong>x</strong> &lt;img src=x onerror=alert(1)&gt;",
+    );
   });
 });

@@ -49,7 +49,8 @@ export function htmlToText(html: string): string {
           if (!link) return;
           const text = out.slice(link.start);
           const mention = /^https:\/\/matrix\.to\/#\/[@#!]/.test(link.href);
-          if (!mention && SAFE_SCHEME.test(link.href) && text.trim() !== link.href && !text.includes(link.href)) out += ` (${link.href})`;
+          if (!mention && SAFE_SCHEME.test(link.href) && text.trim() !== link.href && !text.includes(link.href))
+            out += ` (${link.href})`;
         } else if (name === "code" && !pre) out += "`";
         else if (name === "pre") {
           pre = Math.max(0, pre - 1);
@@ -110,5 +111,10 @@ export function markdownToHTML(text: string): string | undefined {
 }
 
 export function escapeHTML(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
 }

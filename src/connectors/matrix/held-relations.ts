@@ -23,7 +23,10 @@ export class HeldRelations {
   private count: number;
 
   constructor(readonly state: HeldRelationsState = {}) {
-    this.count = Object.values(state).reduce((n, room) => n + Object.keys(room.edits ?? {}).length + Object.keys(room.reactions ?? {}).length, 0);
+    this.count = Object.values(state).reduce(
+      (n, room) => n + Object.keys(room.edits ?? {}).length + Object.keys(room.reactions ?? {}).length,
+      0,
+    );
   }
 
   /**
@@ -42,8 +45,12 @@ export class HeldRelations {
       const list = reactions[event.networkMessageID];
       if (!list) this.count++;
       if (list?.some(([sender, key]) => sender === event.senderID && key === event.reactionKey)) return;
-      reactions[event.networkMessageID] = [...(list ?? []), [event.senderID, event.reactionKey, event.networkReactionID]];
-    } else if (event.type === "delete" && order === "newer") this.forgetReaction(roomID, event.networkMessageID, event.senderID);
+      reactions[event.networkMessageID] = [
+        ...(list ?? []),
+        [event.senderID, event.reactionKey, event.networkReactionID],
+      ];
+    } else if (event.type === "delete" && order === "newer")
+      this.forgetReaction(roomID, event.networkMessageID, event.senderID);
     this.trim();
   }
 
@@ -58,7 +65,15 @@ export class HeldRelations {
     if (reactions) delete room!.reactions![id];
     this.count -= Number(!!edit) + Number(!!reactions);
     const edited = edit && edit[2] === message.senderID ? { text: edit[0], editedTimestamp: edit[1] } : {};
-    const reacted = reactions?.length ? { reactions: reactions.map(([senderID, reactionKey, networkReactionID]) => ({ senderID, reactionKey, networkReactionID })) } : {};
+    const reacted = reactions?.length
+      ? {
+          reactions: reactions.map(([senderID, reactionKey, networkReactionID]) => ({
+            senderID,
+            reactionKey,
+            networkReactionID,
+          })),
+        }
+      : {};
     return { ...message, ...edited, ...reacted };
   }
 

@@ -29,7 +29,12 @@ export interface RequestOptions {
    * A raw body (media uploads): sent as is, with its own content type. `reopen` gives the same bytes afresh, so
    * that a rate-limited upload can be repeated too (a stream is used up by the first attempt).
    */
-  raw?: { body: ReadableStream<Uint8Array> | Uint8Array; contentType: string; length?: number; reopen?: () => ReadableStream<Uint8Array> | Uint8Array };
+  raw?: {
+    body: ReadableStream<Uint8Array> | Uint8Array;
+    contentType: string;
+    length?: number;
+    reopen?: () => ReadableStream<Uint8Array> | Uint8Array;
+  };
   query?: Record<string, string | number | boolean | undefined>;
   signal?: AbortSignal;
   /** How long an answer may take to start (a long-polling /sync asks for its timeout plus a margin). */
@@ -67,7 +72,12 @@ export class MatrixHttp {
         return await this.once<T>(method, path, attempt);
       } catch (error) {
         // A rate limit is waited out (what mautrix and Element do), as long as the caller's patience lasts.
-        if (!(error instanceof MatrixError) || error.errcode !== "M_LIMIT_EXCEEDED" || (options.raw && !options.raw.reopen)) throw error;
+        if (
+          !(error instanceof MatrixError) ||
+          error.errcode !== "M_LIMIT_EXCEEDED" ||
+          (options.raw && !options.raw.reopen)
+        )
+          throw error;
         const wait = Math.min(Math.max(error.retryAfterMs ?? 1000, 100), 60_000);
         if (Date.now() + wait > patience) throw error;
         await delay(wait, options.signal);
@@ -89,13 +99,21 @@ export class MatrixHttp {
     if (!response.ok) throw failureFrom(response.status, text, response.headers);
     const body = parseJSON(text);
     if (body === undefined || typeof body !== "object" || body === null || Array.isArray(body))
-      throw new MatrixError("unavailable", `${this.host()} answered ${method} ${path.split("?")[0]} with something that is not a Matrix JSON object`, response.status, undefined, undefined, false);
+      throw new MatrixError(
+        "unavailable",
+        `${this.host()} answered ${method} ${path.split("?")[0]} with something that is not a Matrix JSON object`,
+        response.status,
+        undefined,
+        undefined,
+        false,
+      );
     return body as T;
   }
 
   private async send(method: string, path: string, options: RequestOptions): Promise<Response> {
     const url = new URL(path, this.baseURL);
-    for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    for (const [key, value] of Object.entries(options.query ?? {}))
+      if (value !== undefined) url.searchParams.set(key, String(value));
     const headers = new Headers();
     if (this.accessToken) headers.set("authorization", `Bearer ${this.accessToken}`);
     let body: BodyInit | undefined;
@@ -108,13 +126,28 @@ export class MatrixHttp {
       body = JSON.stringify(options.body);
     }
     const started = new AbortController();
-    const timer = setTimeout(() => started.abort(new Error(`no answer within ${Math.round((options.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000)} s`)), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const timer = setTimeout(
+      () =>
+        started.abort(new Error(`no answer within ${Math.round((options.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000)} s`)),
+      options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    );
     const signal = options.signal ? AbortSignal.any([options.signal, started.signal]) : started.signal;
     try {
-      return await fetch(url, { method, headers, body, signal, redirect: "follow", ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
+      return await fetch(url, {
+        method,
+        headers,
+        body,
+        signal,
+        redirect: "follow",
+        ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+      } as RequestInit);
     } catch (error) {
       if (options.signal?.aborted) throw new NetworkError("unavailable", "cancelled", "cancelled");
-      const reason = started.signal.aborted ? String((started.signal.reason as Error)?.message ?? "timed out") : error instanceof Error ? causeOf(error) : String(error);
+      const reason = started.signal.aborted
+        ? String((started.signal.reason as Error)?.message ?? "timed out")
+        : error instanceof Error
+          ? causeOf(error)
+          : String(error);
       throw new NetworkError("unavailable", `cannot reach ${this.host()}: ${reason}`, "unreachable");
     } finally {
       clearTimeout(timer);
@@ -131,12 +164,20 @@ export class MatrixHttp {
 }
 
 function failureFrom(status: number, text: string, headers: Headers): MatrixError {
-  const body = parseJSON(text) as { errcode?: unknown; error?: unknown; retry_after_ms?: unknown; soft_logout?: unknown } | undefined;
+  const body = parseJSON(text) as
+    | { errcode?: unknown; error?: unknown; retry_after_ms?: unknown; soft_logout?: unknown }
+    | undefined;
   const errcode = typeof body?.errcode === "string" ? body.errcode.slice(0, 100) : undefined;
   const said = typeof body?.error === "string" ? body.error.slice(0, 300) : undefined;
   const retryHeader = Number(headers.get("retry-after"));
-  const retryAfterMs = typeof body?.retry_after_ms === "number" ? body.retry_after_ms : Number.isFinite(retryHeader) && retryHeader > 0 ? retryHeader * 1000 : undefined;
-  const kind: NetworkError["kind"] = status === 404 ? "not_found" : status >= 500 || status === 429 ? "unavailable" : "rejected";
+  const retryAfterMs =
+    typeof body?.retry_after_ms === "number"
+      ? body.retry_after_ms
+      : Number.isFinite(retryHeader) && retryHeader > 0
+        ? retryHeader * 1000
+        : undefined;
+  const kind: NetworkError["kind"] =
+    status === 404 ? "not_found" : status >= 500 || status === 429 ? "unavailable" : "rejected";
   const message = said ? `${said}${errcode ? ` (${errcode})` : ""}` : `HTTP ${status}${errcode ? ` ${errcode}` : ""}`;
   return new MatrixError(kind, message, status, errcode, retryAfterMs, body?.soft_logout === true);
 }
@@ -146,7 +187,11 @@ async function readText(response: Response, maxBytes: number): Promise<string> {
   const declared = Number(response.headers.get("content-length"));
   if (declared > maxBytes) {
     await response.body?.cancel();
-    throw new NetworkError("unavailable", `the homeserver's answer is larger than ${maxBytes} bytes`, "answer_too_large");
+    throw new NetworkError(
+      "unavailable",
+      `the homeserver's answer is larger than ${maxBytes} bytes`,
+      "answer_too_large",
+    );
   }
   if (!response.body) return "";
   const reader = response.body.getReader();
@@ -159,7 +204,11 @@ async function readText(response: Response, maxBytes: number): Promise<string> {
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel();
-      throw new NetworkError("unavailable", `the homeserver's answer is larger than ${maxBytes} bytes`, "answer_too_large");
+      throw new NetworkError(
+        "unavailable",
+        `the homeserver's answer is larger than ${maxBytes} bytes`,
+        "answer_too_large",
+      );
     }
     text += decoder.decode(value, { stream: true });
   }

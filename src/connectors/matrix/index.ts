@@ -50,6 +50,14 @@ const matrixCapabilities = {
       username: { allowed: false },
     },
   },
-  resolve_identifier: { create_dm: true, lookup_phone: false, lookup_email: false, lookup_username: true, any_phone: false, contact_list: true, search: true },
+  resolve_identifier: {
+    create_dm: true,
+    lookup_phone: false,
+    lookup_email: false,
+    lookup_username: true,
+    any_phone: false,
+    contact_list: true,
+    search: true,
+  },
   image_pack_import: { supported: false },
 };

@@ -6,8 +6,17 @@ import { MatrixError, MatrixHttp } from "./http.ts";
 import { readState, USER_ID, type MatrixState } from "./state.ts";
 
 export const matrixFlows: LoginFlow[] = [
-  { id: "password", name: "Homeserver and password", description: "Sign in with your Matrix user ID (or user name) and password. The password is sent to your homeserver once and not kept." },
-  { id: "token", name: "Access token", description: "Use an access token of an existing Matrix session (Element: Settings → Help & About → Access Token)." },
+  {
+    id: "password",
+    name: "Homeserver and password",
+    description:
+      "Sign in with your Matrix user ID (or user name) and password. The password is sent to your homeserver once and not kept.",
+  },
+  {
+    id: "token",
+    name: "Access token",
+    description: "Use an access token of an existing Matrix session (Element: Settings → Help & About → Access Token).",
+  },
 ];
 
 const PASSWORD_STEP = "matrix.password.credentials";
@@ -19,13 +28,27 @@ const DEVICE_NAME = "inboxd";
  * /.well-known/matrix/client, as Element does); left empty, it is the server part of the user ID. Failures carry a
  * code saying which: not_a_homeserver, unreachable, invalid_credentials, invalid_token, rate_limited.
  */
-export function createMatrixLogin(flowID: string, reauth?: AccountRecord[], signedIn: AccountRecord[] = []): LoginProcess {
-  if (flowID !== "password" && flowID !== "token") throw new NetworkError("not_found", `Matrix has no login flow ${flowID}`);
+export function createMatrixLogin(
+  flowID: string,
+  reauth?: AccountRecord[],
+  signedIn: AccountRecord[] = [],
+): LoginProcess {
+  if (flowID !== "password" && flowID !== "token")
+    throw new NetworkError("not_found", `Matrix has no login flow ${flowID}`);
   const previous = reauth?.[0]?.state ? readState(reauth[0].state) : undefined;
   // Every session this device holds, the reconnected one first: signing in again as one of those users takes up
   // its device instead of adding another (one inboxd device per Matrix user).
-  const known = [...(reauth ?? []), ...signedIn].flatMap((a) => (a.state ? [readState(a.state)] : [])).filter((s) => s.userID && s.deviceID);
-  const homeserverField = { id: "homeserver", label: "Homeserver", type: "text" as const, placeholder: "matrix.org or https://matrix.example.org", optional: true, ...(previous?.homeserver ? { initialValue: previous.homeserver } : {}) };
+  const known = [...(reauth ?? []), ...signedIn]
+    .flatMap((a) => (a.state ? [readState(a.state)] : []))
+    .filter((s) => s.userID && s.deviceID);
+  const homeserverField = {
+    id: "homeserver",
+    label: "Homeserver",
+    type: "text" as const,
+    placeholder: "matrix.org or https://matrix.example.org",
+    optional: true,
+    ...(previous?.homeserver ? { initialValue: previous.homeserver } : {}),
+  };
   return {
     async start(): Promise<LoginStep> {
       if (flowID === "token")
@@ -33,14 +56,23 @@ export function createMatrixLogin(flowID: string, reauth?: AccountRecord[], sign
           type: "user_input",
           stepID: TOKEN_STEP,
           instructions: "Connect an existing Matrix session with its access token.",
-          fields: [{ ...homeserverField, optional: false }, { id: "accessToken", label: "Access token", type: "password" }],
+          fields: [
+            { ...homeserverField, optional: false },
+            { id: "accessToken", label: "Access token", type: "password" },
+          ],
         };
       return {
         type: "user_input",
         stepID: PASSWORD_STEP,
         instructions: "Sign in to your Matrix account. Leave the homeserver empty to use the server of your user ID.",
         fields: [
-          { id: "username", label: "User ID", type: "username", placeholder: "@alice:matrix.org", ...(previous?.userID ? { initialValue: previous.userID } : {}) },
+          {
+            id: "username",
+            label: "User ID",
+            type: "username",
+            placeholder: "@alice:matrix.org",
+            ...(previous?.userID ? { initialValue: previous.userID } : {}),
+          },
           { id: "password", label: "Password", type: "password" },
           homeserverField,
         ],
@@ -49,13 +81,22 @@ export function createMatrixLogin(flowID: string, reauth?: AccountRecord[], sign
     async submit(_step: LoginStep, submission: StepSubmission): Promise<LoginStep> {
       const f = submission.fields;
       const state = flowID === "token" ? await tokenLogin(f, previous) : await passwordLogin(f, known);
-      await releaseReplacedDevice(known.find((s) => s.userID === state.userID), state);
+      await releaseReplacedDevice(
+        known.find((s) => s.userID === state.userID),
+        state,
+      );
       const user = await profileOf(new MatrixHttp(state.homeserver, state.accessToken), state.userID);
       return {
         type: "complete",
         stepID: "matrix.complete",
         instructions: `Signed in as ${state.userID}.`,
-        result: { remoteID: state.userID, user, accounts: [{ remoteID: state.userID, user, networkName: "Matrix", state: state as unknown as Record<string, unknown> }] },
+        result: {
+          remoteID: state.userID,
+          user,
+          accounts: [
+            { remoteID: state.userID, user, networkName: "Matrix", state: state as unknown as Record<string, unknown> },
+          ],
+        },
       };
     },
     cancel() {},
@@ -66,13 +107,23 @@ async function passwordLogin(f: Record<string, string>, known: MatrixState[]): P
   const username = (f.username ?? "").trim();
   if (!username) throw new NetworkError("rejected", "a user ID is required", "invalid_user");
   if (!f.password) throw new NetworkError("rejected", "a password is required", "invalid_credentials");
-  if (username.startsWith("@") && !USER_ID.test(username)) throw new NetworkError("rejected", `${username} is not a Matrix user ID (@name:server)`, "invalid_user");
+  if (username.startsWith("@") && !USER_ID.test(username))
+    throw new NetworkError("rejected", `${username} is not a Matrix user ID (@name:server)`, "invalid_user");
   const serverName = username.startsWith("@") ? username.slice(username.indexOf(":") + 1) : undefined;
   const homeserver = await discover((f.homeserver ?? "").trim() || serverName);
-  const previous = known.find((s) => s.userID === username || (!serverName && s.homeserver === homeserver && s.userID.slice(1, s.userID.indexOf(":")) === username));
+  const previous = known.find(
+    (s) =>
+      s.userID === username ||
+      (!serverName && s.homeserver === homeserver && s.userID.slice(1, s.userID.indexOf(":")) === username),
+  );
   const http = new MatrixHttp(homeserver);
   const answer = await http
-    .request<{ user_id?: unknown; access_token?: unknown; device_id?: unknown; well_known?: { "m.homeserver"?: { base_url?: unknown } } }>("POST", "/_matrix/client/v3/login", {
+    .request<{
+      user_id?: unknown;
+      access_token?: unknown;
+      device_id?: unknown;
+      well_known?: { "m.homeserver"?: { base_url?: unknown } };
+    }>("POST", "/_matrix/client/v3/login", {
       body: {
         type: "m.login.password",
         identifier: { type: "m.id.user", user: username },
@@ -84,11 +135,26 @@ async function passwordLogin(f: Record<string, string>, known: MatrixState[]): P
       patienceMs: 0,
     })
     .catch(loginFailure);
-  if (typeof answer.user_id !== "string" || typeof answer.access_token !== "string" || typeof answer.device_id !== "string")
-    throw new NetworkError("rejected", "the homeserver's login answer lacks user_id, access_token or device_id", "not_a_homeserver");
+  if (
+    typeof answer.user_id !== "string" ||
+    typeof answer.access_token !== "string" ||
+    typeof answer.device_id !== "string"
+  )
+    throw new NetworkError(
+      "rejected",
+      "the homeserver's login answer lacks user_id, access_token or device_id",
+      "not_a_homeserver",
+    );
   const base = answer.well_known?.["m.homeserver"]?.base_url;
   const synced = previous?.userID === answer.user_id ? previous.synced : undefined;
-  return { homeserver: typeof base === "string" && /^https?:\/\//.test(base) ? trimSlash(base) : homeserver, userID: answer.user_id, deviceID: answer.device_id, accessToken: answer.access_token, ownDevice: true, synced };
+  return {
+    homeserver: typeof base === "string" && /^https?:\/\//.test(base) ? trimSlash(base) : homeserver,
+    userID: answer.user_id,
+    deviceID: answer.device_id,
+    accessToken: answer.access_token,
+    ownDevice: true,
+    synced,
+  };
 }
 
 /**
@@ -97,30 +163,60 @@ async function passwordLogin(f: Record<string, string>, known: MatrixState[]): P
  * fill up with dead inboxd sessions. A session whose token the user brought is theirs and is never signed out here.
  */
 async function releaseReplacedDevice(old: MatrixState | undefined, next: MatrixState): Promise<void> {
-  if (!old?.ownDevice || old.deviceID === next.deviceID || !old.accessToken || old.accessToken === next.accessToken) return;
-  await new MatrixHttp(old.homeserver, old.accessToken).request("POST", "/_matrix/client/v3/logout", { body: {}, timeoutMs: 10_000, patienceMs: 0 }).catch(() => undefined);
+  if (!old?.ownDevice || old.deviceID === next.deviceID || !old.accessToken || old.accessToken === next.accessToken)
+    return;
+  await new MatrixHttp(old.homeserver, old.accessToken)
+    .request("POST", "/_matrix/client/v3/logout", { body: {}, timeoutMs: 10_000, patienceMs: 0 })
+    .catch(() => undefined);
 }
 
 async function tokenLogin(f: Record<string, string>, previous: MatrixState | undefined): Promise<MatrixState> {
   const token = (f.accessToken ?? "").trim();
   if (!token) throw new NetworkError("rejected", "an access token is required", "invalid_token");
-  if (!(f.homeserver ?? "").trim()) throw new NetworkError("rejected", "the homeserver is required with an access token", "invalid_server");
+  if (!(f.homeserver ?? "").trim())
+    throw new NetworkError("rejected", "the homeserver is required with an access token", "invalid_server");
   const homeserver = await discover(f.homeserver.trim());
-  const whoami = await new MatrixHttp(homeserver, token).request<{ user_id?: unknown; device_id?: unknown }>("GET", "/_matrix/client/v3/account/whoami", { patienceMs: 0 }).catch(loginFailure);
-  if (typeof whoami.user_id !== "string") throw new NetworkError("rejected", "the homeserver did not say whose token this is", "invalid_token");
-  if (typeof whoami.device_id !== "string") throw new NetworkError("rejected", "this access token belongs to no device (an appservice or admin token?): use a session's token", "invalid_token");
-  return { homeserver, userID: whoami.user_id, deviceID: whoami.device_id, accessToken: token, synced: previous?.userID === whoami.user_id ? previous.synced : undefined };
+  const whoami = await new MatrixHttp(homeserver, token)
+    .request<{ user_id?: unknown; device_id?: unknown }>("GET", "/_matrix/client/v3/account/whoami", { patienceMs: 0 })
+    .catch(loginFailure);
+  if (typeof whoami.user_id !== "string")
+    throw new NetworkError("rejected", "the homeserver did not say whose token this is", "invalid_token");
+  if (typeof whoami.device_id !== "string")
+    throw new NetworkError(
+      "rejected",
+      "this access token belongs to no device (an appservice or admin token?): use a session's token",
+      "invalid_token",
+    );
+  return {
+    homeserver,
+    userID: whoami.user_id,
+    deviceID: whoami.device_id,
+    accessToken: token,
+    synced: previous?.userID === whoami.user_id ? previous.synced : undefined,
+  };
 }
 
 function loginFailure(error: unknown): never {
   if (!(error instanceof MatrixError)) throw error;
-  if (error.errcode === "M_FORBIDDEN") throw new NetworkError("rejected", "the homeserver refused the user ID or password", "invalid_credentials");
-  if (error.errcode === "M_UNKNOWN_TOKEN" || error.errcode === "M_MISSING_TOKEN") throw new NetworkError("rejected", "the homeserver does not know this access token", "invalid_token");
+  if (error.errcode === "M_FORBIDDEN")
+    throw new NetworkError("rejected", "the homeserver refused the user ID or password", "invalid_credentials");
+  if (error.errcode === "M_UNKNOWN_TOKEN" || error.errcode === "M_MISSING_TOKEN")
+    throw new NetworkError("rejected", "the homeserver does not know this access token", "invalid_token");
   if (error.errcode === "M_LIMIT_EXCEEDED")
-    throw new NetworkError("rejected", `the homeserver is limiting login attempts; try again in ${Math.ceil((error.retryAfterMs ?? 1000) / 1000)} s`, "rate_limited");
-  if (error.errcode === "M_USER_DEACTIVATED") throw new NetworkError("rejected", "this Matrix account is deactivated", "invalid_credentials");
-  if (error.status === 404 || error.status === 405) throw new NetworkError("rejected", "this server does not answer Matrix logins", "not_a_homeserver");
-  throw new NetworkError("rejected", `the homeserver refused the login: ${error.message}`, error.code ?? "login_failed");
+    throw new NetworkError(
+      "rejected",
+      `the homeserver is limiting login attempts; try again in ${Math.ceil((error.retryAfterMs ?? 1000) / 1000)} s`,
+      "rate_limited",
+    );
+  if (error.errcode === "M_USER_DEACTIVATED")
+    throw new NetworkError("rejected", "this Matrix account is deactivated", "invalid_credentials");
+  if (error.status === 404 || error.status === 405)
+    throw new NetworkError("rejected", "this server does not answer Matrix logins", "not_a_homeserver");
+  throw new NetworkError(
+    "rejected",
+    `the homeserver refused the login: ${error.message}`,
+    error.code ?? "login_failed",
+  );
 }
 
 /**
@@ -129,25 +225,38 @@ function loginFailure(error: unknown): never {
  * /_matrix/client/versions.
  */
 export async function discover(input: string | undefined): Promise<string> {
-  if (!input) throw new NetworkError("rejected", "give a homeserver, or a full user ID (@name:server)", "invalid_server");
+  if (!input)
+    throw new NetworkError("rejected", "give a homeserver, or a full user ID (@name:server)", "invalid_server");
   let candidates: string[];
   if (/^https?:\/\//i.test(input)) candidates = [trimSlash(input)];
   else {
-    if (!/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-fA-F:.]+\](:\d{1,5})?$/.test(input)) throw new NetworkError("rejected", `${input} is neither a URL nor a server name`, "invalid_server");
+    if (!/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-fA-F:.]+\](:\d{1,5})?$/.test(input))
+      throw new NetworkError("rejected", `${input} is neither a URL nor a server name`, "invalid_server");
     const wellKnown = await fetchWellKnown(input);
     candidates = wellKnown ? [wellKnown] : [`https://${input}`];
   }
   let lastError: NetworkError | undefined;
   for (const base of candidates) {
     try {
-      const versions = await new MatrixHttp(base).request<{ versions?: unknown }>("GET", "/_matrix/client/versions", { timeoutMs: 15_000, patienceMs: 0 });
+      const versions = await new MatrixHttp(base).request<{ versions?: unknown }>("GET", "/_matrix/client/versions", {
+        timeoutMs: 15_000,
+        patienceMs: 0,
+      });
       if (Array.isArray(versions.versions)) return base;
-      lastError = new NetworkError("rejected", `${base} is not a Matrix homeserver (its /_matrix/client/versions lists no versions)`, "not_a_homeserver");
+      lastError = new NetworkError(
+        "rejected",
+        `${base} is not a Matrix homeserver (its /_matrix/client/versions lists no versions)`,
+        "not_a_homeserver",
+      );
     } catch (error) {
       if (!(error instanceof NetworkError)) throw error;
       lastError =
         error.code === "unreachable"
-          ? new NetworkError("rejected", `cannot reach ${base}: ${error.message.replace(/^cannot reach [^:]+: /, "")}`, "unreachable")
+          ? new NetworkError(
+              "rejected",
+              `cannot reach ${base}: ${error.message.replace(/^cannot reach [^:]+: /, "")}`,
+              "unreachable",
+            )
           : new NetworkError("rejected", `${base} is not a Matrix homeserver (${error.message})`, "not_a_homeserver");
     }
   }
@@ -156,7 +265,11 @@ export async function discover(input: string | undefined): Promise<string> {
 
 async function fetchWellKnown(serverName: string): Promise<string | undefined> {
   try {
-    const answer = await new MatrixHttp(`https://${serverName}`).request<{ "m.homeserver"?: { base_url?: unknown } }>("GET", "/.well-known/matrix/client", { timeoutMs: 10_000, maxBytes: 64 * 1024, patienceMs: 0 });
+    const answer = await new MatrixHttp(`https://${serverName}`).request<{ "m.homeserver"?: { base_url?: unknown } }>(
+      "GET",
+      "/.well-known/matrix/client",
+      { timeoutMs: 10_000, maxBytes: 64 * 1024, patienceMs: 0 },
+    );
     const base = answer["m.homeserver"]?.base_url;
     return typeof base === "string" && /^https?:\/\//i.test(base) ? trimSlash(base) : undefined;
   } catch {
@@ -166,13 +279,20 @@ async function fetchWellKnown(serverName: string): Promise<string | undefined> {
 
 /** The account's own user: its display name and avatar from its profile (both optional on Matrix). */
 export async function profileOf(http: MatrixHttp, userID: string): Promise<User> {
-  const profile = await http.request<{ displayname?: unknown; avatar_url?: unknown }>("GET", `/_matrix/client/v3/profile/${encodeURIComponent(userID)}`).catch(() => ({}) as { displayname?: unknown; avatar_url?: unknown });
+  const profile = await http
+    .request<{ displayname?: unknown; avatar_url?: unknown }>(
+      "GET",
+      `/_matrix/client/v3/profile/${encodeURIComponent(userID)}`,
+    )
+    .catch(() => ({}) as { displayname?: unknown; avatar_url?: unknown });
   return {
     id: userID,
     username: userID,
     isSelf: true,
     ...(typeof profile.displayname === "string" && profile.displayname ? { fullName: profile.displayname } : {}),
-    ...(typeof profile.avatar_url === "string" && profile.avatar_url.startsWith("mxc://") ? { imgURL: profile.avatar_url } : {}),
+    ...(typeof profile.avatar_url === "string" && profile.avatar_url.startsWith("mxc://")
+      ? { imgURL: profile.avatar_url }
+      : {}),
   };
 }
 

@@ -10,11 +10,20 @@ const MXC = /^mxc:\/\/([A-Za-z0-9.:[\]-]+)\/([A-Za-z0-9_-]+)$/;
  * federation), with authenticated media (`/_matrix/client/v1/media`, spec 1.11) where the server offers it and the
  * older `/_matrix/media/v3` otherwise. Null for anything that is not an mxc:// URL.
  */
-export async function downloadMedia(http: MatrixHttp, url: string, authenticated: boolean): Promise<NetworkMedia | null> {
+export async function downloadMedia(
+  http: MatrixHttp,
+  url: string,
+  authenticated: boolean,
+): Promise<NetworkMedia | null> {
   const match = MXC.exec(url);
   if (!match) return null;
-  const path = authenticated ? `/_matrix/client/v1/media/download/${seg(match[1])}/${seg(match[2])}` : `/_matrix/media/v3/download/${seg(match[1])}/${seg(match[2])}`;
-  const response = await http.stream(path, { timeoutMs: 60_000, query: authenticated ? undefined : { allow_redirect: "true" } });
+  const path = authenticated
+    ? `/_matrix/client/v1/media/download/${seg(match[1])}/${seg(match[2])}`
+    : `/_matrix/media/v3/download/${seg(match[1])}/${seg(match[2])}`;
+  const response = await http.stream(path, {
+    timeoutMs: 60_000,
+    query: authenticated ? undefined : { allow_redirect: "true" },
+  });
   if (!response.body) throw new NetworkError("unavailable", "the homeserver sent no file");
   const disposition = response.headers.get("content-disposition") ?? "";
   const name = /filename\*=utf-8''([^;]+)/i.exec(disposition)?.[1] ?? /filename="?([^";]+)"?/i.exec(disposition)?.[1];
@@ -24,7 +33,11 @@ export async function downloadMedia(http: MatrixHttp, url: string, authenticated
   } catch {
     fileName = name;
   }
-  return { content: response.body as unknown as AsyncIterable<Uint8Array>, fileName, mimeType: response.headers.get("content-type") ?? undefined };
+  return {
+    content: response.body as unknown as AsyncIterable<Uint8Array>,
+    fileName,
+    mimeType: response.headers.get("content-type") ?? undefined,
+  };
 }
 
 /** Uploads a file to the homeserver's media repository; resolves with its mxc:// URL. */
@@ -32,16 +45,25 @@ export async function uploadMedia(http: MatrixHttp, file: OutgoingFile): Promise
   const { info } = file;
   if (info.fileSize === undefined) throw new NetworkError("rejected", "the attachment's size is unknown");
   const open = () => withLength(file.open(), info.fileSize!);
-  return upload(http, open, { fileName: info.fileName ?? "file", contentType: info.mimeType ?? "application/octet-stream", length: info.fileSize });
+  return upload(http, open, {
+    fileName: info.fileName ?? "file",
+    contentType: info.mimeType ?? "application/octet-stream",
+    length: info.fileSize,
+  });
 }
 
-async function upload(http: MatrixHttp, open: () => ReadableStream<Uint8Array> | Uint8Array, file: { fileName: string; contentType: string; length: number }): Promise<string> {
+async function upload(
+  http: MatrixHttp,
+  open: () => ReadableStream<Uint8Array> | Uint8Array,
+  file: { fileName: string; contentType: string; length: number },
+): Promise<string> {
   const answer = await http.request<{ content_uri?: unknown }>("POST", "/_matrix/media/v3/upload", {
     query: { filename: file.fileName },
     raw: { body: open(), contentType: file.contentType, length: file.length, reopen: open },
     timeoutMs: 120_000,
   });
-  if (typeof answer.content_uri !== "string" || !MXC.test(answer.content_uri)) throw new NetworkError("unavailable", "the homeserver's upload answer has no mxc:// URI");
+  if (typeof answer.content_uri !== "string" || !MXC.test(answer.content_uri))
+    throw new NetworkError("unavailable", "the homeserver's upload answer has no mxc:// URI");
   return answer.content_uri;
 }
 
@@ -54,17 +76,35 @@ const MAX_THUMBNAIL_BYTES = 4 * 1024 * 1024;
  * stores) and uploaded as a file of its own, so clients that show `thumbnail_url` get a small image. Undefined for
  * images small enough to be their own thumbnail, and where the server cannot make one (sending goes on without).
  */
-export async function thumbnailFor(http: MatrixHttp, url: string, info: { mimeType?: string; size?: { width: number; height: number } }, authenticated: boolean): Promise<Record<string, unknown> | undefined> {
+export async function thumbnailFor(
+  http: MatrixHttp,
+  url: string,
+  info: { mimeType?: string; size?: { width: number; height: number } },
+  authenticated: boolean,
+): Promise<Record<string, unknown> | undefined> {
   const match = MXC.exec(url);
-  if (!match || !info.mimeType?.startsWith("image/") || !info.size || (info.size.width <= THUMBNAIL.width && info.size.height <= THUMBNAIL.height)) return undefined;
+  if (
+    !match ||
+    !info.mimeType?.startsWith("image/") ||
+    !info.size ||
+    (info.size.width <= THUMBNAIL.width && info.size.height <= THUMBNAIL.height)
+  )
+    return undefined;
   const path = `${authenticated ? "/_matrix/client/v1/media" : "/_matrix/media/v3"}/thumbnail/${seg(match[1])}/${seg(match[2])}`;
   try {
-    const response = await http.stream(path, { query: { width: THUMBNAIL.width, height: THUMBNAIL.height, method: "scale" }, timeoutMs: 30_000 });
+    const response = await http.stream(path, {
+      query: { width: THUMBNAIL.width, height: THUMBNAIL.height, method: "scale" },
+      timeoutMs: 30_000,
+    });
     const bytes = await readAtMost(response, MAX_THUMBNAIL_BYTES);
     const { width, height } = imageSize(bytes);
     const mimetype = response.headers.get("content-type")?.split(";")[0] || "image/jpeg";
     if (!width || !height) return undefined;
-    const thumbnail = await upload(http, () => bytes, { fileName: "thumbnail", contentType: mimetype, length: bytes.byteLength });
+    const thumbnail = await upload(http, () => bytes, {
+      fileName: "thumbnail",
+      contentType: mimetype,
+      length: bytes.byteLength,
+    });
     return { thumbnail_url: thumbnail, thumbnail_info: { w: width, h: height, mimetype, size: bytes.byteLength } };
   } catch {
     return undefined;
@@ -90,7 +130,9 @@ async function readAtMost(response: Response, max: number): Promise<Uint8Array> 
 
 /** Node's fetch sends the Content-Length given with a stream; workerd needs a FixedLengthStream for it. */
 function withLength(body: ReadableStream<Uint8Array>, size: number): ReadableStream<Uint8Array> {
-  const FixedLength = (globalThis as { FixedLengthStream?: new (length: number) => TransformStream<Uint8Array, Uint8Array> }).FixedLengthStream;
+  const FixedLength = (
+    globalThis as { FixedLengthStream?: new (length: number) => TransformStream<Uint8Array, Uint8Array> }
+  ).FixedLengthStream;
   return FixedLength ? body.pipeThrough(new FixedLength(size)) : body;
 }
 

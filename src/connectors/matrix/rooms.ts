@@ -1,6 +1,6 @@
 import type { NetworkChat } from "../../bridges/connector.ts";
 import type { User } from "../../schema/wire.ts";
-import type { MatrixEvent } from "./timeline.ts";
+import type { MatrixEvent } from "./event.ts";
 
 export interface Member {
   membership: string;
@@ -64,7 +64,11 @@ export function applyState(room: Room, event: MatrixEvent, selfID: string): void
       if (typeof userID !== "string" || !userID.startsWith("@")) break;
       const membership = text("membership") ?? "leave";
       const displayName = text("displayname")?.slice(0, 255) || undefined;
-      room.members.set(userID, { membership, displayName, avatarURL: text("avatar_url")?.startsWith("mxc://") ? text("avatar_url") : undefined });
+      room.members.set(userID, {
+        membership,
+        displayName,
+        avatarURL: text("avatar_url")?.startsWith("mxc://") ? text("avatar_url") : undefined,
+      });
       if (displayName) room.names.set(userID, displayName);
       if (userID === selfID && content.is_direct === true) room.directInvite = true;
       if (userID === selfID && membership === "invite") room.inviter = event.sender;
@@ -78,7 +82,8 @@ export function memberName(room: Room, userID: string): string {
   const member = room.members.get(userID);
   const name = member ? member.displayName : room.names.get(userID);
   if (!name) return userID;
-  for (const [other, member] of room.members) if (other !== userID && member.displayName === name && member.membership === "join") return `${name} (${userID})`;
+  for (const [other, member] of room.members)
+    if (other !== userID && member.displayName === name && member.membership === "join") return `${name} (${userID})`;
   return name;
 }
 
@@ -107,7 +112,12 @@ export function roomTitle(room: Room, selfID: string): string {
   const names = heroes.map((id) => memberName(room, id));
   if (names.length === 0) return "Empty Room";
   const others = joined + invited - 1 - names.length;
-  const list = others > 0 ? `${names.join(", ")} and ${others} other${others === 1 ? "" : "s"}` : names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+  const list =
+    others > 0
+      ? `${names.join(", ")} and ${others} other${others === 1 ? "" : "s"}`
+      : names.length === 1
+        ? names[0]
+        : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
   return joined + invited <= 1 ? `Empty Room (was ${list})` : list;
 }
 
@@ -132,7 +142,13 @@ export function roomChat(room: Room, selfID: string, self: User, direct: boolean
   const present = otherMembers(room, selfID);
   const participants = [self, ...present.slice(0, MAX_PARTICIPANTS - 1).map((id) => memberUser(room, id, selfID))];
   const total = (room.joinedCount ?? count(room, "join")) + (room.invitedCount ?? count(room, "invite"));
-  const chat: NetworkChat = { networkChatID: room.id, type: direct ? "single" : "group", title: roomTitle(room, selfID), participants, imgURL: room.avatarURL ?? "" };
+  const chat: NetworkChat = {
+    networkChatID: room.id,
+    type: direct ? "single" : "group",
+    title: roomTitle(room, selfID),
+    participants,
+    imgURL: room.avatarURL ?? "",
+  };
   if (total > participants.length) chat.participantCount = total;
   // A DM without a picture of its own shows the other person's, as Element does.
   if (!room.avatarURL && direct && participants[1]?.imgURL) chat.imgURL = participants[1].imgURL;

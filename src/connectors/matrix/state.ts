@@ -44,7 +44,11 @@ export function readState(state: Record<string, unknown>): MatrixState {
     deviceID: String(s.deviceID ?? ""),
     accessToken: String(s.accessToken ?? ""),
     ...(s.ownDevice === true ? { ownDevice: true } : {}),
-    synced: { since: typeof s.synced?.since === "string" ? s.synced.since : undefined, history: historyMarks(s.synced?.history), held: heldState(s.synced?.held) },
+    synced: {
+      since: typeof s.synced?.since === "string" ? s.synced.since : undefined,
+      history: historyMarks(s.synced?.history),
+      held: heldState(s.synced?.held),
+    },
   };
 }
 
@@ -57,7 +61,8 @@ function historyMarks(value: unknown): Record<string, HistoryMark> {
   const marks: Record<string, HistoryMark> = {};
   if (!value || typeof value !== "object") return marks;
   for (const [roomID, mark] of Object.entries(value as Record<string, Partial<HistoryMark>>))
-    if (typeof mark?.oldest === "string" && typeof mark.token === "string") marks[roomID] = { oldest: mark.oldest, token: mark.token };
+    if (typeof mark?.oldest === "string" && typeof mark.token === "string")
+      marks[roomID] = { oldest: mark.oldest, token: mark.token };
   return marks;
 }
 
@@ -66,7 +71,11 @@ function heldState(value: unknown): HeldRelationsState {
   if (!value || typeof value !== "object" || Array.isArray(value)) return {};
   const rooms = value as HeldRelationsState;
   const valid = Object.values(rooms).every(
-    (room) => room && typeof room === "object" && Object.values(room.edits ?? {}).every((e) => Array.isArray(e) && typeof e[0] === "string") && Object.values(room.reactions ?? {}).every((r) => Array.isArray(r) && r.every(Array.isArray)),
+    (room) =>
+      room &&
+      typeof room === "object" &&
+      Object.values(room.edits ?? {}).every((e) => Array.isArray(e) && typeof e[0] === "string") &&
+      Object.values(room.reactions ?? {}).every((r) => Array.isArray(r) && r.every(Array.isArray)),
   );
   return valid ? rooms : {};
 }

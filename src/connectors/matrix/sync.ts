@@ -3,13 +3,18 @@ import type { User } from "../../schema/wire.ts";
 import { seg, type MatrixHttp } from "./http.ts";
 import { applyState, memberName, newRoom, roomChat, type Room } from "./rooms.ts";
 import type { HistoryMark } from "./state.ts";
-import { parseEvent, translate, type MatrixEvent } from "./timeline.ts";
+import { parseEvent, type MatrixEvent } from "./event.ts";
+import { translate } from "./timeline.ts";
 
 /** The parts of a /sync answer the connector reads (everything is checked before use: servers can send anything). */
 export interface SyncResponse {
   next_batch?: unknown;
   account_data?: { events?: unknown[] };
-  rooms?: { join?: Record<string, JoinedRoom>; invite?: Record<string, { invite_state?: { events?: unknown[] } }>; leave?: Record<string, JoinedRoom> };
+  rooms?: {
+    join?: Record<string, JoinedRoom>;
+    invite?: Record<string, { invite_state?: { events?: unknown[] } }>;
+    leave?: Record<string, JoinedRoom>;
+  };
 }
 
 interface JoinedRoom {
@@ -90,8 +95,10 @@ export class SyncProcessor {
       changed.delete(roomID);
       if (!since && ++done % 25 === 0) await progress(`Loading chats and history: ${done} of ${joined.length} rooms`);
     }
-    for (const [roomID, data] of Object.entries(sync.rooms?.invite ?? {})) if (roomID.startsWith("!")) this.invitedRoom(roomID, data?.invite_state?.events, emit);
-    for (const [roomID, data] of Object.entries(sync.rooms?.leave ?? {})) if (roomID.startsWith("!") && data && typeof data === "object") await this.leftRoom(roomID, data, emit);
+    for (const [roomID, data] of Object.entries(sync.rooms?.invite ?? {}))
+      if (roomID.startsWith("!")) this.invitedRoom(roomID, data?.invite_state?.events, emit);
+    for (const [roomID, data] of Object.entries(sync.rooms?.leave ?? {}))
+      if (roomID.startsWith("!") && data && typeof data === "object") await this.leftRoom(roomID, data, emit);
     // Rooms whose DM status or mute changed with nothing else happening in them.
     for (const roomID of changed) {
       const room = this.deps.rooms.get(roomID);
@@ -116,7 +123,8 @@ export class SyncProcessor {
           direct[userID] = list.filter((r): r is string => typeof r === "string");
           for (const r of direct[userID]) rooms.add(r);
         }
-        for (const r of new Set([...rooms, ...this.directRooms])) if (rooms.has(r) !== this.directRooms.has(r)) changed.add(r);
+        for (const r of new Set([...rooms, ...this.directRooms]))
+          if (rooms.has(r) !== this.directRooms.has(r)) changed.add(r);
         this.direct = direct;
         this.directRooms = rooms;
       } else if (event.type === "m.push_rules") {
@@ -131,9 +139,14 @@ export class SyncProcessor {
   /** Records a new DM in the account's m.direct (what Element does after creating one). */
   async addDirect(userID: string, roomID: string): Promise<void> {
     const path = `/_matrix/client/v3/user/${seg(this.deps.selfID)}/account_data/m.direct`;
-    const current = await this.deps.http.request<Record<string, unknown>>("GET", path).catch(() => ({}) as Record<string, unknown>);
-    const list = Array.isArray(current[userID]) ? (current[userID] as unknown[]).filter((r): r is string => typeof r === "string") : [];
-    if (!list.includes(roomID)) await this.deps.http.request("PUT", path, { body: { ...current, [userID]: [...list, roomID] } });
+    const current = await this.deps.http
+      .request<Record<string, unknown>>("GET", path)
+      .catch(() => ({}) as Record<string, unknown>);
+    const list = Array.isArray(current[userID])
+      ? (current[userID] as unknown[]).filter((r): r is string => typeof r === "string")
+      : [];
+    if (!list.includes(roomID))
+      await this.deps.http.request("PUT", path, { body: { ...current, [userID]: [...list, roomID] } });
     this.direct[userID] = [...list.filter((r) => r !== roomID), roomID];
     this.directRooms.add(roomID);
   }
@@ -142,7 +155,12 @@ export class SyncProcessor {
     return this.directRooms.has(room.id) || room.directInvite === true;
   }
 
-  private async joinedRoom(roomID: string, data: JoinedRoom, since: string | undefined, emit: (e: InboundEvent) => void) {
+  private async joinedRoom(
+    roomID: string,
+    data: JoinedRoom,
+    since: string | undefined,
+    emit: (e: InboundEvent) => void,
+  ) {
     const { rooms, selfID } = this.deps;
     let room = rooms.get(roomID);
     if (!room) rooms.set(roomID, (room = newRoom(roomID, "join")));
@@ -152,16 +170,23 @@ export class SyncProcessor {
       if (event?.state_key !== undefined) applyState(room, event, selfID);
     }
     const summary = data.summary ?? {};
-    if (Array.isArray(summary["m.heroes"])) room.heroes = summary["m.heroes"].filter((h): h is string => typeof h === "string").slice(0, 5);
+    if (Array.isArray(summary["m.heroes"]))
+      room.heroes = summary["m.heroes"].filter((h): h is string => typeof h === "string").slice(0, 5);
     if (typeof summary["m.joined_member_count"] === "number") room.joinedCount = summary["m.joined_member_count"];
     if (typeof summary["m.invited_member_count"] === "number") room.invitedCount = summary["m.invited_member_count"];
     for (const raw of data.account_data?.events ?? []) {
       const event = raw as { type?: unknown; content?: { tags?: unknown } };
-      if (event?.type === "m.tag" && event.content?.tags && typeof event.content.tags === "object") room.tags = event.content.tags as Record<string, unknown>;
+      if (event?.type === "m.tag" && event.content?.tags && typeof event.content.tags === "object")
+        room.tags = event.content.tags as Record<string, unknown>;
     }
-    const timeline = (data.timeline?.events ?? []).map((raw) => parseEvent(raw, roomID)).filter((e): e is MatrixEvent => e !== undefined);
+    const timeline = (data.timeline?.events ?? [])
+      .map((raw) => parseEvent(raw, roomID))
+      .filter((e): e is MatrixEvent => e !== undefined);
     for (const event of timeline) {
-      const name = event.type === "m.room.member" && event.state_key && typeof event.content.displayname === "string" ? event.content.displayname.slice(0, 255) : undefined;
+      const name =
+        event.type === "m.room.member" && event.state_key && typeof event.content.displayname === "string"
+          ? event.content.displayname.slice(0, 255)
+          : undefined;
       if (name && !room.names.has(event.state_key!)) room.names.set(event.state_key!, name);
     }
     // Events are translated with the room as it was before them: the timeline's state changes apply one by one.
@@ -169,7 +194,10 @@ export class SyncProcessor {
     if (stateBefore.length === 0) this.announce(room, emit);
     else if (!this.announced.has(roomID)) this.announce(room, emit, true);
     const prevBatch = typeof data.timeline?.prev_batch === "string" ? data.timeline.prev_batch : undefined;
-    const older = data.timeline?.limited === true && prevBatch && !since ? await this.fill(roomID, prevBatch, Math.max(0, this.deps.firstBackfill - timeline.length)) : { events: [], token: prevBatch };
+    const older =
+      data.timeline?.limited === true && prevBatch && !since
+        ? await this.fill(roomID, prevBatch, Math.max(0, this.deps.firstBackfill - timeline.length))
+        : { events: [], token: prevBatch };
     if (data.timeline?.limited === true && prevBatch && since) await this.fillGap(room, since, prevBatch, emit);
     // A first load's edits and reactions of messages older than it loaded are kept for when history reaches them.
     const loaded = since ? undefined : new Set([...older.events, ...timeline].map((e) => e.event_id));
@@ -198,7 +226,12 @@ export class SyncProcessor {
    */
   private async follow(room: Room, emit: (e: InboundEvent) => void) {
     const via = room.replacement!.split(":").slice(1).join(":");
-    await this.deps.http.request("POST", `/_matrix/client/v3/join/${seg(room.replacement!)}`, { body: {}, query: via ? { server_name: via } : undefined }).catch(() => undefined);
+    await this.deps.http
+      .request("POST", `/_matrix/client/v3/join/${seg(room.replacement!)}`, {
+        body: {},
+        query: via ? { server_name: via } : undefined,
+      })
+      .catch(() => undefined);
     emit({ type: "chat", chat: { ...this.chatOf(room), isArchived: true } });
   }
 
@@ -211,9 +244,13 @@ export class SyncProcessor {
     let token = since;
     let filled = 0;
     for (;;) {
-      const page = await this.deps.http.request<{ chunk?: unknown[]; end?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(room.id)}/messages`, {
-        query: { from: token, to: until, dir: "f", limit: GAP_PAGE },
-      });
+      const page = await this.deps.http.request<{ chunk?: unknown[]; end?: unknown }>(
+        "GET",
+        `/_matrix/client/v3/rooms/${seg(room.id)}/messages`,
+        {
+          query: { from: token, to: until, dir: "f", limit: GAP_PAGE },
+        },
+      );
       const chunk = Array.isArray(page.chunk) ? page.chunk : [];
       await this.stored();
       for (const raw of chunk) {
@@ -222,7 +259,8 @@ export class SyncProcessor {
       }
       filled += chunk.length;
       if (typeof page.end !== "string" || chunk.length === 0 || page.end === token) return;
-      if (filled >= GAP_PAGE) await this.deps.progress?.(`Catching up: ${filled.toLocaleString("en")} events in ${room.name ?? room.id}`);
+      if (filled >= GAP_PAGE)
+        await this.deps.progress?.(`Catching up: ${filled.toLocaleString("en")} events in ${room.name ?? room.id}`);
       token = page.end;
     }
   }
@@ -235,9 +273,13 @@ export class SyncProcessor {
     const events: MatrixEvent[] = [];
     let token = from;
     while (events.length < max) {
-      const page = await this.deps.http.request<{ chunk?: unknown[]; end?: unknown }>("GET", `/_matrix/client/v3/rooms/${seg(roomID)}/messages`, {
-        query: { from: token, dir: "b", limit: Math.min(GAP_PAGE, max - events.length) },
-      });
+      const page = await this.deps.http.request<{ chunk?: unknown[]; end?: unknown }>(
+        "GET",
+        `/_matrix/client/v3/rooms/${seg(roomID)}/messages`,
+        {
+          query: { from: token, dir: "b", limit: Math.min(GAP_PAGE, max - events.length) },
+        },
+      );
       const chunk = Array.isArray(page.chunk) ? page.chunk : [];
       for (const raw of chunk) {
         const event = parseEvent(raw, roomID);
@@ -257,7 +299,8 @@ export class SyncProcessor {
     // The echo of a message this client sent: the host already has it, under the ID the send returned.
     if (typeof txn === "string" && this.deps.ownEcho(txn) && translated.every((e) => e.type === "message")) return;
     for (const e of translated) {
-      if (loaded && (e.type === "edit" || e.type === "reaction") && !loaded.has(e.networkMessageID)) this.deps.hold?.(room.id, e);
+      if (loaded && (e.type === "edit" || e.type === "reaction") && !loaded.has(e.networkMessageID))
+        this.deps.hold?.(room.id, e);
       if (loaded && e.type === "delete") this.deps.hold?.(room.id, e);
       emit(e);
     }
@@ -269,10 +312,15 @@ export class SyncProcessor {
     const { selfID } = this.deps;
     if (event.type === "m.typing") {
       const ids = (event.content as { user_ids?: unknown }).user_ids;
-      const now = new Set(Array.isArray(ids) ? ids.filter((u): u is string => typeof u === "string" && u !== selfID) : []);
+      const now = new Set(
+        Array.isArray(ids) ? ids.filter((u): u is string => typeof u === "string" && u !== selfID) : [],
+      );
       const before = this.typing.get(room.id) ?? new Set<string>();
-      for (const userID of now) if (!before.has(userID)) emit({ type: "typing", networkChatID: room.id, senderID: userID, state: "typing", timeoutMs: 30_000 });
-      for (const userID of before) if (!now.has(userID)) emit({ type: "typing", networkChatID: room.id, senderID: userID, state: "paused" });
+      for (const userID of now)
+        if (!before.has(userID))
+          emit({ type: "typing", networkChatID: room.id, senderID: userID, state: "typing", timeoutMs: 30_000 });
+      for (const userID of before)
+        if (!now.has(userID)) emit({ type: "typing", networkChatID: room.id, senderID: userID, state: "paused" });
       this.typing.set(room.id, now);
       return;
     }
@@ -286,8 +334,22 @@ export class SyncProcessor {
           else if (kind === "m.read") {
             // Matrix has no delivery receipts: a message someone read has reached them.
             const timestamp = typeof receipt?.ts === "number" ? receipt.ts : Date.now();
-            emit({ type: "receipt", networkChatID: room.id, networkMessageID: eventID, userID, kind: "delivered", timestamp });
-            emit({ type: "receipt", networkChatID: room.id, networkMessageID: eventID, userID, kind: "read", timestamp });
+            emit({
+              type: "receipt",
+              networkChatID: room.id,
+              networkMessageID: eventID,
+              userID,
+              kind: "delivered",
+              timestamp,
+            });
+            emit({
+              type: "receipt",
+              networkChatID: room.id,
+              networkMessageID: eventID,
+              userID,
+              kind: "read",
+              timestamp,
+            });
           }
         }
       }
@@ -310,7 +372,14 @@ export class SyncProcessor {
     emit({
       type: "message",
       networkChatID: roomID,
-      message: { networkMessageID: `invite:${roomID}`, senderID: inviter, senderName: name, timestamp: Date.now(), type: "NOTICE", text: `${name} invited you. Send a message to join.` },
+      message: {
+        networkMessageID: `invite:${roomID}`,
+        senderID: inviter,
+        senderName: name,
+        timestamp: Date.now(),
+        type: "NOTICE",
+        text: `${name} invited you. Send a message to join.`,
+      },
     });
   }
 
@@ -333,7 +402,11 @@ export class SyncProcessor {
   /** Announces the room as a chat if anything shown changed; flags (tags, mute) only when they changed. */
   private announce(room: Room, emit: (e: InboundEvent) => void, force = false) {
     const chat = this.chatOf(room);
-    const flags = { isPinned: "m.favourite" in room.tags, isLowPriority: "m.lowpriority" in room.tags, isMuted: this.muted.has(room.id) };
+    const flags = {
+      isPinned: "m.favourite" in room.tags,
+      isLowPriority: "m.lowpriority" in room.tags,
+      isMuted: this.muted.has(room.id),
+    };
     const flagsJSON = JSON.stringify(flags);
     const chatJSON = JSON.stringify(chat);
     const flagsChanged = this.flags.get(room.id) !== flagsJSON;
@@ -348,11 +421,24 @@ export class SyncProcessor {
 function mutedRooms(content: Record<string, unknown>): Set<string> {
   const out = new Set<string>();
   const global = content.global as { override?: unknown; room?: unknown } | undefined;
-  const silent = (rule: { actions?: unknown; enabled?: unknown }) => rule.enabled !== false && Array.isArray(rule.actions) && !rule.actions.includes("notify") && !rule.actions.some((a) => typeof a === "object" && a !== null && (a as { set_tweak?: unknown }).set_tweak === "sound");
-  for (const rule of Array.isArray(global?.room) ? global.room : []) if (typeof rule?.rule_id === "string" && rule.rule_id.startsWith("!") && silent(rule)) out.add(rule.rule_id);
+  const silent = (rule: { actions?: unknown; enabled?: unknown }) =>
+    rule.enabled !== false &&
+    Array.isArray(rule.actions) &&
+    !rule.actions.includes("notify") &&
+    !rule.actions.some(
+      (a) => typeof a === "object" && a !== null && (a as { set_tweak?: unknown }).set_tweak === "sound",
+    );
+  for (const rule of Array.isArray(global?.room) ? global.room : [])
+    if (typeof rule?.rule_id === "string" && rule.rule_id.startsWith("!") && silent(rule)) out.add(rule.rule_id);
   for (const rule of Array.isArray(global?.override) ? global.override : []) {
     const conditions = Array.isArray(rule?.conditions) ? rule.conditions : [];
-    const match = conditions.length === 1 && conditions[0]?.kind === "event_match" && conditions[0]?.key === "room_id" && typeof conditions[0]?.pattern === "string" ? conditions[0].pattern : undefined;
+    const match =
+      conditions.length === 1 &&
+      conditions[0]?.kind === "event_match" &&
+      conditions[0]?.key === "room_id" &&
+      typeof conditions[0]?.pattern === "string"
+        ? conditions[0].pattern
+        : undefined;
     if (match && silent(rule)) out.add(match);
   }
   return out;

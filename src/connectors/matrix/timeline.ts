@@ -1,52 +1,21 @@
 import type { InboundEvent, InboundMessage } from "../../bridges/connector.ts";
 import type { Attachment } from "../../schema/wire.ts";
 import { htmlToText, stripReplyFallback } from "./formatting.ts";
+import type { MatrixEvent } from "./event.ts";
 import { memberName, type Room } from "./rooms.ts";
-
-/** A room event as it comes from /sync or /messages, after `parseEvent` checked its shape. */
-export interface MatrixEvent {
-  type: string;
-  event_id: string;
-  sender: string;
-  origin_server_ts: number;
-  content: Record<string, unknown>;
-  state_key?: string;
-  room_id?: string;
-  redacts?: string;
-  unsigned?: Record<string, unknown>;
-}
 
 /** The longest text kept from one event; a homeserver caps events at 64 KiB, a hostile one might not. */
 const MAX_TEXT = 64 * 1024;
-
-/**
- * Checks the shape of an event from the server; undefined for anything malformed, or for an event that names a
- * different room than the one it was delivered in (a forged event).
- */
-export function parseEvent(raw: unknown, roomID: string): MatrixEvent | undefined {
-  if (!raw || typeof raw !== "object") return undefined;
-  const e = raw as Record<string, unknown>;
-  if (typeof e.type !== "string" || typeof e.sender !== "string" || !e.sender.startsWith("@")) return undefined;
-  if (e.room_id !== undefined && e.room_id !== roomID) return undefined;
-  const content = e.content && typeof e.content === "object" && !Array.isArray(e.content) ? (e.content as Record<string, unknown>) : {};
-  return {
-    type: e.type,
-    event_id: typeof e.event_id === "string" ? e.event_id : "",
-    sender: e.sender,
-    origin_server_ts: typeof e.origin_server_ts === "number" && Number.isFinite(e.origin_server_ts) ? e.origin_server_ts : Date.now(),
-    content,
-    ...(typeof e.state_key === "string" ? { state_key: e.state_key } : {}),
-    ...(typeof e.redacts === "string" ? { redacts: e.redacts } : {}),
-    ...(e.unsigned && typeof e.unsigned === "object" ? { unsigned: e.unsigned as Record<string, unknown> } : {}),
-  };
-}
 
 export interface TimelineContext {
   room: Room;
   selfID: string;
 }
 
-const relation = (content: Record<string, unknown>) => (content["m.relates_to"] && typeof content["m.relates_to"] === "object" ? (content["m.relates_to"] as Record<string, unknown>) : undefined);
+const relation = (content: Record<string, unknown>) =>
+  content["m.relates_to"] && typeof content["m.relates_to"] === "object"
+    ? (content["m.relates_to"] as Record<string, unknown>)
+    : undefined;
 
 /** What one room event means in the common model: nothing, a message, an edit, a reaction or a deletion. */
 export function translate(event: MatrixEvent, ctx: TimelineContext): InboundEvent[] {
@@ -58,7 +27,16 @@ export function translate(event: MatrixEvent, ctx: TimelineContext): InboundEven
       const target = rel?.rel_type === "m.annotation" && typeof rel.event_id === "string" ? rel.event_id : undefined;
       const key = typeof rel?.key === "string" ? rel.key.slice(0, 256) : undefined;
       if (!target || !key) return [];
-      return [{ type: "reaction", networkChatID: chat, networkMessageID: target, senderID: event.sender, reactionKey: key, networkReactionID: event.event_id }];
+      return [
+        {
+          type: "reaction",
+          networkChatID: chat,
+          networkMessageID: target,
+          senderID: event.sender,
+          reactionKey: key,
+          networkReactionID: event.event_id,
+        },
+      ];
     }
     case "m.room.redaction": {
       const target = event.redacts ?? (typeof event.content.redacts === "string" ? event.content.redacts : undefined);
@@ -73,14 +51,25 @@ export function translate(event: MatrixEvent, ctx: TimelineContext): InboundEven
         if (!replacement || typeof replacement !== "object") return [];
         const text = bodyText(replacement as Record<string, unknown>);
         if (text === undefined) return [];
-        return [{ type: "edit", networkChatID: chat, networkMessageID: rel.event_id, text, timestamp: event.origin_server_ts, senderID: event.sender }];
+        return [
+          {
+            type: "edit",
+            networkChatID: chat,
+            networkMessageID: rel.event_id,
+            text,
+            timestamp: event.origin_server_ts,
+            senderID: event.sender,
+          },
+        ];
       }
       const message = messageOf(event, ctx);
       return message ? [{ type: "message", networkChatID: chat, message }] : [];
     }
     default: {
       const notice = event.state_key !== undefined ? stateNotice(event, ctx) : undefined;
-      return notice ? [{ type: "message", networkChatID: chat, message: base(event, ctx, { type: "NOTICE", text: notice }) }] : [];
+      return notice
+        ? [{ type: "message", networkChatID: chat, message: base(event, ctx, { type: "NOTICE", text: notice }) }]
+        : [];
     }
   }
 }
@@ -102,7 +91,10 @@ function base(event: MatrixEvent, ctx: TimelineContext, rest: Partial<InboundMes
 
 /** The text of a message's content: `formatted_body` as text where it is HTML, else `body`, reply fallback dropped. */
 function bodyText(content: Record<string, unknown>): string | undefined {
-  const html = content.format === "org.matrix.custom.html" && typeof content.formatted_body === "string" ? content.formatted_body.slice(0, MAX_TEXT * 2) : undefined;
+  const html =
+    content.format === "org.matrix.custom.html" && typeof content.formatted_body === "string"
+      ? content.formatted_body.slice(0, MAX_TEXT * 2)
+      : undefined;
   if (html !== undefined) return htmlToText(html).slice(0, MAX_TEXT);
   if (typeof content.body !== "string") return undefined;
   return stripReplyFallback(content.body).slice(0, MAX_TEXT);
@@ -118,25 +110,46 @@ const MEDIA: Record<string, { message: NonNullable<InboundMessage["type"]>; atta
 function messageOf(event: MatrixEvent, ctx: TimelineContext): InboundMessage | undefined {
   const c = event.content;
   if (event.type === "m.room.encrypted")
-    return base(event, ctx, { type: "NOTICE", text: "🔒 This message is end-to-end encrypted and cannot be read yet: inboxd does not decrypt Matrix messages so far." });
+    return base(event, ctx, {
+      type: "NOTICE",
+      text: "🔒 This message is end-to-end encrypted and cannot be read yet: inboxd does not decrypt Matrix messages so far.",
+    });
   const rel = relation(c);
   const reply = (rel?.["m.in_reply_to"] as { event_id?: unknown } | undefined)?.event_id;
   // A thread's message answers the thread root, unless it is a real reply inside the thread (is_falling_back false).
-  const replyTo = rel?.rel_type === "m.thread" && typeof rel.event_id === "string" && rel.is_falling_back !== false ? rel.event_id : typeof reply === "string" ? reply : undefined;
+  const replyTo =
+    rel?.rel_type === "m.thread" && typeof rel.event_id === "string" && rel.is_falling_back !== false
+      ? rel.event_id
+      : typeof reply === "string"
+        ? reply
+        : undefined;
   const edited = editedAt(event);
-  const common: Partial<InboundMessage> = { ...(replyTo ? { replyTo } : {}), ...(edited ? { editedTimestamp: edited } : {}) };
+  const common: Partial<InboundMessage> = {
+    ...(replyTo ? { replyTo } : {}),
+    ...(edited ? { editedTimestamp: edited } : {}),
+  };
   const msgtype = event.type === "m.sticker" ? "m.sticker" : typeof c.msgtype === "string" ? c.msgtype : undefined;
   if (msgtype === "m.text" || msgtype === "m.notice" || msgtype === "m.emote") {
     const text = bodyText(c);
     if (text === undefined) return undefined;
-    if (msgtype === "m.emote") return base(event, ctx, { ...common, text: `* ${memberName(ctx.room, event.sender)} ${text}` });
+    if (msgtype === "m.emote")
+      return base(event, ctx, { ...common, text: `* ${memberName(ctx.room, event.sender)} ${text}` });
     return base(event, ctx, { ...common, type: msgtype === "m.notice" ? "NOTICE" : "TEXT", text });
   }
   if (msgtype === "m.location") {
     const uri = typeof c.geo_uri === "string" ? c.geo_uri.slice(0, 200) : "";
-    return base(event, ctx, { ...common, type: "LOCATION", text: [typeof c.body === "string" ? c.body.slice(0, MAX_TEXT) : "", uri].filter(Boolean).join("\n") });
+    return base(event, ctx, {
+      ...common,
+      type: "LOCATION",
+      text: [typeof c.body === "string" ? c.body.slice(0, MAX_TEXT) : "", uri].filter(Boolean).join("\n"),
+    });
   }
-  const media = msgtype === "m.sticker" ? { message: "STICKER" as const, attachment: "img" as const } : msgtype ? MEDIA[msgtype] : undefined;
+  const media =
+    msgtype === "m.sticker"
+      ? { message: "STICKER" as const, attachment: "img" as const }
+      : msgtype
+        ? MEDIA[msgtype]
+        : undefined;
   if (!media) {
     // An unknown msgtype still has a body meant to be shown (the spec's fallback rule).
     const text = bodyText(c);
@@ -147,7 +160,12 @@ function messageOf(event: MatrixEvent, ctx: TimelineContext): InboundMessage | u
   // With `filename` set, `body` is a caption (spec 1.10); otherwise it is the file's name.
   const caption = fileName && typeof c.body === "string" && c.body !== fileName ? bodyText(c) : undefined;
   const voice = c["org.matrix.msc3245.voice"] !== undefined && media.message === "AUDIO";
-  return base(event, ctx, { ...common, type: voice ? "VOICE" : media.message, ...(caption ? { text: caption } : {}), attachments: attachment ? [attachment] : [] });
+  return base(event, ctx, {
+    ...common,
+    type: voice ? "VOICE" : media.message,
+    ...(caption ? { text: caption } : {}),
+    attachments: attachment ? [attachment] : [],
+  });
 }
 
 function attachmentOf(c: Record<string, unknown>, type: Attachment["type"], sticker: boolean): Attachment | undefined {
@@ -177,7 +195,9 @@ function attachmentOf(c: Record<string, unknown>, type: Attachment["type"], stic
  * edited content in place of the original, so the text is already the edited one there.
  */
 function editedAt(event: MatrixEvent): number | undefined {
-  const replace = (event.unsigned?.["m.relations"] as Record<string, { origin_server_ts?: unknown }> | undefined)?.["m.replace"];
+  const replace = (event.unsigned?.["m.relations"] as Record<string, { origin_server_ts?: unknown }> | undefined)?.[
+    "m.replace"
+  ];
   return typeof replace?.origin_server_ts === "number" ? replace.origin_server_ts : undefined;
 }
 
@@ -194,14 +214,20 @@ function stateNotice(event: MatrixEvent, ctx: TimelineContext): string | undefin
       const membership = str(c.membership);
       const before = str(prev.membership);
       if (membership === "join" && before === "join") {
-        if (str(c.displayname) !== str(prev.displayname)) return c.displayname ? `${str(prev.displayname) ?? target} changed their display name to ${str(c.displayname)}` : `${str(prev.displayname) ?? target} removed their display name`;
+        if (str(c.displayname) !== str(prev.displayname))
+          return c.displayname
+            ? `${str(prev.displayname) ?? target} changed their display name to ${str(c.displayname)}`
+            : `${str(prev.displayname) ?? target} removed their display name`;
         return undefined; // an avatar change: not worth a line
       }
       if (membership === "join") return `${targetName} joined`;
       if (membership === "invite") return `${who} invited ${targetName}`;
       if (membership === "ban") return `${who} banned ${targetName}${str(c.reason) ? `: ${str(c.reason)}` : ""}`;
       if (membership === "leave") {
-        if (event.sender !== target) return before === "invite" ? `${who} withdrew ${targetName}'s invitation` : `${who} removed ${targetName}${str(c.reason) ? `: ${str(c.reason)}` : ""}`;
+        if (event.sender !== target)
+          return before === "invite"
+            ? `${who} withdrew ${targetName}'s invitation`
+            : `${who} removed ${targetName}${str(c.reason) ? `: ${str(c.reason)}` : ""}`;
         return before === "invite" ? `${targetName} declined the invitation` : `${targetName} left`;
       }
       if (membership === "knock") return `${targetName} asked to join`;

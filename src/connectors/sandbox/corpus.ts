@@ -21,9 +21,18 @@ export function prng(seed: number): Random {
 
 export const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
 
-const FIRST = "Ada Alan Alice Amara Ana Arjun Aya Ben Bianca Carlos Chen Chloe Dana David Diego Elena Emeka Emma Erik Fatima Felix Grace Hana Hugo Ines Ivan Jack Jana Jonas Julia Kai Kenji Lara Leo Lina Lucas Maya Mei Mila Nadia Noah Nora Omar Oscar Paula Priya Rafael Rosa Sam Sara Sofia Tariq Theo Uma Victor Wei Yara Yusuf Zara Zoe".split(" ");
-const LAST = "Abe Alvarez Berg Brown Chen Costa Dubois Eze Fischer Garcia Haddad Ito Jansen Kim Kowalski Larsen Lee Lopez Meyer Moreau Nakamura Novak Okafor Olsen Patel Pereira Quinn Rossi Sato Schmidt Silva Singh Smith Tanaka Varga Wang Weber Yilmaz Zhang".split(" ");
-const GROUP_NOUNS = "Book Club|Climbing Crew|Family|Flatmates|Garden Project|Hackathon|Hiking|Launch Team|Movie Night|Band|Reading Group|Road Trip|Running Club|Ski Trip|Study Group|Support|Trip Planning|Volunteers|Wedding|Weekend".split("|");
+const FIRST =
+  "Ada Alan Alice Amara Ana Arjun Aya Ben Bianca Carlos Chen Chloe Dana David Diego Elena Emeka Emma Erik Fatima Felix Grace Hana Hugo Ines Ivan Jack Jana Jonas Julia Kai Kenji Lara Leo Lina Lucas Maya Mei Mila Nadia Noah Nora Omar Oscar Paula Priya Rafael Rosa Sam Sara Sofia Tariq Theo Uma Victor Wei Yara Yusuf Zara Zoe".split(
+    " ",
+  );
+const LAST =
+  "Abe Alvarez Berg Brown Chen Costa Dubois Eze Fischer Garcia Haddad Ito Jansen Kim Kowalski Larsen Lee Lopez Meyer Moreau Nakamura Novak Okafor Olsen Patel Pereira Quinn Rossi Sato Schmidt Silva Singh Smith Tanaka Varga Wang Weber Yilmaz Zhang".split(
+    " ",
+  );
+const GROUP_NOUNS =
+  "Book Club|Climbing Crew|Family|Flatmates|Garden Project|Hackathon|Hiking|Launch Team|Movie Night|Band|Reading Group|Road Trip|Running Club|Ski Trip|Study Group|Support|Trip Planning|Volunteers|Wedding|Weekend".split(
+    "|",
+  );
 
 const COMMON = (
   "the i to you a and it is that of in for me on have be this we do at my so just not but with are can what was " +
@@ -38,7 +47,10 @@ const COMMON = (
   "exam doctor health gym run walk bike park beach rain sun snow cold hot city trip holiday vacation"
 ).split(/\s+/);
 
-const SYLLABLES = "ba be bi bo bu da de di do du fa fe fi fo ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ze zi zo".split(" ");
+const SYLLABLES =
+  "ba be bi bo bu da de di do du fa fe fi fo ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ze zi zo".split(
+    " ",
+  );
 
 export interface Corpus {
   vocabulary: string[];
@@ -65,10 +77,11 @@ export function corpus(): Corpus {
   }
   const cumulative = new Float64Array(vocabulary.length);
   let total = 0;
-  for (let r = 0; r < vocabulary.length; r++) cumulative[r] = total += 1 / Math.pow(r + 1, 1.05);
+  for (let r = 0; r < vocabulary.length; r++) cumulative[r] = total += 1 / (r + 1) ** 1.05;
   const word = (rand: Random) => {
     const x = rand() * total;
-    let lo = 0, hi = cumulative.length - 1;
+    let lo = 0,
+      hi = cumulative.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (cumulative[mid] < x) lo = mid + 1;

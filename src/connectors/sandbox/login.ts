@@ -1,7 +1,7 @@
 import { NetworkError } from "../../bridges/connector.ts";
 import type { LoginFlow, LoginProcess, LoginResult, LoginStep, StepSubmission } from "../../bridges/login.ts";
 import type { AccountRecord } from "../../store/records.ts";
-import { SANDBOX_DOMAIN, type SandboxState } from "./sandbox.ts";
+import { SANDBOX_DOMAIN, type SandboxState } from "./contacts.ts";
 
 /**
  * The sandbox's three login flows, which between them use every step type:
@@ -16,19 +16,43 @@ export const SANDBOX_PASSWORD = "sandbox";
 export const SANDBOX_CODE = "123456";
 
 export const sandboxFlows: LoginFlow[] = [
-  { id: "password", name: "Username and password", description: "Sign in with a username, the password \"sandbox\" and the code 123456." },
+  {
+    id: "password",
+    name: "Username and password",
+    description: 'Sign in with a username, the password "sandbox" and the code 123456.',
+  },
   { id: "qr", name: "QR code", description: "Scan a QR code (confirm it, or wait a moment)." },
-  { id: "cookies", name: "Browser cookies", description: "Sign in in a browser and hand over the session cookie (sbx_<name>)." },
+  {
+    id: "cookies",
+    name: "Browser cookies",
+    description: "Sign in in a browser and hand over the session cookie (sbx_<name>).",
+  },
 ];
 
-export function createSandboxLogin(flowID: string, options: { qrDelayMs: number; reauth?: AccountRecord[] }): LoginProcess {
+export function createSandboxLogin(
+  flowID: string,
+  options: { qrDelayMs: number; reauth?: AccountRecord[] },
+): LoginProcess {
   let cancelled = false;
   const identity = (name: string, workspaces = 1): LoginResult => {
-    const handle = name.trim().toLowerCase().replace(/[^a-z0-9._-]/g, "") || "user";
-    const user = { id: `@${handle}:${SANDBOX_DOMAIN}`, username: handle, fullName: handle.charAt(0).toUpperCase() + handle.slice(1), isSelf: true };
+    const handle =
+      name
+        .trim()
+        .toLowerCase()
+        .replace(/[^a-z0-9._-]/g, "") || "user";
+    const user = {
+      id: `@${handle}:${SANDBOX_DOMAIN}`,
+      username: handle,
+      fullName: handle.charAt(0).toUpperCase() + handle.slice(1),
+      isSelf: true,
+    };
     const accounts = Array.from({ length: workspaces }, (_, i) => {
       const state: SandboxState & { synced: boolean } = { seed: hash(`${handle}/${i}`), contacts: 40, synced: false };
-      return { remoteID: workspaces > 1 ? `${handle}/workspace-${i + 1}` : handle, user, state: state as unknown as Record<string, unknown> };
+      return {
+        remoteID: workspaces > 1 ? `${handle}/workspace-${i + 1}` : handle,
+        user,
+        state: state as unknown as Record<string, unknown>,
+      };
     });
     return { remoteID: handle, user, accounts };
   };

@@ -14,12 +14,22 @@ import {
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
 import type { BridgeFacts, LoginCapable } from "../../bridges/login.ts";
-import { corpus, groupTitle, person, pick, prng } from "./corpus.ts";
+import { directChatID, ECHO_ID, echoUser, sandboxContacts, type SandboxState } from "./contacts.ts";
+import { corpus, groupTitle, pick, prng } from "./corpus.ts";
 import { createSandboxLogin, sandboxFlows } from "./login.ts";
 import { sandboxMedia } from "./media.ts";
 import { SandboxHistory } from "./history.ts";
 
-const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfilling", "connection_required", "reconnect_required", "attention_required", "disconnected", "disabled"];
+const STATUSES: AccountRecord["status"][] = [
+  "connected",
+  "connecting",
+  "backfilling",
+  "connection_required",
+  "reconnect_required",
+  "attention_required",
+  "disconnected",
+  "disabled",
+];
 
 /**
  * The built-in simulated network. Each account has a deterministic address book (derived from its seed) and an
@@ -29,33 +39,6 @@ const STATUSES: AccountRecord["status"][] = ["connected", "connecting", "backfil
  * disappearing-message timer, and record notify-anyway requests; `!settings` to Echo answers what the network has of
  * Echo's chat. Nothing leaves the process.
  */
-export const SANDBOX_DOMAIN = "sandbox.invalid";
-export const ECHO_ID = `@echo:${SANDBOX_DOMAIN}`;
-export const echoUser: User = { id: ECHO_ID, fullName: "Echo", username: "echo" };
-
-export interface SandboxState {
-  seed: number;
-  contacts: number;
-}
-
-export function sandboxContacts(state: SandboxState): User[] {
-  const random = prng(state.seed);
-  const users: User[] = [echoUser];
-  for (let i = 0; i < state.contacts; i++) {
-    const p = person(random, i);
-    users.push({
-      id: `@${p.username}:${SANDBOX_DOMAIN}`,
-      fullName: p.fullName,
-      username: p.username,
-      phoneNumber: `+1555${String(state.seed % 1000).padStart(3, "0")}${String(i).padStart(4, "0")}`,
-      email: `${p.username}@${SANDBOX_DOMAIN}`,
-    });
-  }
-  return users;
-}
-
-export const directChatID = (userID: string) => `dm:${userID}`;
-
 const everything: ChatCapabilities = {
   edits: true,
   deletes: true,
@@ -135,7 +118,15 @@ const sandboxCapabilities = {
       username: { allowed: false },
     },
   },
-  resolve_identifier: { create_dm: true, lookup_phone: true, lookup_email: true, lookup_username: true, any_phone: false, contact_list: true, search: true },
+  resolve_identifier: {
+    create_dm: true,
+    lookup_phone: true,
+    lookup_email: true,
+    lookup_username: true,
+    any_phone: false,
+    contact_list: true,
+    search: true,
+  },
   image_pack_import: { supported: false },
 };
 
@@ -187,10 +178,20 @@ class SandboxClient implements NetworkClient {
     const self = { ...this.account.user, isSelf: true };
     const text = corpus();
     const chats = [
-      ...book.slice(0, 6).map((u) => ({ networkChatID: directChatID(u.id), type: "single" as const, title: u.fullName ?? u.id, participants: [self, u] })),
+      ...book.slice(0, 6).map((u) => ({
+        networkChatID: directChatID(u.id),
+        type: "single" as const,
+        title: u.fullName ?? u.id,
+        participants: [self, u],
+      })),
       ...[0, 1].map((g) => {
         const members = book.slice(6 + g * 5, 11 + g * 5);
-        return { networkChatID: `grp:initial-${g}`, type: "group" as const, title: groupTitle(random), participants: [self, ...members] };
+        return {
+          networkChatID: `grp:initial-${g}`,
+          type: "group" as const,
+          title: groupTitle(random),
+          participants: [self, ...members],
+        };
       }),
     ];
     const start = Date.now() - 3 * 86_400_000;
@@ -204,7 +205,14 @@ class SandboxClient implements NetworkClient {
         await this.host.emit({
           type: "message",
           networkChatID: chat.networkChatID,
-          message: { networkMessageID: `sbx-init-${chat.networkChatID}-${i}`, senderID: sender.id, senderName: sender.fullName, timestamp: start + n++ * 60_000, text: text.sentence(random), isSender: mine },
+          message: {
+            networkMessageID: `sbx-init-${chat.networkChatID}-${i}`,
+            senderID: sender.id,
+            senderName: sender.fullName,
+            timestamp: start + n++ * 60_000,
+            text: text.sentence(random),
+            isSender: mine,
+          },
         });
       }
     }
@@ -231,22 +239,35 @@ class SandboxClient implements NetworkClient {
     let received = 0;
     for await (const chunk of file.open() as unknown as AsyncIterable<Uint8Array>) received += chunk.length;
     if (file.info.fileSize !== undefined && received !== file.info.fileSize)
-      throw new NetworkError("rejected", `${file.info.fileName ?? "file"} arrived incomplete (${received} of ${file.info.fileSize} bytes)`);
+      throw new NetworkError(
+        "rejected",
+        `${file.info.fileName ?? "file"} arrived incomplete (${received} of ${file.info.fileSize} bytes)`,
+      );
     return received;
   }
 
   async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
     this.requireConnected();
     if (message.attachment) await this.receive(message.attachment);
-    const receipt = { networkMessageID: `sbx-${Date.now().toString(36)}-${(this.counter++).toString(36)}`, timestamp: Date.now() };
+    const receipt = {
+      networkMessageID: `sbx-${Date.now().toString(36)}-${(this.counter++).toString(36)}`,
+      timestamp: Date.now(),
+    };
     const report = this.report(networkChatID, message.text?.trim());
-    this.history.record(networkChatID, receipt.networkMessageID, message.text ?? message.attachment?.info.fileName ?? "");
+    this.history.record(
+      networkChatID,
+      receipt.networkMessageID,
+      message.text ?? message.attachment?.info.fileName ?? "",
+    );
     if (networkChatID !== directChatID(ECHO_ID)) return receipt;
     // "!status <state> [text]" to Echo makes the network report that account state (for trying reconnects).
     const command = /^!status\s+(\w+)\s*(.*)$/.exec(message.text ?? "");
     if (command && STATUSES.includes(command[1] as AccountRecord["status"])) {
       const status = command[1] as AccountRecord["status"];
-      queueMicrotask(() => void this.host.emit({ type: "status", status, statusText: command[2] || undefined }).catch(() => undefined));
+      queueMicrotask(
+        () =>
+          void this.host.emit({ type: "status", status, statusText: command[2] || undefined }).catch(() => undefined),
+      );
     } else this.echo(networkChatID, receipt.networkMessageID, report ? { text: report } : message);
     return receipt;
   }
@@ -284,7 +305,13 @@ class SandboxClient implements NetworkClient {
 
   private async echoTyping(networkChatID: string, state: TypingState) {
     if (!this.typing) return;
-    await this.host.emit({ type: "typing", networkChatID, senderID: ECHO_ID, state, ...(state === "typing" ? { timeoutMs: ECHO_TYPING_TIMEOUT_MS } : {}) });
+    await this.host.emit({
+      type: "typing",
+      networkChatID,
+      senderID: ECHO_ID,
+      state,
+      ...(state === "typing" ? { timeoutMs: ECHO_TYPING_TIMEOUT_MS } : {}),
+    });
   }
 
   /** Runs `work` after `ms`, unless the account disconnects first; like the network itself, it never throws at anyone. */
@@ -298,7 +325,9 @@ class SandboxClient implements NetworkClient {
 
   async setChatAvatar(networkChatID: string, image: OutgoingFile | null) {
     this.requireConnected();
-    const picture = image ? { fileName: image.info.fileName, mimeType: image.info.mimeType, bytes: await this.receive(image) } : undefined;
+    const picture = image
+      ? { fileName: image.info.fileName, mimeType: image.info.mimeType, bytes: await this.receive(image) }
+      : undefined;
     this.settings.set(networkChatID, { ...this.settings.get(networkChatID), picture });
   }
 
@@ -321,7 +350,11 @@ class SandboxClient implements NetworkClient {
   async unreact() {}
   async markRead() {}
 
-  async createChat(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat> {
+  async createChat(request: {
+    type: "single" | "group";
+    participantIDs: string[];
+    title?: string;
+  }): Promise<NetworkChat> {
     const book = this.addressBook();
     const participants = request.participantIDs.map((id) => {
       const user = book.find((u) => u.id === id);
@@ -330,7 +363,12 @@ class SandboxClient implements NetworkClient {
     });
     const self = { ...this.account.user, isSelf: true };
     if (request.type === "single")
-      return { networkChatID: directChatID(participants[0].id), type: "single", title: participants[0].fullName ?? participants[0].id, participants: [self, participants[0]] };
+      return {
+        networkChatID: directChatID(participants[0].id),
+        type: "single",
+        title: participants[0].fullName ?? participants[0].id,
+        participants: [self, participants[0]],
+      };
     return {
       networkChatID: `grp:${Date.now().toString(36)}-${(this.counter++).toString(36)}`,
       type: "group",
@@ -363,7 +401,9 @@ class SandboxClient implements NetworkClient {
   async searchContacts(query: string): Promise<User[]> {
     const q = query.trim().toLowerCase();
     return this.addressBook().filter(
-      (u) => u.id.toLowerCase() === q || [u.fullName, u.username, u.email, u.phoneNumber].some((f) => f?.toLowerCase().includes(q)),
+      (u) =>
+        u.id.toLowerCase() === q ||
+        [u.fullName, u.username, u.email, u.phoneNumber].some((f) => f?.toLowerCase().includes(q)),
     );
   }
 

@@ -23,11 +23,22 @@ import { isArchiveResult, queryArchive } from "./mam.ts";
 import { fetchMedia, isPrivateHost, mediaURL } from "./media.ts";
 import { applyOccupantPresence, inviteToRoom, joinRoom, roomTitle, type Room } from "./muc.ts";
 import { addToRoster, fetchRoster, rosterUser } from "./roster.ts";
-import { bare, chatState, correction, displayed, NS, parseMessage, reactionSet, receipt, retraction, textMessage } from "./stanzas.ts";
+import {
+  bare,
+  chatState,
+  correction,
+  displayed,
+  NS,
+  parseMessage,
+  reactionSet,
+  receipt,
+  retraction,
+  textMessage,
+} from "./stanzas.ts";
 import { readState, type XmppState } from "./state.ts";
 import { JID } from "./login.ts";
 import { findService, findUploadService, uploadFile } from "./upload.ts";
-import { sleep, Backoff } from "./backoff.ts";
+import { sleep, Backoff } from "../../util/backoff.ts";
 
 /** How much history a first connect reads from the account's archive (and from each room's). */
 export const FIRST_BACKFILL = 10_000;
@@ -38,7 +49,14 @@ const HISTORY_SCAN_PAGES = 20;
 /** Archive page size asked for (a server may answer with smaller pages). */
 const ARCHIVE_PAGE = 1000;
 
-const EVERYTHING: ChatCapabilities = { edits: true, deletes: true, reactions: true, replies: true, attachments: true, multipleReactions: true };
+const EVERYTHING: ChatCapabilities = {
+  edits: true,
+  deletes: true,
+  reactions: true,
+  replies: true,
+  attachments: true,
+  multipleReactions: true,
+};
 
 /**
  * One XMPP account. It keeps one stream open and reconnects on its own with backoff (reporting `connecting`); each
@@ -107,20 +125,35 @@ export class XmppClient implements NetworkClient {
   /** Connect, catch up, serve until the stream drops; again, with backoff, until disconnect() or bad credentials. */
   private async run() {
     while (!this.stopped) {
-      await this.status("connecting", `${this.backoff.attempts ? "Reconnecting" : "Connecting"} to ${describeEndpoint(this.state.endpoint)}`);
+      await this.status(
+        "connecting",
+        `${this.backoff.attempts ? "Reconnecting" : "Connecting"} to ${describeEndpoint(this.state.endpoint)}`,
+      );
       let xmpp: Client;
       try {
-        xmpp = await openConnection({ endpoint: this.state.endpoint, username: this.selfBare.split("@")[0], resource: this.state.resource, secret: this.state.secret, transports: this.options.transports });
+        xmpp = await openConnection({
+          endpoint: this.state.endpoint,
+          username: this.selfBare.split("@")[0],
+          resource: this.state.resource,
+          secret: this.state.secret,
+          transports: this.options.transports,
+        });
       } catch (error) {
         if (this.stopped) return;
         if (error instanceof NetworkError && error.kind === "rejected") {
-          const why = error.code === "invalid_credentials" ? "The server refused the saved credentials (was the password changed?). Sign in again." : error.message;
+          const why =
+            error.code === "invalid_credentials"
+              ? "The server refused the saved credentials (was the password changed?). Sign in again."
+              : error.message;
           await this.status("reconnect_required", why);
           this.stopped = true;
           return;
         }
         const delay = this.backoff.next();
-        await this.status("connecting", `${error instanceof Error ? error.message : "Cannot connect"}; retrying in ${Math.ceil(delay / 1000)} s`);
+        await this.status(
+          "connecting",
+          `${error instanceof Error ? error.message : "Cannot connect"}; retrying in ${Math.ceil(delay / 1000)} s`,
+        );
         await sleep(delay, this.wakeups.signal);
         continue;
       }
@@ -131,7 +164,13 @@ export class XmppClient implements NetworkClient {
       const closed = new Promise<void>((resolve) => xmpp.once("disconnect", () => resolve()));
       this.xmpp = xmpp;
       // A stream that drops while the archives are read leaves their queries waiting for a timeout: move on at once.
-      const outcome = await Promise.race([this.online(xmpp).then(() => "online" as const, () => "failed" as const), closed.then(() => "closed" as const)]);
+      const outcome = await Promise.race([
+        this.online(xmpp).then(
+          () => "online" as const,
+          () => "failed" as const,
+        ),
+        closed.then(() => "closed" as const),
+      ]);
       if (outcome === "online") this.backoff.reset();
       if (outcome === "failed") await xmpp.stop().catch(() => undefined);
       await closed;
@@ -151,12 +190,15 @@ export class XmppClient implements NetworkClient {
     this.roster = new Map((await fetchRoster(xmpp).catch(() => [])).map((u) => [u.id, u]));
     // Rooms are known before the account's own archive is read, so private messages from their members are told
     // apart from people's direct messages.
-    for (const [jid, room] of Object.entries(this.state.rooms)) if (!this.rooms.has(jid)) this.rooms.set(jid, { jid, nick: room.nick, title: jid.split("@")[0], occupants: new Map() });
+    for (const [jid, room] of Object.entries(this.state.rooms))
+      if (!this.rooms.has(jid))
+        this.rooms.set(jid, { jid, nick: room.nick, title: jid.split("@")[0], occupants: new Map() });
     // The archive first, then presence: a server whose client read the archive before becoming available has
     // nothing to push from its offline store (Prosody skips it), which would only repeat what the archive has.
     await this.catchUp(xmpp, undefined);
     await xmpp.send(xml("presence"));
-    for (const [jid, room] of Object.entries(this.state.rooms)) await this.enterRoom(xmpp, jid, room.nick, { password: room.password }).catch(() => undefined);
+    for (const [jid, room] of Object.entries(this.state.rooms))
+      await this.enterRoom(xmpp, jid, room.nick, { password: room.password }).catch(() => undefined);
     for (const room of this.rooms.keys()) await this.catchUp(xmpp, room);
     // What reached the archive between the first read and presence (live from then on).
     await this.catchUp(xmpp, undefined);
@@ -191,7 +233,8 @@ export class XmppClient implements NetworkClient {
     }
     for (const event of translation.events) await this.emit(event);
     this.noteArchivePosition(stanza);
-    if (translation.ackTo) await xmpp.send(receipt(translation.ackTo.jid, crypto.randomUUID(), translation.ackTo.id)).catch(() => undefined);
+    if (translation.ackTo)
+      await xmpp.send(receipt(translation.ackTo.jid, crypto.randomUUID(), translation.ackTo.id)).catch(() => undefined);
   }
 
   /**
@@ -201,7 +244,9 @@ export class XmppClient implements NetworkClient {
   private async acceptsInvite(xmpp: Client, invite: { room: string; inviter: string }): Promise<boolean> {
     if (!this.roster.has(bare(invite.inviter))) await this.listContacts().catch(() => undefined); // added since the connect?
     if (!this.roster.has(bare(invite.inviter))) return false;
-    const info = await xmpp.iqCaller.get(xml("query", { xmlns: "http://jabber.org/protocol/disco#info" }), invite.room).catch(() => undefined);
+    const info = await xmpp.iqCaller
+      .get(xml("query", { xmlns: "http://jabber.org/protocol/disco#info" }), invite.room)
+      .catch(() => undefined);
     return info?.getChildren("identity").some((i) => i.attrs.category === "conference") === true;
   }
 
@@ -251,16 +296,28 @@ export class XmppClient implements NetworkClient {
   private roomChat(room: Room): NetworkChat {
     const others = [...room.occupants.values()].filter((o) => o.nick !== room.nick && o.jid !== this.selfBare);
     // Members are people (bare JIDs) where the room shows their JIDs; otherwise they are known by nickname only.
-    const participants = others.map((o) => (o.jid ? (this.roster.get(o.jid) ?? { ...rosterUser(o.jid), fullName: o.nick }) : { id: `${room.jid}/${o.nick}`, fullName: o.nick }));
+    const participants = others.map((o) =>
+      o.jid
+        ? (this.roster.get(o.jid) ?? { ...rosterUser(o.jid), fullName: o.nick })
+        : { id: `${room.jid}/${o.nick}`, fullName: o.nick },
+    );
     return { networkChatID: room.jid, type: "group", title: room.title, participants: [this.self, ...participants] };
   }
 
   private onPresence(presence: Element) {
     const room = this.rooms.get(bare(String(presence.attrs.from ?? "")));
-    if (room && applyOccupantPresence(room, presence)) this.inbound = this.inbound.then(() => this.host.emit({ type: "chat", chat: this.roomChat(room) })).catch(() => undefined);
+    if (room && applyOccupantPresence(room, presence))
+      this.inbound = this.inbound
+        .then(() => this.host.emit({ type: "chat", chat: this.roomChat(room) }))
+        .catch(() => undefined);
   }
 
-  private async enterRoom(xmpp: Client, jid: string, nick: string, options: { title?: string; password?: string } = {}) {
+  private async enterRoom(
+    xmpp: Client,
+    jid: string,
+    nick: string,
+    options: { title?: string; password?: string } = {},
+  ) {
     const room: Room = { jid, nick, title: options.title ?? jid.split("@")[0], occupants: new Map() };
     this.rooms.set(jid, room);
     try {
@@ -293,15 +350,21 @@ export class XmppClient implements NetworkClient {
       let after = saved;
       let caughtUp = 0;
       for (;;) {
-        const page = await queryArchive(xmpp, { archive: room, after, max: ARCHIVE_PAGE }, this.selfBare).catch((error: Error) => {
-          // The saved position is gone (archive expired or purged): start again from the newest history.
-          if (/item-not-found/.test(error.message)) return undefined;
-          throw error;
-        });
+        const page = await queryArchive(xmpp, { archive: room, after, max: ARCHIVE_PAGE }, this.selfBare).catch(
+          (error: Error) => {
+            // The saved position is gone (archive expired or purged): start again from the newest history.
+            if (/item-not-found/.test(error.message)) return undefined;
+            throw error;
+          },
+        );
         if (!page) return this.firstBackfill(xmpp, room, remember);
         if (!room) this.archiveWorks = true;
         caughtUp += page.messages.length;
-        if (page.messages.length) await this.status("backfilling", `Loading history: ${caughtUp.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
+        if (page.messages.length)
+          await this.status(
+            "backfilling",
+            `Loading history: ${caughtUp.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`,
+          );
         await this.deliverArchived(page.messages.map((m) => m.message));
         await remember(page.last);
         if (page.complete || !page.last || page.messages.length === 0) return;
@@ -311,13 +374,21 @@ export class XmppClient implements NetworkClient {
     return this.firstBackfill(xmpp, room, remember);
   }
 
-  private async firstBackfill(xmpp: Client, room: string | undefined, remember: (id: string | undefined) => Promise<void>) {
+  private async firstBackfill(
+    xmpp: Client,
+    room: string | undefined,
+    remember: (id: string | undefined) => Promise<void>,
+  ) {
     const pages: Element[][] = [];
     let newest: string | undefined;
     let before = "";
     let count = 0;
     while (count < this.options.firstBackfill) {
-      const page = await queryArchive(xmpp, { archive: room, before, max: Math.min(ARCHIVE_PAGE, this.options.firstBackfill - count) }, this.selfBare);
+      const page = await queryArchive(
+        xmpp,
+        { archive: room, before, max: Math.min(ARCHIVE_PAGE, this.options.firstBackfill - count) },
+        this.selfBare,
+      );
       if (!room) this.archiveWorks = true;
       newest ??= page.last;
       pages.unshift(page.messages.map((m) => m.message));
@@ -327,7 +398,11 @@ export class XmppClient implements NetworkClient {
     }
     let done = 0;
     for (const page of pages) {
-      if (page.length) await this.status("backfilling", `Loading history: ${done.toLocaleString("en")} of ${count.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`);
+      if (page.length)
+        await this.status(
+          "backfilling",
+          `Loading history: ${done.toLocaleString("en")} of ${count.toLocaleString("en")} messages${room ? ` in ${room}` : ""}`,
+        );
       await this.deliverArchived(page);
       done += page.length;
     }
@@ -374,7 +449,11 @@ export class XmppClient implements NetworkClient {
   }
 
   private connection(): Client {
-    if (!this.xmpp || this.stopped) throw new NetworkError("unavailable", `${this.selfBare} is not connected (${this.account.statusText ?? this.account.status})`);
+    if (!this.xmpp || this.stopped)
+      throw new NetworkError(
+        "unavailable",
+        `${this.selfBare} is not connected (${this.account.statusText ?? this.account.status})`,
+      );
     return this.xmpp;
   }
 
@@ -399,26 +478,47 @@ export class XmppClient implements NetworkClient {
     if (message.attachment) {
       const { info, open } = message.attachment;
       this.uploadService ??= (await findUploadService(xmpp, this.state.endpoint.domain)) ?? null;
-      if (!this.uploadService) throw new NetworkError("unsupported", "this XMPP server has no file upload service (XEP-0363)");
+      if (!this.uploadService)
+        throw new NetworkError("unsupported", "this XMPP server has no file upload service (XEP-0363)");
       if (info.fileSize === undefined) throw new NetworkError("rejected", "the attachment's size is unknown");
-      link = await uploadFile(xmpp, this.uploadService, { fileName: info.fileName ?? "file", size: info.fileSize, contentType: info.mimeType ?? "application/octet-stream", open });
+      link = await uploadFile(xmpp, this.uploadService, {
+        fileName: info.fileName ?? "file",
+        size: info.fileSize,
+        contentType: info.mimeType ?? "application/octet-stream",
+        open,
+      });
     }
     const id = this.sent(crypto.randomUUID());
     const body = [message.text, link].filter(Boolean).join("\n");
-    await xmpp.send(textMessage({ to: networkChatID, type: this.typeOf(networkChatID), id, body, link, replyTo: message.replyTo ? { id: message.replyTo, to: networkChatID } : undefined }));
+    await xmpp.send(
+      textMessage({
+        to: networkChatID,
+        type: this.typeOf(networkChatID),
+        id,
+        body,
+        link,
+        replyTo: message.replyTo ? { id: message.replyTo, to: networkChatID } : undefined,
+      }),
+    );
     return { networkMessageID: id, timestamp: Date.now() };
   }
 
   async edit(networkChatID: string, networkMessageID: string, text: string) {
-    await this.connection().send(correction(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID, text));
+    await this.connection().send(
+      correction(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID, text),
+    );
   }
 
   async delete(networkChatID: string, networkMessageID: string) {
-    await this.connection().send(retraction(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID));
+    await this.connection().send(
+      retraction(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID),
+    );
   }
 
   async react(networkChatID: string, networkMessageID: string, _key: string, mine: string[]) {
-    await this.connection().send(reactionSet(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID, mine));
+    await this.connection().send(
+      reactionSet(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID, mine),
+    );
   }
 
   async unreact(networkChatID: string, networkMessageID: string, key: string, mine: string[]) {
@@ -426,11 +526,15 @@ export class XmppClient implements NetworkClient {
   }
 
   async markRead(networkChatID: string, networkMessageID: string) {
-    await this.connection().send(displayed(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID));
+    await this.connection().send(
+      displayed(networkChatID, this.typeOf(networkChatID), this.sent(crypto.randomUUID()), networkMessageID),
+    );
   }
 
   async setTyping(networkChatID: string, state: TypingState) {
-    await this.connection().send(chatState(networkChatID, this.typeOf(networkChatID), state === "typing" ? "composing" : "paused"));
+    await this.connection().send(
+      chatState(networkChatID, this.typeOf(networkChatID), state === "typing" ? "composing" : "paused"),
+    );
   }
 
   /**
@@ -438,13 +542,27 @@ export class XmppClient implements NetworkClient {
    * seconds, so the query ends a little after the anchor message's time and pages back until it meets the anchor;
    * what comes before it is the answer.
    */
-  async fetchHistory(networkChatID: string, before: { networkMessageID: string; timestamp: number }, limit: number): Promise<HistoryPage> {
+  async fetchHistory(
+    networkChatID: string,
+    before: { networkMessageID: string; timestamp: number },
+    limit: number,
+  ): Promise<HistoryPage> {
     const xmpp = this.connection();
     const room = this.rooms.has(networkChatID) ? networkChatID : undefined;
     let older: Element[] | undefined;
     let position = "";
     for (let pages = 0; pages < HISTORY_SCAN_PAGES; pages++) {
-      const page = await queryArchive(xmpp, { archive: room, with: room ? undefined : networkChatID, end: before.timestamp + 2000, before: position, max: Math.max(limit, 50) }, this.selfBare);
+      const page = await queryArchive(
+        xmpp,
+        {
+          archive: room,
+          with: room ? undefined : networkChatID,
+          end: before.timestamp + 2000,
+          before: position,
+          max: Math.max(limit, 50),
+        },
+        this.selfBare,
+      );
       const messages = page.messages.map((m) => m.message);
       if (older) older = [...messages, ...older];
       else {
@@ -452,14 +570,28 @@ export class XmppClient implements NetworkClient {
         if (anchor >= 0) older = messages.slice(0, anchor);
       }
       const done = page.complete || !page.first || messages.length === 0;
-      if (older && (older.length >= limit || done)) return { messages: await this.historyMessages(networkChatID, older.slice(-limit)), hasMore: !done || older.length > limit };
+      if (older && (older.length >= limit || done))
+        return {
+          messages: await this.historyMessages(networkChatID, older.slice(-limit)),
+          hasMore: !done || older.length > limit,
+        };
       if (done) break;
       position = page.first!;
     }
     // The anchor is not where its time says (a clock apart, a message stored before it reached the server): take
     // what is older by time alone. The host drops what it already has.
-    const page = await queryArchive(xmpp, { archive: room, with: room ? undefined : networkChatID, end: before.timestamp - 1000, before: "", max: limit }, this.selfBare);
-    return { messages: await this.historyMessages(networkChatID, page.messages.map((m) => m.message)), hasMore: !page.complete };
+    const page = await queryArchive(
+      xmpp,
+      { archive: room, with: room ? undefined : networkChatID, end: before.timestamp - 1000, before: "", max: limit },
+      this.selfBare,
+    );
+    return {
+      messages: await this.historyMessages(
+        networkChatID,
+        page.messages.map((m) => m.message),
+      ),
+      hasMore: !page.complete,
+    };
   }
 
   /** Archived stanzas as plain messages of the chat (corrections, reactions and the like are left out). */
@@ -467,7 +599,14 @@ export class XmppClient implements NetworkClient {
     const out: InboundMessage[] = [];
     for (const stanza of stanzas) {
       const parsed = parseMessage(stanza);
-      if (!parsed.id || parsed.replaces || parsed.retracts || parsed.reactions || (parsed.body === undefined && parsed.links.length === 0)) continue;
+      if (
+        !parsed.id ||
+        parsed.replaces ||
+        parsed.retracts ||
+        parsed.reactions ||
+        (parsed.body === undefined && parsed.links.length === 0)
+      )
+        continue;
       const where = locate(parsed, this.context());
       if (where?.chatID !== networkChatID) continue;
       out.push(await inboundMessage(parsed, { ...where, timestamp: parsed.timestamp ?? Date.now() }, this.context()));
@@ -475,7 +614,11 @@ export class XmppClient implements NetworkClient {
     return out;
   }
 
-  async createChat(request: { type: "single" | "group"; participantIDs: string[]; title?: string }): Promise<NetworkChat> {
+  async createChat(request: {
+    type: "single" | "group";
+    participantIDs: string[];
+    title?: string;
+  }): Promise<NetworkChat> {
     const xmpp = this.connection();
     const jids = request.participantIDs.map((id) => {
       const jid = bare(id.trim());
@@ -488,12 +631,21 @@ export class XmppClient implements NetworkClient {
       return this.directChat(jids[0]);
     }
     const service = await this.mucService(xmpp);
-    const slug = (request.title ?? "group").toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 24) || "group";
+    const slug =
+      (request.title ?? "group")
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, "-")
+        .replace(/^-|-$/g, "")
+        .slice(0, 24) || "group";
     const jid = `${slug}-${crypto.randomUUID().slice(0, 8)}@${service}`;
-    await this.enterRoom(xmpp, jid, this.nick(), { title: request.title || jids.map((j) => j.split("@")[0]).join(", ") });
+    await this.enterRoom(xmpp, jid, this.nick(), {
+      title: request.title || jids.map((j) => j.split("@")[0]).join(", "),
+    });
     for (const invitee of jids) await inviteToRoom(xmpp, jid, invitee);
     const room = this.rooms.get(jid)!;
-    for (const invitee of jids) if (![...room.occupants.values()].some((o) => o.jid === invitee)) room.occupants.set(`invited:${invitee}`, { nick: invitee.split("@")[0], jid: invitee });
+    for (const invitee of jids)
+      if (![...room.occupants.values()].some((o) => o.jid === invitee))
+        room.occupants.set(`invited:${invitee}`, { nick: invitee.split("@")[0], jid: invitee });
     return this.roomChat(room);
   }
 
@@ -503,7 +655,6 @@ export class XmppClient implements NetworkClient {
     if (!this.groupService) throw new NetworkError("unsupported", "this XMPP server has no group chat service");
     return this.groupService;
   }
-
 
   async resolveIdentifier(user: Partial<User>): Promise<User | null> {
     const candidate = [user.id, user.username, user.email].find((s) => s && JID.test(bare(s.trim())));
@@ -527,7 +678,11 @@ export class XmppClient implements NetworkClient {
     if (!url) return null;
     const response = await fetchMedia(url, isPrivateHost(new URL(this.state.endpoint.service).hostname));
     const fileName = decodeURIComponent(new URL(url).pathname.split("/").pop() || "file");
-    return { content: response.body as unknown as AsyncIterable<Uint8Array>, fileName, mimeType: response.headers.get("content-type") ?? undefined };
+    return {
+      content: response.body as unknown as AsyncIterable<Uint8Array>,
+      fileName,
+      mimeType: response.headers.get("content-type") ?? undefined,
+    };
   }
 }
 

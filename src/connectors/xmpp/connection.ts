@@ -11,11 +11,14 @@ import streamManagement from "@xmpp/stream-management";
 import websocket from "@xmpp/websocket";
 import SASLFactory from "saslmechanisms";
 import { NetworkError } from "../../bridges/connector.ts";
-import { isLoopbackHost } from "../../http/guard.ts";
+import { isLoopbackHost } from "../../util/hosts.ts";
 import { KeyReportingScram, credentialsFromKeys, type ScramCredentials, type ScramKeys } from "./scram.ts";
 
 /** An open stream with what the connector uses on it. */
-export type XmppConnection = Client & { iqCaller: IQCaller<Client>; streamManagement: { enabled: boolean; enableSent: boolean } };
+export type XmppConnection = Client & {
+  iqCaller: IQCaller<Client>;
+  streamManagement: { enabled: boolean; enableSent: boolean };
+};
 
 /**
  * Installs a transport beyond WebSocket, which every runtime has: the Node adapter adds TCP with STARTTLS
@@ -65,8 +68,16 @@ export interface OpenOptions {
 export async function openConnection(options: OpenOptions): Promise<XmppConnection> {
   const { endpoint } = options;
   const xmpp = assemble(options);
-  if (!xmpp.transports.some((t: { prototype: { socketParameters(s: string): unknown } }) => safely(() => t.prototype.socketParameters(endpoint.service))))
-    throw new NetworkError("rejected", `this runtime cannot open ${endpoint.service.split(":")[0]}:// connections; give the server's WebSocket URL (ws:// or wss://)`, "unsupported_transport");
+  if (
+    !xmpp.transports.some((t: { prototype: { socketParameters(s: string): unknown } }) =>
+      safely(() => t.prototype.socketParameters(endpoint.service)),
+    )
+  )
+    throw new NetworkError(
+      "rejected",
+      `this runtime cannot open ${endpoint.service.split(":")[0]}:// connections; give the server's WebSocket URL (ws:// or wss://)`,
+      "unsupported_transport",
+    );
   // Errors also reject start(); an "error" event without a listener would throw from the emitter.
   xmpp.on("error", () => undefined);
   const settled = streamManagementSettled(xmpp);
@@ -86,7 +97,11 @@ export async function openConnection(options: OpenOptions): Promise<XmppConnecti
  * resource binding, stream management, IQ requests, and answers to pings (XEP-0199).
  */
 function assemble(options: OpenOptions): XmppConnection {
-  const entity = new Client({ service: options.endpoint.service, domain: options.endpoint.domain, timeout: options.timeoutMs ?? 10_000 } as never);
+  const entity = new Client({
+    service: options.endpoint.service,
+    domain: options.endpoint.domain,
+    timeout: options.timeoutMs ?? 10_000,
+  } as never);
   const mw = middleware({ entity });
   const features = streamFeatures({ middleware: mw });
   const caller = iqCaller({ middleware: mw, entity });
@@ -100,7 +115,25 @@ function assemble(options: OpenOptions): XmppConnection {
   const sm = streamManagement({ streamFeatures: features, entity, middleware: mw } as never);
   resourceBinding({ iqCaller: caller, streamFeatures: features }, options.resource);
   callee.get("urn:xmpp:ping", "ping", () => ({}));
-  return Object.assign(entity, { iqCaller: caller, streamManagement: sm as unknown as XmppConnection["streamManagement"] });
+  dropDataAfterStreamClose(entity);
+  return Object.assign(entity, {
+    iqCaller: caller,
+    streamManagement: sm as unknown as XmppConnection["streamManagement"],
+  });
+}
+
+/**
+ * @xmpp/connection 0.14 detaches its XML parser when the server closes the stream but keeps the socket's data
+ * listener until the socket closes, so bytes that arrive in between (seen in the test suite as the server ends a
+ * session) reach `parser.write` on a null parser: an uncaught TypeError, which would end the daemon. A closed stream
+ * has nothing left to parse, so they are dropped. The listener is bound on first connect, so this runs before it.
+ */
+export function dropDataAfterStreamClose(entity: Client): void {
+  const connection = entity as unknown as { parser: unknown; _onData(data: Uint8Array): void };
+  const onData = connection._onData;
+  connection._onData = function (this: typeof connection, data: Uint8Array) {
+    if (this.parser) onData.call(this, data);
+  };
 }
 
 function safely<T>(work: () => T): T | undefined {
@@ -112,16 +145,33 @@ function safely<T>(work: () => T): T | undefined {
 }
 
 function authenticate(options: OpenOptions) {
-  return async (done: (credentials: ScramCredentials, mechanism: string) => Promise<void>, mechanisms: string[], _fast: unknown, entity: Client) => {
+  return async (
+    done: (credentials: ScramCredentials, mechanism: string) => Promise<void>,
+    mechanisms: string[],
+    _fast: unknown,
+    entity: Client,
+  ) => {
     if (!entity.isSecure() && !options.endpoint.allowInsecure && !isLoopback(options.endpoint.service))
-      throw new NetworkError("rejected", "the server offers no encryption (STARTTLS); allow an unencrypted connection only on a network you trust", "insecure_connection");
+      throw new NetworkError(
+        "rejected",
+        "the server offers no encryption (STARTTLS); allow an unencrypted connection only on a network you trust",
+        "insecure_connection",
+      );
     const secret = options.secret;
     if (mechanisms.includes("SCRAM-SHA-1")) {
-      const credentials = "keys" in secret ? credentialsFromKeys(options.username, secret.keys) : { username: options.username, password: secret.password, onKeys: options.onKeys };
+      const credentials =
+        "keys" in secret
+          ? credentialsFromKeys(options.username, secret.keys)
+          : { username: options.username, password: secret.password, onKeys: options.onKeys };
       return done(credentials, "SCRAM-SHA-1");
     }
-    if (mechanisms.includes("PLAIN") && "password" in secret) return done({ username: options.username, password: secret.password }, "PLAIN");
-    throw new NetworkError("rejected", `the server offers no sign-in method inboxd can use (${mechanisms.join(", ") || "none"})`, "unsupported_mechanism");
+    if (mechanisms.includes("PLAIN") && "password" in secret)
+      return done({ username: options.username, password: secret.password }, "PLAIN");
+    throw new NetworkError(
+      "rejected",
+      `the server offers no sign-in method inboxd can use (${mechanisms.join(", ") || "none"})`,
+      "unsupported_mechanism",
+    );
   };
 }
 
@@ -165,8 +215,13 @@ function classify(error: unknown): NetworkError {
   const condition = (error as { condition?: string }).condition;
   const message = error instanceof Error ? error.message : String(error);
   if (condition === "not-authorized" || condition === "credentials-expired" || condition === "account-disabled")
-    return new NetworkError("rejected", condition === "account-disabled" ? "the server disabled this account" : "wrong JID or password", "invalid_credentials");
-  if (condition) return new NetworkError("unavailable", `the server refused the connection (${condition})`, "server_error");
+    return new NetworkError(
+      "rejected",
+      condition === "account-disabled" ? "the server disabled this account" : "wrong JID or password",
+      "invalid_credentials",
+    );
+  if (condition)
+    return new NetworkError("unavailable", `the server refused the connection (${condition})`, "server_error");
   return new NetworkError("unavailable", `cannot reach the XMPP server: ${message}`, "unreachable");
 }
 

@@ -8,7 +8,12 @@ import type { ScramKeys } from "./scram.ts";
 import type { XmppState } from "./state.ts";
 
 export const xmppFlows: LoginFlow[] = [
-  { id: "password", name: "JID and password", description: "Sign in with your XMPP address (name@server) and password. The password is checked by the server and not kept." },
+  {
+    id: "password",
+    name: "JID and password",
+    description:
+      "Sign in with your XMPP address (name@server) and password. The password is checked by the server and not kept.",
+  },
 ];
 
 const CREDENTIALS_STEP = "xmpp.password.credentials";
@@ -20,7 +25,11 @@ export const JID = /^([^@\s/"&'<>:]+)@([^@\s/"&'<>]+)$/;
  * SCRAM keys that sign-in derived (scram.ts), never the password, unless the server offers nothing but PLAIN.
  * Advanced fields choose the server when it cannot be derived from the JID's domain.
  */
-export function createXmppLogin(flowID: string, transports: readonly XmppTransport[], reauth?: AccountRecord[]): LoginProcess {
+export function createXmppLogin(
+  flowID: string,
+  transports: readonly XmppTransport[],
+  reauth?: AccountRecord[],
+): LoginProcess {
   if (flowID !== "password") throw new NetworkError("not_found", `XMPP has no login flow ${flowID}`);
   const previous = reauth?.[0]?.state as Partial<XmppState> | undefined;
   return {
@@ -28,14 +37,38 @@ export function createXmppLogin(flowID: string, transports: readonly XmppTranspo
       return {
         type: "user_input",
         stepID: CREDENTIALS_STEP,
-        instructions: "Sign in to your XMPP account. Leave the advanced fields empty to connect to the server of your address on port 5222.",
+        instructions:
+          "Sign in to your XMPP account. Leave the advanced fields empty to connect to the server of your address on port 5222.",
         fields: [
-          { id: "jid", label: "XMPP address (JID)", type: "username", placeholder: "alice@example.org", ...(previous?.jid ? { initialValue: previous.jid } : {}) },
+          {
+            id: "jid",
+            label: "XMPP address (JID)",
+            type: "username",
+            placeholder: "alice@example.org",
+            ...(previous?.jid ? { initialValue: previous.jid } : {}),
+          },
           { id: "password", label: "Password", type: "password" },
-          { id: "host", label: "Server host (advanced)", type: "text", placeholder: "xmpp.example.org", optional: true },
+          {
+            id: "host",
+            label: "Server host (advanced)",
+            type: "text",
+            placeholder: "xmpp.example.org",
+            optional: true,
+          },
           { id: "port", label: "Server port (advanced)", type: "text", placeholder: "5222", optional: true },
-          { id: "websocketURL", label: "WebSocket URL (advanced, instead of host and port)", type: "text", placeholder: "wss://example.org/xmpp-websocket", optional: true },
-          { id: "allowInsecure", label: "Allow an unencrypted connection (advanced: type \"yes\"; for servers on a network you trust)", type: "text", optional: true },
+          {
+            id: "websocketURL",
+            label: "WebSocket URL (advanced, instead of host and port)",
+            type: "text",
+            placeholder: "wss://example.org/xmpp-websocket",
+            optional: true,
+          },
+          {
+            id: "allowInsecure",
+            label: 'Allow an unencrypted connection (advanced: type "yes"; for servers on a network you trust)',
+            type: "text",
+            optional: true,
+          },
         ],
       };
     },
@@ -46,9 +79,17 @@ export function createXmppLogin(flowID: string, transports: readonly XmppTranspo
       if (!f.password) throw new NetworkError("rejected", "a password is required", "invalid_credentials");
       const jid = match[0];
       const endpoint = endpointFrom(f, match[2]);
-      const resource = typeof previous?.resource === "string" ? previous.resource : `inboxd-${crypto.randomUUID().slice(0, 8)}`;
+      const resource =
+        typeof previous?.resource === "string" ? previous.resource : `inboxd-${crypto.randomUUID().slice(0, 8)}`;
       let keys: ScramKeys | undefined;
-      const xmpp = await openConnection({ endpoint, username: match[1], resource, secret: { password: f.password }, transports, onKeys: (k) => (keys = k) });
+      const xmpp = await openConnection({
+        endpoint,
+        username: match[1],
+        resource,
+        secret: { password: f.password },
+        transports,
+        onKeys: (k) => (keys = k),
+      });
       await xmpp.stop().catch(() => undefined);
       const user = { ...rosterUser(jid), isSelf: true };
       const state: XmppState = {
@@ -64,7 +105,11 @@ export function createXmppLogin(flowID: string, transports: readonly XmppTranspo
         type: "complete",
         stepID: "xmpp.complete",
         instructions: `Signed in as ${jid}.`,
-        result: { remoteID: jid, user, accounts: [{ remoteID: jid, user, networkName: "XMPP", state: state as unknown as Record<string, unknown> }] },
+        result: {
+          remoteID: jid,
+          user,
+          accounts: [{ remoteID: jid, user, networkName: "XMPP", state: state as unknown as Record<string, unknown> }],
+        },
       };
     },
     cancel() {},
@@ -75,13 +120,21 @@ function endpointFrom(fields: Record<string, string>, domain: string): XmppEndpo
   const allowInsecure = /^(yes|true|1)$/i.test(fields.allowInsecure?.trim() ?? "");
   const ws = fields.websocketURL?.trim();
   if (ws) {
-    if (!/^wss?:\/\//i.test(ws)) throw new NetworkError("rejected", "the WebSocket URL must start with ws:// or wss://", "invalid_server");
-    if (/^ws:/i.test(ws) && !allowInsecure && !isLoopback(ws)) throw new NetworkError("rejected", "a ws:// URL is unencrypted: use wss://, or allow an unencrypted connection", "insecure_connection");
+    if (!/^wss?:\/\//i.test(ws))
+      throw new NetworkError("rejected", "the WebSocket URL must start with ws:// or wss://", "invalid_server");
+    if (/^ws:/i.test(ws) && !allowInsecure && !isLoopback(ws))
+      throw new NetworkError(
+        "rejected",
+        "a ws:// URL is unencrypted: use wss://, or allow an unencrypted connection",
+        "insecure_connection",
+      );
     return { service: ws, domain, ...(allowInsecure ? { allowInsecure } : {}) };
   }
   const host = fields.host?.trim() || domain;
   const port = fields.port?.trim() || "5222";
-  if (!/^[a-z0-9.-]+$|^\[[0-9a-f:]+\]$/i.test(host)) throw new NetworkError("rejected", `${host} is not a host name or address`, "invalid_server");
-  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw new NetworkError("rejected", `${port} is not a port number`, "invalid_server");
+  if (!/^[a-z0-9.-]+$|^\[[0-9a-f:]+\]$/i.test(host))
+    throw new NetworkError("rejected", `${host} is not a host name or address`, "invalid_server");
+  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535)
+    throw new NetworkError("rejected", `${port} is not a port number`, "invalid_server");
   return { service: `xmpp://${host}:${port}`, domain, ...(allowInsecure ? { allowInsecure } : {}) };
 }

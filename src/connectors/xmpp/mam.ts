@@ -38,7 +38,12 @@ let queries = 0;
  * One XEP-0313 query: results arrive as messages tagged with our query ID before the IQ result that closes the
  * page (`<fin/>`). `onResult` lets the client keep those messages out of its live traffic.
  */
-export async function queryArchive(xmpp: Client, query: ArchiveQuery, selfBare: string, timeoutMs = 30_000): Promise<ArchivePage> {
+export async function queryArchive(
+  xmpp: Client,
+  query: ArchiveQuery,
+  selfBare: string,
+  timeoutMs = 30_000,
+): Promise<ArchivePage> {
   const queryID = `q${(queries++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const messages: ArchivedMessage[] = [];
   // Results come from the archive itself: the account's own (no `from`, or its bare JID) or the room's.
@@ -47,7 +52,8 @@ export async function queryArchive(xmpp: Client, query: ArchiveQuery, selfBare: 
     if (!stanza.is("message")) return;
     if (bare(String(stanza.attrs.from ?? archiveJID)) !== archiveJID) return;
     const found = unwrap(stanza, selfBare);
-    if (found?.via === "archive" && found.queryID === queryID && found.archiveID) messages.push({ message: found.inner, archiveID: found.archiveID });
+    if (found?.via === "archive" && found.queryID === queryID && found.archiveID)
+      messages.push({ message: found.inner, archiveID: found.archiveID });
   };
   xmpp.on("stanza", collect);
   try {
@@ -60,12 +66,22 @@ export async function queryArchive(xmpp: Client, query: ArchiveQuery, selfBare: 
     const iq = xml(
       "iq",
       { type: "set", ...(query.archive ? { to: query.archive } : {}) },
-      xml("query", { xmlns: NS.mam, queryid: queryID }, xml("x", { xmlns: "jabber:x:data", type: "submit" }, ...fields), xml("set", { xmlns: RSM }, ...set)),
+      xml(
+        "query",
+        { xmlns: NS.mam, queryid: queryID },
+        xml("x", { xmlns: "jabber:x:data", type: "submit" }, ...fields),
+        xml("set", { xmlns: RSM }, ...set),
+      ),
     );
     const response = await xmpp.iqCaller.request(iq, timeoutMs);
     const fin = response.getChild("fin", NS.mam);
     const rsm = fin?.getChild("set", RSM);
-    return { messages, complete: fin?.attrs.complete === "true" || fin?.attrs.complete === "1", first: rsm?.getChildText("first") ?? undefined, last: rsm?.getChildText("last") ?? undefined };
+    return {
+      messages,
+      complete: fin?.attrs.complete === "true" || fin?.attrs.complete === "1",
+      first: rsm?.getChildText("first") ?? undefined,
+      last: rsm?.getChildText("last") ?? undefined,
+    };
   } finally {
     xmpp.removeListener("stanza", collect);
   }

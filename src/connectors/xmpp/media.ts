@@ -1,6 +1,6 @@
 import { NetworkError } from "../../bridges/connector.ts";
-import { isLoopbackHost } from "../../http/guard.ts";
-import { base64url, fromBase64url, hmacHex, randomHex, sameSecret } from "../../services/encoding.ts";
+import { isLoopbackHost } from "../../util/hosts.ts";
+import { base64url, fromBase64url, hmacHex, randomHex, sameSecret } from "../../util/encoding.ts";
 import type { Attachment } from "../../schema/wire.ts";
 
 /**
@@ -48,9 +48,19 @@ export async function attachmentForLink(key: string, url: string, description?: 
 }
 
 const MIME_BY_EXTENSION: Record<string, string> = {
-  png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp",
-  mp4: "video/mp4", webm: "video/webm", mp3: "audio/mpeg", ogg: "audio/ogg", m4a: "audio/mp4", opus: "audio/ogg",
-  pdf: "application/pdf", txt: "text/plain",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  webp: "image/webp",
+  mp4: "video/mp4",
+  webm: "video/webm",
+  mp3: "audio/mpeg",
+  ogg: "audio/ogg",
+  m4a: "audio/mp4",
+  opus: "audio/ogg",
+  pdf: "application/pdf",
+  txt: "text/plain",
 };
 
 /**
@@ -58,14 +68,20 @@ const MIME_BY_EXTENSION: Record<string, string> = {
  * on loopback, private and link-local ranges are refused (unless the account's own server lives there, as a
  * server on this machine hands out loopback links), redirects are followed by hand and checked the same way, and
  * an answer must start within 30 s. Host names are judged as written: one that resolves to a private address is
- * not caught (a Worker cannot resolve names; noted in the README).
+ * not caught (a Worker cannot resolve names; noted in docs/networks.md).
  */
 export async function fetchMedia(url: string, allowPrivate: boolean): Promise<Response> {
   let target = url;
   for (let hop = 0; hop < 5; hop++) {
     const parsed = new URL(target);
-    if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || (!allowPrivate && isPrivateHost(parsed.hostname)))
-      throw new NetworkError("rejected", `the file's link points to ${parsed.hostname}, which inboxd does not fetch from`);
+    if (
+      (parsed.protocol !== "http:" && parsed.protocol !== "https:") ||
+      (!allowPrivate && isPrivateHost(parsed.hostname))
+    )
+      throw new NetworkError(
+        "rejected",
+        `the file's link points to ${parsed.hostname}, which inboxd does not fetch from`,
+      );
     // The limit is on the answer's start only: a large file may take longer to stream.
     const started = new AbortController();
     const timer = setTimeout(() => started.abort(new Error("no answer within 30 s")), 30_000);
@@ -80,7 +96,11 @@ export async function fetchMedia(url: string, allowPrivate: boolean): Promise<Re
       target = new URL(location, target).toString();
       continue;
     }
-    if (!response.ok || !response.body) throw new NetworkError(response.status === 404 ? "not_found" : "unavailable", `the file's server answered HTTP ${response.status}`);
+    if (!response.ok || !response.body)
+      throw new NetworkError(
+        response.status === 404 ? "not_found" : "unavailable",
+        `the file's server answered HTTP ${response.status}`,
+      );
     return response;
   }
   throw new NetworkError("unavailable", "the file's link redirects too often");
@@ -94,7 +114,15 @@ export function isPrivateHost(hostname: string): boolean {
   const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host.replace(/^::ffff:/, ""));
   if (v4) {
     const [a, b] = [Number(v4[1]), Number(v4[2])];
-    return a === 127 || a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
+    return (
+      a === 127 ||
+      a === 10 ||
+      a === 0 ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 169 && b === 254) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
   }
   return /^(fc|fd|fe8|fe9|fea|feb)/.test(host) && host.includes(":");
 }

@@ -28,13 +28,27 @@ export interface Room {
  * client reads the room's archive (XEP-0313) instead, which knows where it left off. A room we just created
  * (status 201) is configured before anyone else can join it.
  */
-export async function joinRoom(xmpp: Client, room: string, nick: string, options: { title?: string; password?: string; timeoutMs?: number } = {}): Promise<{ created: boolean }> {
+export async function joinRoom(
+  xmpp: Client,
+  room: string,
+  nick: string,
+  options: { title?: string; password?: string; timeoutMs?: number } = {},
+): Promise<{ created: boolean }> {
   const self = `${room}/${nick}`;
   const answer = new Promise<Element>((resolve, reject) => {
-    const timer = setTimeout(() => done(new NetworkError("unavailable", `no answer from room ${room}`)), options.timeoutMs ?? 10_000);
+    const timer = setTimeout(
+      () => done(new NetworkError("unavailable", `no answer from room ${room}`)),
+      options.timeoutMs ?? 10_000,
+    );
     const onStanza = (stanza: Element) => {
       if (!stanza.is("presence") || bare(String(stanza.attrs.from ?? "")) !== room) return;
-      if (stanza.attrs.type === "error") return done(new NetworkError("rejected", `cannot join ${room}: ${stanza.getChild("error")?.getChildElements()[0]?.name ?? "refused"}`));
+      if (stanza.attrs.type === "error")
+        return done(
+          new NetworkError(
+            "rejected",
+            `cannot join ${room}: ${stanza.getChild("error")?.getChildElements()[0]?.name ?? "refused"}`,
+          ),
+        );
       const codes = statusCodes(stanza);
       if (codes.includes("110") || stanza.attrs.from === self) done(undefined, stanza);
     };
@@ -46,7 +60,18 @@ export async function joinRoom(xmpp: Client, room: string, nick: string, options
     };
     xmpp.on("stanza", onStanza);
   });
-  const join = xmpp.send(xml("presence", { to: self }, xml("x", { xmlns: NS_MUC }, xml("history", { maxstanzas: "0" }), ...(options.password ? [xml("password", {}, options.password)] : []))));
+  const join = xmpp.send(
+    xml(
+      "presence",
+      { to: self },
+      xml(
+        "x",
+        { xmlns: NS_MUC },
+        xml("history", { maxstanzas: "0" }),
+        ...(options.password ? [xml("password", {}, options.password)] : []),
+      ),
+    ),
+  );
   const [, presence] = await Promise.all([join, answer]);
   const created = statusCodes(presence).includes("201");
   if (created) await configureRoom(xmpp, room, options.title);
@@ -67,7 +92,10 @@ async function configureRoom(xmpp: Client, room: string, title?: string) {
   };
   if (title) values["muc#roomconfig_roomname"] = title;
   const fields = Object.entries(values).map(([name, value]) => xml("field", { var: name }, xml("value", {}, value)));
-  await xmpp.iqCaller.set(xml("query", { xmlns: NS_MUC_OWNER }, xml("x", { xmlns: "jabber:x:data", type: "submit" }, ...fields)), room);
+  await xmpp.iqCaller.set(
+    xml("query", { xmlns: NS_MUC_OWNER }, xml("x", { xmlns: "jabber:x:data", type: "submit" }, ...fields)),
+    room,
+  );
 }
 
 /** A mediated invitation (XEP-0045 §7.8.2): the room relays it, so it works whether or not the person is online. */

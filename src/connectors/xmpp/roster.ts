@@ -7,7 +7,9 @@ const NS_ROSTER = "jabber:iq:roster";
 /** The account's roster (RFC 6121 §2) as users: the JID is the ID and the username, the roster name the full name. */
 export async function fetchRoster(xmpp: Client): Promise<User[]> {
   const query = await xmpp.iqCaller.get(xml("query", { xmlns: NS_ROSTER }));
-  return (query?.getChildren("item") ?? []).filter((i) => i.attrs.subscription !== "remove").map((i) => rosterUser(i.attrs.jid as string, i.attrs.name as string | undefined));
+  return (query?.getChildren("item") ?? [])
+    .filter((i) => i.attrs.subscription !== "remove")
+    .map((i) => rosterUser(i.attrs.jid as string, i.attrs.name as string | undefined));
 }
 
 export function rosterUser(jid: string, name?: string): User {

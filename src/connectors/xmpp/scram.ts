@@ -20,28 +20,50 @@ interface ScramCache {
 }
 
 /** SASL credentials as the mechanism reads them: a password, or the cached keys (sasl-scram-sha-1's cache shape). */
-export type ScramCredentials = { username: string; password?: string | null; onKeys?: (keys: ScramKeys) => void } & Partial<ScramCache>;
+export type ScramCredentials = {
+  username: string;
+  password?: string | null;
+  onKeys?: (keys: ScramKeys) => void;
+} & Partial<ScramCache>;
 
 /**
  * sasl-scram-sha-1, reporting the keys it derived once a challenge is answered, so a login with the password can
  * leave only the keys behind. (The library computes them and keeps them on the instance; @xmpp/sasl creates the
  * instance and does not expose it.)
  */
-export class KeyReportingScram extends (ScramSha1 as unknown as new () => { response(cred: ScramCredentials): Promise<string> | string; cache?: ScramCache }) {
+export class KeyReportingScram extends (ScramSha1 as unknown as new () => {
+  response(cred: ScramCredentials): Promise<string> | string;
+  cache?: ScramCache;
+}) {
   override async response(cred: ScramCredentials): Promise<string> {
     const out = await Promise.resolve(super.response(cred)).catch((error: unknown) => {
       // Keys only fit the salt they were made with; a new salt means the password changed.
-      if (cred.password == null) throw new NetworkError("rejected", "the saved credentials no longer fit: the password was changed", "invalid_credentials");
+      if (cred.password == null)
+        throw new NetworkError(
+          "rejected",
+          "the saved credentials no longer fit: the password was changed",
+          "invalid_credentials",
+        );
       throw error;
     });
     if (this.cache?.clientKey && cred.onKeys)
-      cred.onKeys({ mechanism: "SCRAM-SHA-1", salt: toBase64(this.cache.salt), clientKey: toBase64(this.cache.clientKey), serverKey: toBase64(this.cache.serverKey) });
+      cred.onKeys({
+        mechanism: "SCRAM-SHA-1",
+        salt: toBase64(this.cache.salt),
+        clientKey: toBase64(this.cache.clientKey),
+        serverKey: toBase64(this.cache.serverKey),
+      });
     return out;
   }
 }
 
 export function credentialsFromKeys(username: string, keys: ScramKeys): ScramCredentials {
-  return { username, salt: fromBase64(keys.salt), clientKey: fromBase64(keys.clientKey), serverKey: fromBase64(keys.serverKey) };
+  return {
+    username,
+    salt: fromBase64(keys.salt),
+    clientKey: fromBase64(keys.clientKey),
+    serverKey: fromBase64(keys.serverKey),
+  };
 }
 
 function toBase64(bytes: Uint8Array): string {

@@ -81,8 +81,19 @@ export function parseMessage(stanza: Element): ParsedMessage {
     body: withoutFallback(stanza, body),
     replyTo: attr(stanza.getChild("reply", NS.reply), "id"),
     replaces: attr(stanza.getChild("replace", NS.correct), "id"),
-    reactions: reactions && attr(reactions, "id") ? { id: attr(reactions, "id")!, keys: reactions.getChildren("reaction").map((r) => r.text()).filter(Boolean) } : undefined,
-    retracts: attr(stanza.getChild("retract", NS.retract), "id") ?? (fastened?.getChild("retract", NS.retractOld) ? attr(fastened, "id") : undefined),
+    reactions:
+      reactions && attr(reactions, "id")
+        ? {
+            id: attr(reactions, "id")!,
+            keys: reactions
+              .getChildren("reaction")
+              .map((r) => r.text())
+              .filter(Boolean),
+          }
+        : undefined,
+    retracts:
+      attr(stanza.getChild("retract", NS.retract), "id") ??
+      (fastened?.getChild("retract", NS.retractOld) ? attr(fastened, "id") : undefined),
     receiptRequested: stanza.getChild("request", NS.receipts) !== undefined,
     receivedID: attr(stanza.getChild("received", NS.receipts), "id"),
     markable: stanza.getChild("markable", NS.markers) !== undefined,
@@ -93,7 +104,11 @@ export function parseMessage(stanza: Element): ParsedMessage {
       return url && isWebURL(url) ? [{ url, description: x.getChildText("desc") || undefined }] : [];
     }),
     invite: invite
-      ? { room: bare(attr(stanza, "from") ?? ""), inviter: attr(invite, "from") ?? "", password: stanza.getChild("x", NS.mucUser)?.getChildText("password") ?? undefined }
+      ? {
+          room: bare(attr(stanza, "from") ?? ""),
+          inviter: attr(invite, "from") ?? "",
+          password: stanza.getChild("x", NS.mucUser)?.getChildText("password") ?? undefined,
+        }
       : direct && attr(direct, "jid")
         ? { room: bare(attr(direct, "jid")!), inviter: attr(stanza, "from") ?? "", password: attr(direct, "password") }
         : undefined,
@@ -141,7 +156,12 @@ function withoutFallback(stanza: Element, body: string | undefined): string | un
  * The message inside a carbon (XEP-0280) or an archive result (XEP-0313), with where it came from. Carbons are
  * accepted only from the account's own bare JID: anyone else could forge them.
  */
-export function unwrap(stanza: Element, selfBare: string): { inner: Element; via: "carbon-sent" | "carbon-received" | "archive"; archiveID?: string; queryID?: string } | undefined {
+export function unwrap(
+  stanza: Element,
+  selfBare: string,
+):
+  | { inner: Element; via: "carbon-sent" | "carbon-received" | "archive"; archiveID?: string; queryID?: string }
+  | undefined {
   const from = (stanza.attrs.from as string | undefined) ?? selfBare;
   for (const kind of ["sent", "received"] as const) {
     const carbon = stanza.getChild(kind, NS.carbons);
@@ -157,8 +177,14 @@ export function unwrap(stanza: Element, selfBare: string): { inner: Element; via
   if (!inner) return undefined;
   // The archive's timestamp is on the forwarded wrapper; copy it onto the message so parseMessage sees it.
   const delay = forwarded!.getChild("delay", NS.delay);
-  if (delay && !inner.getChild("delay", NS.delay)) inner.append(xml("delay", { xmlns: NS.delay, stamp: delay.attrs.stamp }));
-  return { inner, via: "archive", archiveID: result.attrs.id as string, queryID: result.attrs.queryid as string | undefined };
+  if (delay && !inner.getChild("delay", NS.delay))
+    inner.append(xml("delay", { xmlns: NS.delay, stamp: delay.attrs.stamp }));
+  return {
+    inner,
+    via: "archive",
+    archiveID: result.attrs.id as string,
+    queryID: result.attrs.queryid as string | undefined,
+  };
 }
 
 export function bare(jid: string): string {
@@ -182,15 +208,26 @@ export interface OutgoingText {
 
 /** A new message: markable, asking for a receipt (1:1 only, as XEP-0184 advises against it in rooms), with origin-id. */
 export function textMessage(message: OutgoingText): Element {
-  const children: Element[] = [xml("body", {}, message.body), xml("origin-id", { xmlns: NS.sid, id: message.id }), xml("markable", { xmlns: NS.markers })];
-  if (message.type === "chat") children.push(xml("request", { xmlns: NS.receipts }), xml("active", { xmlns: NS.chatStates }));
+  const children: Element[] = [
+    xml("body", {}, message.body),
+    xml("origin-id", { xmlns: NS.sid, id: message.id }),
+    xml("markable", { xmlns: NS.markers }),
+  ];
+  if (message.type === "chat")
+    children.push(xml("request", { xmlns: NS.receipts }), xml("active", { xmlns: NS.chatStates }));
   if (message.replyTo) children.push(xml("reply", { xmlns: NS.reply, to: message.replyTo.to, id: message.replyTo.id }));
   if (message.link) children.push(xml("x", { xmlns: NS.oob }, xml("url", {}, message.link)));
   return xml("message", { to: message.to, type: message.type, id: message.id }, ...children);
 }
 
 export function correction(to: string, type: string, id: string, replaces: string, body: string): Element {
-  return xml("message", { to, type, id }, xml("body", {}, body), xml("replace", { xmlns: NS.correct, id: replaces }), xml("origin-id", { xmlns: NS.sid, id }));
+  return xml(
+    "message",
+    { to, type, id },
+    xml("body", {}, body),
+    xml("replace", { xmlns: NS.correct, id: replaces }),
+    xml("origin-id", { xmlns: NS.sid, id }),
+  );
 }
 
 /** The full set of this account's reactions to a message; the store hint keeps it in archives (Prosody drops it otherwise). */
@@ -219,7 +256,12 @@ export function receipt(to: string, id: string, messageID: string): Element {
 }
 
 export function displayed(to: string, type: string, id: string, messageID: string): Element {
-  return xml("message", { to, type, id }, xml("displayed", { xmlns: NS.markers, id: messageID }), xml("store", { xmlns: NS.hints }));
+  return xml(
+    "message",
+    { to, type, id },
+    xml("displayed", { xmlns: NS.markers, id: messageID }),
+    xml("store", { xmlns: NS.hints }),
+  );
 }
 
 export function chatState(to: string, type: string, state: ChatState): Element {

@@ -34,7 +34,18 @@ export async function uploadFile(
   file: { fileName: string; size: number; contentType: string; open(): ReadableStream<Uint8Array> },
 ): Promise<string> {
   const answer = await xmpp.iqCaller
-    .request(xml("iq", { type: "get", to: service }, xml("request", { xmlns: NS_UPLOAD, filename: file.fileName, size: String(file.size), "content-type": file.contentType })))
+    .request(
+      xml(
+        "iq",
+        { type: "get", to: service },
+        xml("request", {
+          xmlns: NS_UPLOAD,
+          filename: file.fileName,
+          size: String(file.size),
+          "content-type": file.contentType,
+        }),
+      ),
+    )
     .catch((error: Error) => {
       throw new NetworkError("rejected", `the server refused the upload: ${error.message}`);
     });
@@ -47,7 +58,10 @@ export async function uploadFile(
     const name = String(header.attrs.name ?? "").toLowerCase();
     if (SLOT_HEADERS.has(name)) headers.set(name, header.text().replace(/[\r\n]/g, ""));
   }
-  const response = await fetch(put.attrs.url as string, { method: "PUT", headers, body: withLength(file.open(), file.size), duplex: "half" } as RequestInit);
+  const response = await fetch(
+    put.attrs.url as string,
+    { method: "PUT", headers, body: withLength(file.open(), file.size), duplex: "half" } as RequestInit,
+  );
   await response.body?.cancel();
   if (!response.ok) throw new NetworkError("rejected", `the upload failed: HTTP ${response.status}`);
   return get;
@@ -58,6 +72,8 @@ export async function uploadFile(
  * Content-Length header given with a stream; workerd sends a stream chunked unless it is a FixedLengthStream.
  */
 function withLength(body: ReadableStream<Uint8Array>, size: number): ReadableStream<Uint8Array> {
-  const FixedLength = (globalThis as { FixedLengthStream?: new (length: number) => TransformStream<Uint8Array, Uint8Array> }).FixedLengthStream;
+  const FixedLength = (
+    globalThis as { FixedLengthStream?: new (length: number) => TransformStream<Uint8Array, Uint8Array> }
+  ).FixedLengthStream;
   return FixedLength ? body.pipeThrough(new FixedLength(size)) : body;
 }

@@ -1,7 +1,7 @@
 /** App-level tools: unified search, focus, and the documentation search. */
 import * as v from "valibot";
-import { bounded, LIMITS } from "../../http/limits.ts";
-import { FocusBody, SearchQuery } from "../../routes/app.ts";
+import { bounded, LIMITS } from "../../schema/limits.ts";
+import { FocusBody, SearchQuery } from "../../schema/requests/app.ts";
 import { Success } from "../../schema/wire.ts";
 import { focus } from "../../services/focus.ts";
 import { unifiedSearch } from "../../services/search.ts";
@@ -17,7 +17,9 @@ export const searchTool = defineTool({
     '"alice smi" finds Alice Smith), group chats with a participant of that name, and the newest messages with all the words (literal words). ' +
     "Page on with search_chats or search_messages.",
   input: v.object({ query: describe(SearchQuery.entries.query, "The words to look for.") }),
-  output: v.strictObject({ results: v.strictObject({ chats: v.array(Chat), in_groups: v.array(Chat), messages: MessageSearchPage }) }),
+  output: v.strictObject({
+    results: v.strictObject({ chats: v.array(Chat), in_groups: v.array(Chat), messages: MessageSearchPage }),
+  }),
   readOnly: true,
   async run({ query }, tc) {
     const { results } = await unifiedSearch(tc.app, query);
@@ -26,8 +28,13 @@ export const searchTool = defineTool({
     const text = [
       part(`Chats (${results.chats.length})`, results.chats.map(chatBlock)),
       part(`Groups with a matching participant (${results.in_groups.length})`, results.in_groups.map(chatBlock)),
-      part(`Messages (${messages.items.length}${messages.hasMore ? "+" : ""})`, messages.items.map((m) => messageBlock(m, { chatTitle: messages.chats[m.chatID]?.title ?? m.chatID }))),
-      messages.hasMore && messages.oldestCursor ? `More messages: call search_messages with query ${code(query)}, cursor ${code(messages.oldestCursor)} and direction "before".` : "",
+      part(
+        `Messages (${messages.items.length}${messages.hasMore ? "+" : ""})`,
+        messages.items.map((m) => messageBlock(m, { chatTitle: messages.chats[m.chatID]?.title ?? m.chatID })),
+      ),
+      messages.hasMore && messages.oldestCursor
+        ? `More messages: call search_messages with query ${code(query)}, cursor ${code(messages.oldestCursor)} and direction "before".`
+        : "",
     ];
     return { structured: { results: { ...results, messages } }, text: text.filter(Boolean).join("\n\n") };
   },
@@ -45,13 +52,16 @@ export const focusAppTool = defineTool({
   idempotent: true,
   async run(args, tc) {
     const done = await focus(tc.app, args);
-    const what = args.chatID ? `chat ${code(args.chatID)}${args.messageID ? ` at messageID ${code(args.messageID)}` : ""}` : "the app";
+    const what = args.chatID
+      ? `chat ${code(args.chatID)}${args.messageID ? ` at messageID ${code(args.messageID)}` : ""}`
+      : "the app";
     return { structured: done, text: `Focus event sent for ${what}${args.draftText ? ", with a draft" : ""}.` };
   },
 });
 
 const DocResult = v.strictObject({
   source: v.picklist(["readme", "openapi"]),
+  file: v.optional(v.string()),
   title: v.string(),
   text: v.string(),
   matched: v.array(v.string()),
@@ -62,11 +72,20 @@ export const searchDocsTool = defineTool({
   name: "search_docs",
   title: "Search this API's documentation",
   description:
-    "Searches the README and the OpenAPI document of this server (every endpoint, its parameters and answers) by literal words; " +
-    "best sections first. Use it to learn how to do something over HTTP that no tool covers.",
+    "Searches the README, the manual in docs/ and the OpenAPI document of this server (every endpoint, its parameters and answers) " +
+    "by literal words; best sections first, each naming the file it came from. Use it to learn how to do something over HTTP " +
+    "that no tool covers.",
   input: v.object({
-    query: describe(v.pipe(bounded(LIMITS.queryTextBytes), v.trim(), v.minLength(1, "query must not be empty")), "Words to look for (word starts, case-insensitive)."),
-    language: v.optional(describe(v.picklist(["http", "python", "go", "typescript", "javascript", "terraform", "ruby", "java", "kotlin"]), "Prefer examples in this language (http: curl).")),
+    query: describe(
+      v.pipe(bounded(LIMITS.queryTextBytes), v.trim(), v.minLength(1, "query must not be empty")),
+      "Words to look for (word starts, case-insensitive).",
+    ),
+    language: v.optional(
+      describe(
+        v.picklist(["http", "python", "go", "typescript", "javascript", "terraform", "ruby", "java", "kotlin"]),
+        "Prefer examples in this language (http: curl).",
+      ),
+    ),
     detail: v.optional(describe(v.picklist(["default", "verbose"]), "verbose: more sections, each longer."), "default"),
   }),
   output: v.strictObject({ results: v.array(DocResult) }),
@@ -74,11 +93,27 @@ export const searchDocsTool = defineTool({
   async run({ query, language, detail }, tc) {
     const verbose = detail === "verbose";
     const cap = verbose ? 6000 : 1500;
-    const results = tc.docs().search(query, { limit: verbose ? 8 : 4, language }).map(({ source, title, text, matched }) =>
-      text.length > cap ? { source, title, text: `${cut(text, cap)}…`, matched, truncated: true as const } : { source, title, text, matched },
+    const results = tc
+      .docs()
+      .search(query, { limit: verbose ? 8 : 4, language })
+      .map(({ source, file, title, text, matched }) => {
+        const long = text.length > cap;
+        const result: v.InferOutput<typeof DocResult> = {
+          source,
+          title,
+          text: long ? `${cut(text, cap)}…` : text,
+          matched,
+        };
+        if (file !== undefined) result.file = file;
+        if (long) result.truncated = true;
+        return result;
+      });
+    if (!results.length)
+      return { structured: { results }, text: `Nothing in the documentation has the words "${plain(query)}".` };
+    const blocks = results.map(
+      (r) =>
+        `## ${r.file ?? "API"}: ${r.title}\n\n${r.text}${r.truncated ? '\n\n(cut; detail: "verbose" shows more)' : ""}`,
     );
-    if (!results.length) return { structured: { results }, text: `Nothing in the documentation has the words "${plain(query)}".` };
-    const blocks = results.map((r) => `## ${r.source === "readme" ? "README" : "API"}: ${r.title}\n\n${r.text}${r.truncated ? "\n\n(cut; detail: \"verbose\" shows more)" : ""}`);
     return { structured: { results }, text: blocks.join("\n\n---\n\n") };
   },
 });

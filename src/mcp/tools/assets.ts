@@ -1,9 +1,10 @@
 /** File tools: upload (to send later) and download (images inline, other files as a link). */
 import * as v from "valibot";
 import type { ContentBlock } from "@modelcontextprotocol/sdk/types.js";
-import { Base64Body, UrlBody } from "../../routes/assets.ts";
+import { Base64Body, UrlBody } from "../../schema/requests/assets.ts";
 import { Upload } from "../../schema/bridges.ts";
-import { checkAssetBytes, mxcURL, openAsset, resolveAsset, type AssetRecord } from "../../services/assets.ts";
+import { checkAssetBytes, mxcURL, openAsset, resolveAsset } from "../../services/assets.ts";
+import type { AssetRecord } from "../../store/records.ts";
 import type { Context } from "../../services/context.ts";
 import { code, plain } from "../format.ts";
 import { describe } from "../schemas.ts";
@@ -17,7 +18,8 @@ export const RESOURCE_BYTES = 8 * 1024 * 1024;
 const INLINE_TYPES = /^image\/(png|jpeg|gif|webp)$/;
 
 export const assetURI = (asset: AssetRecord) => `inboxd://assets/${asset.id}`;
-export const serveURL = (origin: string, asset: AssetRecord) => `${origin}/v1/assets/serve?url=${encodeURIComponent(mxcURL(asset))}`;
+export const serveURL = (origin: string, asset: AssetRecord) =>
+  `${origin}/v1/assets/serve?url=${encodeURIComponent(mxcURL(asset))}`;
 
 export const uploadAssetTool = defineTool({
   name: "upload_asset",
@@ -28,7 +30,12 @@ export const uploadAssetTool = defineTool({
   input: v.object({
     content: describe(Base64Body.entries.content, "The file's bytes as base64 (a data: URL prefix is fine)."),
     fileName: v.optional(describe(Base64Body.entries.fileName.wrapped, "The file's name, with its extension.")),
-    mimeType: v.optional(describe(Base64Body.entries.mimeType.wrapped, "Its type, e.g. image/png (detected from the bytes when left out).")),
+    mimeType: v.optional(
+      describe(
+        Base64Body.entries.mimeType.wrapped,
+        "Its type, e.g. image/png (detected from the bytes when left out).",
+      ),
+    ),
   }),
   output: Upload,
   readOnly: false,
@@ -36,7 +43,10 @@ export const uploadAssetTool = defineTool({
   async run(file, tc) {
     const upload = presentAsset(tc.app, await uploadBase64(tc.app, file));
     const size = upload.width && upload.height ? `, ${upload.width}×${upload.height}` : "";
-    return { structured: upload, text: `Uploaded "${plain(upload.fileName)}" (${upload.mimeType}, ${upload.fileSize} bytes${size}): uploadID ${code(upload.uploadID)}. Send it with send_message's attachment.uploadID.` };
+    return {
+      structured: upload,
+      text: `Uploaded "${plain(upload.fileName)}" (${upload.mimeType}, ${upload.fileSize} bytes${size}): uploadID ${code(upload.uploadID)}. Send it with send_message's attachment.uploadID.`,
+    };
   },
 });
 
@@ -79,9 +89,20 @@ export const downloadAssetTool = defineTool({
     };
     const extra: ContentBlock[] = inline
       ? [{ type: "image", data: await base64Of(tc.app, asset), mimeType: asset.mimeType }]
-      : [{ type: "resource_link", uri: assetURI(asset), name: asset.fileName, mimeType: asset.mimeType, size: asset.size, description: `Also at ${structured.serveURL} (bearer token).` }];
+      : [
+          {
+            type: "resource_link",
+            uri: assetURI(asset),
+            name: asset.fileName,
+            mimeType: asset.mimeType,
+            size: asset.size,
+            description: `Also at ${structured.serveURL} (bearer token).`,
+          },
+        ];
     const facts = `${asset.mimeType}, ${asset.size} bytes${structured.width ? `, ${structured.width}×${structured.height}` : ""}`;
-    const how = inline ? "The image follows." : `Not inline (${INLINE_TYPES.test(asset.mimeType) ? "too large" : "not an image"}): read ${code(assetURI(asset))} with resources/read (up to ${RESOURCE_BYTES / 1024 / 1024} MB) or GET ${structured.serveURL} with the bearer token.`;
+    const how = inline
+      ? "The image follows."
+      : `Not inline (${INLINE_TYPES.test(asset.mimeType) ? "too large" : "not an image"}): read ${code(assetURI(asset))} with resources/read (up to ${RESOURCE_BYTES / 1024 / 1024} MB) or GET ${structured.serveURL} with the bearer token.`;
     return { structured, text: `"${plain(asset.fileName)}" (${facts}). ${how}`, extra };
   },
 });

@@ -1,12 +1,13 @@
 /** "Catch me up" (list_unread) and waiting for the next message (wait_for_message), so agents need not poll. */
 import * as v from "valibot";
-import { boundedArray, id } from "../../http/limits.ts";
-import { badRequest } from "../../http/errors.ts";
+import { boundedArray, id } from "../../schema/limits.ts";
+import { badRequest } from "../../errors.ts";
 import type { Message } from "../../schema/wire.ts";
 import { getChat } from "../../services/chats.ts";
 import { requireChat, type Context } from "../../services/context.ts";
 import { sortKeyOf } from "../../services/cursor.ts";
-import { findMessage, listMessages } from "../../services/messages.ts";
+import { findMessage } from "../../services/message-records.ts";
+import { listMessages } from "../../services/messages.ts";
 import { parseMessageID } from "../../services/present.ts";
 import type { ChatRecord } from "../../store/records.ts";
 import { capMessage, chatBlock, code, messageBlock, pageHint, plain } from "../format.ts";
@@ -14,8 +15,16 @@ import { accountIDs, Chat, describe, int, McpMessage, messageID, paging } from "
 import { defineTool, type ToolContext } from "../tool.ts";
 import { pageOfChats } from "./chats.ts";
 
-const UnreadChat = v.strictObject({ chat: Chat, messages: describe(v.array(McpMessage), "The newest unread messages, oldest first.") });
-const UnreadPage = v.strictObject({ items: v.array(UnreadChat), hasMore: v.boolean(), oldestCursor: v.nullable(v.string()), newestCursor: v.nullable(v.string()) });
+const UnreadChat = v.strictObject({
+  chat: Chat,
+  messages: describe(v.array(McpMessage), "The newest unread messages, oldest first."),
+});
+const UnreadPage = v.strictObject({
+  items: v.array(UnreadChat),
+  hasMore: v.boolean(),
+  oldestCursor: v.nullable(v.string()),
+  newestCursor: v.nullable(v.string()),
+});
 export type UnreadPage = v.InferOutput<typeof UnreadPage>;
 
 const UnreadInput = v.object({
@@ -27,8 +36,18 @@ const UnreadInput = v.object({
 });
 
 /** The inbox's chats with unread messages (not archived, not low priority), newest activity first, with those messages. */
-export async function unreadOverview(app: Context, q: v.InferOutput<typeof UnreadInput>): Promise<{ page: UnreadPage; text: string }> {
-  const chats = pageOfChats(app, { unreadOnly: true, inbox: "primary", includeMuted: q.includeMuted, accountIDs: q.accountIDs, limit: q.limit, cursor: q.cursor });
+export async function unreadOverview(
+  app: Context,
+  q: v.InferOutput<typeof UnreadInput>,
+): Promise<{ page: UnreadPage; text: string }> {
+  const chats = pageOfChats(app, {
+    unreadOnly: true,
+    inbox: "primary",
+    includeMuted: q.includeMuted,
+    accountIDs: q.accountIDs,
+    limit: q.limit,
+    cursor: q.cursor,
+  });
   const items: UnreadPage["items"] = [];
   for (const { preview: _preview, ...chat } of chats.items) {
     const newest = (await listMessages(app, chat.id, undefined, undefined)).items;
@@ -38,9 +57,16 @@ export async function unreadOverview(app: Context, q: v.InferOutput<typeof Unrea
     items.push({ chat, messages: shown.map((m) => capMessage(m)) });
   }
   const page = { ...chats, items };
-  const blocks = items.map(({ chat, messages }) => [chatBlock(chat), ...messages.map((m) => messageBlock(m))].join("\n\n"));
-  const head = items.length ? `${items.length} chat(s) with unread messages${chats.hasMore ? " (more on the next page)" : ""}. mark_read marks a chat read once handled.` : "Nothing unread.";
-  return { page, text: [head, ...blocks, chats.hasMore ? pageHint("list_unread", chats) : ""].filter(Boolean).join("\n\n") };
+  const blocks = items.map(({ chat, messages }) =>
+    [chatBlock(chat), ...messages.map((m) => messageBlock(m))].join("\n\n"),
+  );
+  const head = items.length
+    ? `${items.length} chat(s) with unread messages${chats.hasMore ? " (more on the next page)" : ""}. mark_read marks a chat read once handled.`
+    : "Nothing unread.";
+  return {
+    page,
+    text: [head, ...blocks, chats.hasMore ? pageHint("list_unread", chats) : ""].filter(Boolean).join("\n\n"),
+  };
 }
 
 export const listUnreadTool = defineTool({
@@ -68,8 +94,18 @@ export const waitForMessageTool = defineTool({
     "use it instead of polling. After send_message, pass that chatID and the pending message ID as sinceMessageID: an answer that " +
     "arrived in between is returned at once. Many MCP clients give up on a call after 60 s: keep timeoutSeconds below that.",
   input: v.object({
-    chatIDs: v.optional(describe(v.pipe(boundedArray(id), v.maxLength(MAX_WAIT_CHATS)), `Chats to watch (up to ${MAX_WAIT_CHATS}); default: every chat.`)),
-    sinceMessageID: v.optional(describe(messageID, "With exactly one chatID: any message after this one counts, even one that came before this call.")),
+    chatIDs: v.optional(
+      describe(
+        v.pipe(boundedArray(id), v.maxLength(MAX_WAIT_CHATS)),
+        `Chats to watch (up to ${MAX_WAIT_CHATS}); default: every chat.`,
+      ),
+    ),
+    sinceMessageID: v.optional(
+      describe(
+        messageID,
+        "With exactly one chatID: any message after this one counts, even one that came before this call.",
+      ),
+    ),
     timeoutSeconds: v.optional(describe(int(1, 300), "How long to wait (default 30)."), 30),
     includeOwn: v.optional(describe(v.boolean(), "Count messages sent from this account too (default false)."), false),
   }),
@@ -77,10 +113,17 @@ export const waitForMessageTool = defineTool({
   readOnly: true,
   async run(args, tc) {
     const message = await waitForMessage(args, tc);
-    if (!message) return { structured: { message: null, timedOut: !tc.signal.aborted }, text: `No new message within ${args.timeoutSeconds} s.` };
+    if (!message)
+      return {
+        structured: { message: null, timedOut: !tc.signal.aborted },
+        text: `No new message within ${args.timeoutSeconds} s.`,
+      };
     const capped = capMessage(message);
     const chat = getChat(tc.app, message.chatID, 0);
-    return { structured: { message: capped, timedOut: false }, text: `New message in "${plain(chat.title)}" (chatID ${code(chat.id)}):\n\n${messageBlock(capped)}` };
+    return {
+      structured: { message: capped, timedOut: false },
+      text: `New message in "${plain(chat.title)}" (chatID ${code(chat.id)}):\n\n${messageBlock(capped)}`,
+    };
   },
 });
 
@@ -101,11 +144,19 @@ interface WaitArgs {
  */
 async function waitForMessage(args: WaitArgs, tc: ToolContext): Promise<Message | undefined> {
   const { app } = tc;
-  if (args.sinceMessageID && args.chatIDs?.length !== 1) throw badRequest("sinceMessageID needs exactly one chatID", [{ code: "invalid", message: "give exactly one chatID", path: ["arguments", "chatIDs"] }]);
+  if (args.sinceMessageID && args.chatIDs?.length !== 1)
+    throw badRequest("sinceMessageID needs exactly one chatID", [
+      { code: "invalid", message: "give exactly one chatID", path: ["arguments", "chatIDs"] },
+    ]);
   const watched = args.chatIDs?.map((chatID) => requireChat(app, chatID));
-  const since = args.sinceMessageID === undefined ? undefined : { chat: watched![0], seq: (await findMessage(app, watched![0], args.sinceMessageID)).seq };
+  const since =
+    args.sinceMessageID === undefined
+      ? undefined
+      : { chat: watched![0], seq: (await findMessage(app, watched![0], args.sinceMessageID)).seq };
   // No await from here until the hub is listened to.
-  const from = since ? (chatNo: number) => (chatNo === since.chat.no ? since.seq + 1 : undefined) : startPositions(app, watched);
+  const from = since
+    ? (chatNo: number) => (chatNo === since.chat.no ? since.seq + 1 : undefined)
+    : startPositions(app, watched);
   const watchedIDs = watched && new Set(watched.map((chat) => chat.id));
   const isNew = (m: Message) => {
     const at = parseMessageID(m.id);
@@ -118,7 +169,8 @@ async function waitForMessage(args: WaitArgs, tc: ToolContext): Promise<Message 
   const stop = tc.events.add({
     deliver(events) {
       for (const event of events) {
-        if (!event.body.startsWith('"type":"message.upserted"') || (watchedIDs && !watchedIDs.has(event.chatID))) continue;
+        if (!event.body.startsWith('"type":"message.upserted"') || (watchedIDs && !watchedIDs.has(event.chatID)))
+          continue;
         const entries = (JSON.parse(`{${event.body}`) as { entries?: Message[] }).entries ?? [];
         const first = entries.find(isNew);
         if (first) return found(first);
@@ -169,7 +221,10 @@ function deadline(seconds: number, tc: ToolContext): { up: Promise<undefined>; c
   const up = new Promise<undefined>((resolve) => {
     onAbort = () => resolve(undefined);
     timer = setTimeout(onAbort, seconds * 1000);
-    ticker = setInterval(() => void tc.progress((Date.now() - started) / 1000, seconds, "waiting for a message").catch(() => undefined), 10_000);
+    ticker = setInterval(
+      () => void tc.progress((Date.now() - started) / 1000, seconds, "waiting for a message").catch(() => undefined),
+      10_000,
+    );
     tc.signal.addEventListener("abort", onAbort);
   });
   return {

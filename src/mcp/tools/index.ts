@@ -5,7 +5,15 @@
 import type { AnyTool } from "../tool.ts";
 import { downloadAssetTool, uploadAssetTool } from "./assets.ts";
 import { focusAppTool, searchDocsTool, searchTool } from "./app.ts";
-import { archiveChatTool, clearReminderTool, getChatTool, markReadTool, markUnreadTool, searchChatsTool, setReminderTool } from "./chats.ts";
+import {
+  archiveChatTool,
+  clearReminderTool,
+  getChatTool,
+  markReadTool,
+  markUnreadTool,
+  searchChatsTool,
+  setReminderTool,
+} from "./chats.ts";
 import { listUnreadTool, waitForMessageTool } from "./inbox.ts";
 import { addReactionTool, deleteMessageTool, editMessageTool, removeReactionTool } from "./message-actions.ts";
 import { getMessageTool, listMessagesTool, searchMessagesTool, sendMessageTool } from "./messages.ts";

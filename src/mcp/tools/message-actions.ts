@@ -1,6 +1,6 @@
 /** Tools that change a sent message: edit, delete, react. */
 import * as v from "valibot";
-import { EditBody, ReactionBody, ReactionQuery } from "../../routes/messages.ts";
+import { EditBody, ReactionBody, ReactionQuery } from "../../schema/requests/messages.ts";
 import { deleteMessage, editMessage } from "../../services/messages.ts";
 import { addReaction, removeReaction } from "../../services/reactions.ts";
 import { capMessage, code, messageBlock, plain } from "../format.ts";
@@ -27,7 +27,8 @@ export const editMessageTool = defineTool({
 export const deleteMessageTool = defineTool({
   name: "delete_message",
   title: "Delete a message",
-  description: "Deletes a message (for everyone, where the network can). It leaves every list and search. Confirm with the user first.",
+  description:
+    "Deletes a message (for everyone, where the network can). It leaves every list and search. Confirm with the user first.",
   input: v.object({ chatID, messageID }),
   output: v.strictObject({ chatID: v.string(), messageID: v.string(), deleted: v.literal(true) }),
   readOnly: false,
@@ -36,18 +37,35 @@ export const deleteMessageTool = defineTool({
   openWorld: true,
   async run({ chatID, messageID }, tc) {
     await deleteMessage(tc.app, chatID, messageID);
-    return { structured: { chatID, messageID, deleted: true as const }, text: `Deleted messageID ${code(messageID)} in chat ${code(chatID)}.` };
+    return {
+      structured: { chatID, messageID, deleted: true as const },
+      text: `Deleted messageID ${code(messageID)} in chat ${code(chatID)}.`,
+    };
   },
 });
 
-const reactionKey = describe(ReactionBody.entries.reactionKey, "The reaction: an emoji (👍) or a network's reaction key.");
-const Reaction = v.strictObject({ chatID: v.string(), messageID: v.string(), reactionKey: v.string(), success: v.literal(true) });
+const reactionKey = describe(
+  ReactionBody.entries.reactionKey,
+  "The reaction: an emoji (👍) or a network's reaction key.",
+);
+const Reaction = v.strictObject({
+  chatID: v.string(),
+  messageID: v.string(),
+  reactionKey: v.string(),
+  success: v.literal(true),
+});
 
 export const addReactionTool = defineTool({
   name: "add_reaction",
   title: "React to a message",
-  description: "Adds your reaction (an emoji) to a message. The transactionID comes back on the live event of the change.",
-  input: v.object({ chatID, messageID, reactionKey, transactionID: v.optional(ReactionBody.entries.transactionID.wrapped) }),
+  description:
+    "Adds your reaction (an emoji) to a message. The transactionID comes back on the live event of the change.",
+  input: v.object({
+    chatID,
+    messageID,
+    reactionKey,
+    transactionID: v.optional(ReactionBody.entries.transactionID.wrapped),
+  }),
   output: v.strictObject({ ...Reaction.entries, transactionID: v.string() }),
   readOnly: false,
   idempotent: true,
@@ -62,7 +80,11 @@ export const removeReactionTool = defineTool({
   name: "remove_reaction",
   title: "Remove a reaction",
   description: "Removes your reaction (the given reactionKey) from a message.",
-  input: v.object({ chatID, messageID, reactionKey: describe(ReactionQuery.entries.reactionKey, "The reaction to take back.") }),
+  input: v.object({
+    chatID,
+    messageID,
+    reactionKey: describe(ReactionQuery.entries.reactionKey, "The reaction to take back."),
+  }),
   output: Reaction,
   readOnly: false,
   destructive: true,

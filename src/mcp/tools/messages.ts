@@ -1,14 +1,25 @@
 /** Message tools: reading, searching and sending. Edits, deletes and reactions are in message-actions.ts. */
 import * as v from "valibot";
-import { ListQuery, SearchQuery, SendBody } from "../../routes/messages.ts";
-import { Base64Body } from "../../routes/assets.ts";
-import { boundedArray, id } from "../../http/limits.ts";
+import { ListQuery, SearchQuery, SendBody } from "../../schema/requests/messages.ts";
+import { Base64Body } from "../../schema/requests/assets.ts";
+import { boundedArray, id } from "../../schema/limits.ts";
 import { Upload } from "../../schema/bridges.ts";
 import { getChat } from "../../services/chats.ts";
 import { searchMessages } from "../../services/message-search.ts";
 import { getMessage, listMessages, sendMessage, type SendInput } from "../../services/messages.ts";
 import { capMessage, code, messageBlock, pageHint, plain, TEXT_CAP } from "../format.ts";
-import { accountIDs, chatID, describe, int, isoDateTime, McpMessage, MessagePage, MessageSearchPage, messageID, paging } from "../schemas.ts";
+import {
+  accountIDs,
+  chatID,
+  describe,
+  int,
+  isoDateTime,
+  McpMessage,
+  MessagePage,
+  MessageSearchPage,
+  messageID,
+  paging,
+} from "../schemas.ts";
 import { defineTool } from "../tool.ts";
 import { presentAsset, uploadBase64 } from "../upload.ts";
 
@@ -21,8 +32,15 @@ export const listMessagesTool = defineTool({
     `Texts longer than ${TEXT_CAP} characters are cut (get_message returns them whole).`,
   input: v.object({
     chatID,
-    cursor: v.optional(describe(ListQuery.entries.cursor.wrapped, "A cursor from the previous page (oldestCursor or newestCursor), or the ID of a message of this chat: the page then starts next to it.")),
-    direction: v.optional(describe(ListQuery.entries.direction.wrapped, '"before" (default): older than the cursor; "after": newer.')),
+    cursor: v.optional(
+      describe(
+        ListQuery.entries.cursor.wrapped,
+        "A cursor from the previous page (oldestCursor or newestCursor), or the ID of a message of this chat: the page then starts next to it.",
+      ),
+    ),
+    direction: v.optional(
+      describe(ListQuery.entries.direction.wrapped, '"before" (default): older than the cursor; "after": newer.'),
+    ),
   }),
   output: MessagePage,
   readOnly: true,
@@ -32,7 +50,14 @@ export const listMessagesTool = defineTool({
     const structured = { ...page, items: page.items.map((m) => capMessage(m)) };
     const head = `${page.items.length} message(s) in "${plain(chat.title)}" (chatID ${code(chat.id)}), oldest first:`;
     const body = [...structured.items].reverse().map((m) => messageBlock(m));
-    return { structured, text: [page.items.length ? head : `No messages here (chatID ${code(chat.id)}).`, ...body, pageHint("list_messages", page, direction)].join("\n\n") };
+    return {
+      structured,
+      text: [
+        page.items.length ? head : `No messages here (chatID ${code(chat.id)}).`,
+        ...body,
+        pageHint("list_messages", page, direction),
+      ].join("\n\n"),
+    };
   },
 });
 
@@ -52,7 +77,12 @@ export const searchMessagesTool = defineTool({
     accountIDs: v.optional(accountIDs),
     chatType: v.optional(describe(q.chatType.wrapped, "Only group chats or only direct chats.")),
     sender: v.optional(describe(q.sender.wrapped, '"me", "others", or a user ID.')),
-    mediaTypes: v.optional(describe(v.array(v.picklist(["any", "video", "image", "link", "file"])), "Only messages with these kinds of media.")),
+    mediaTypes: v.optional(
+      describe(
+        v.array(v.picklist(["any", "video", "image", "link", "file"])),
+        "Only messages with these kinds of media.",
+      ),
+    ),
     dateAfter: v.optional(describe(isoDateTime, "Only messages strictly after this ISO 8601 date-time.")),
     dateBefore: v.optional(describe(isoDateTime, "Only messages strictly before this ISO 8601 date-time.")),
     excludeLowPriority: v.optional(describe(v.boolean(), "Leave out low-priority chats (default true).")),
@@ -65,7 +95,9 @@ export const searchMessagesTool = defineTool({
   async run(args, tc) {
     const found = await searchMessages(tc.app, args);
     const structured = { ...found, items: found.items.map((m) => capMessage(m)) };
-    const head = found.items.length ? `${found.items.length} message(s)${found.hasMore ? ", more on the next page" : ""}, newest first:` : "No message matches.";
+    const head = found.items.length
+      ? `${found.items.length} message(s)${found.hasMore ? ", more on the next page" : ""}, newest first:`
+      : "No message matches.";
     const body = structured.items.map((m) => messageBlock(m, { chatTitle: found.chats[m.chatID]?.title ?? m.chatID }));
     return { structured, text: [head, ...body, pageHint("search_messages", found, args.direction)].join("\n\n") };
   },
@@ -75,7 +107,11 @@ export const getMessageTool = defineTool({
   name: "get_message",
   title: "Get a message",
   description: `One message with its attachments, reactions and send status. Its text is cut at ${TEXT_CAP} characters unless fullText is true.`,
-  input: v.object({ chatID, messageID, fullText: v.optional(describe(v.boolean(), "Return the whole text however long (up to 64 KiB).")) }),
+  input: v.object({
+    chatID,
+    messageID,
+    fullText: v.optional(describe(v.boolean(), "Return the whole text however long (up to 64 KiB).")),
+  }),
   output: McpMessage,
   readOnly: true,
   async run({ chatID, messageID, fullText }, tc) {
@@ -86,9 +122,16 @@ export const getMessageTool = defineTool({
 
 const { type: attachmentType, ...byUpload } = SendBody.entries.attachment.wrapped.entries;
 const Attachment = v.union([
-  describe(v.strictObject({ ...byUpload, type: attachmentType }), "A file uploaded before (upload_asset, or POST /v1/assets/upload)."),
   describe(
-    v.strictObject({ ...Base64Body.entries, fileName: describe(byUpload.fileName.wrapped, "The file's name, with its extension."), type: attachmentType }),
+    v.strictObject({ ...byUpload, type: attachmentType }),
+    "A file uploaded before (upload_asset, or POST /v1/assets/upload).",
+  ),
+  describe(
+    v.strictObject({
+      ...Base64Body.entries,
+      fileName: describe(byUpload.fileName.wrapped, "The file's name, with its extension."),
+      type: attachmentType,
+    }),
     "The file itself, as base64 (up to 12 MB; larger files: upload over HTTP, then send the uploadID).",
   ),
 ]);
@@ -103,7 +146,9 @@ export const sendMessageTool = defineTool({
   input: v.object({
     chatID,
     text: v.optional(describe(SendBody.entries.text.wrapped, "The message text (Markdown).")),
-    replyToMessageID: v.optional(describe(SendBody.entries.replyToMessageID.wrapped, "Send as a reply to this message.")),
+    replyToMessageID: v.optional(
+      describe(SendBody.entries.replyToMessageID.wrapped, "Send as a reply to this message."),
+    ),
     attachment: v.optional(Attachment),
   }),
   output: v.strictObject({ chatID: v.string(), pendingMessageID: v.string(), upload: v.optional(Upload) }),
@@ -116,7 +161,10 @@ export const sendMessageTool = defineTool({
     let file: SendInput["attachment"];
     if (attachment && "content" in attachment) {
       const { content, ...rest } = attachment;
-      upload = presentAsset(tc.app, await uploadBase64(tc.app, { content, fileName: rest.fileName, mimeType: rest.mimeType }));
+      upload = presentAsset(
+        tc.app,
+        await uploadBase64(tc.app, { content, fileName: rest.fileName, mimeType: rest.mimeType }),
+      );
       file = { uploadID: upload.uploadID, type: rest.type };
     } else file = attachment;
     const sent = await sendMessage(tc.app, chat.id, { text, replyToMessageID, attachment: file });

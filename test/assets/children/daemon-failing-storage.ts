@@ -28,7 +28,14 @@ const failing = new Proxy(chunks, {
 }) as Storage;
 
 const app = await createApp({ storage, allowedHosts: [], assets: { storage: failing } });
-const server = listen({ port: 0, hostname: "127.0.0.1", fetch: (request) => app.fetch(request), silent: true, gracefulShutdown: false, maxRequestBodySize: 520 * 1024 * 1024 });
+const server = listen({
+  port: 0,
+  hostname: "127.0.0.1",
+  fetch: (request) => app.fetch(request),
+  silent: true,
+  gracefulShutdown: false,
+  maxRequestBodySize: 520 * 1024 * 1024,
+});
 await server.ready();
 const address = server.node!.server!.address();
 const port = typeof address === "object" && address ? address.port : 0;

@@ -12,7 +12,11 @@ let pulled = 0;
 const body = new ReadableStream<Uint8Array>(
   {
     start(c) {
-      c.enqueue(enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+      c.enqueue(
+        enc.encode(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        ),
+      );
     },
     pull(c) {
       if (pulled >= total) {

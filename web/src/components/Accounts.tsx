@@ -52,7 +52,13 @@ export function Accounts({ route, session }: { route: Route; session: Session })
   }, []);
 
   const remove = async (bridge: Bridge, account: Account) => {
-    if (!account.loginID || !confirm(`Remove ${account.user.fullName ?? account.user.username ?? account.accountID}? Its chats and messages are deleted from this device.`)) return;
+    if (
+      !account.loginID ||
+      !confirm(
+        `Remove ${account.user.fullName ?? account.user.username ?? account.accountID}? Its chats and messages are deleted from this device.`,
+      )
+    )
+      return;
     try {
       await call("POST", `/v1/bridges/${enc(bridge.id)}/logins/${enc(account.loginID)}/remove`, {});
       await reload();
@@ -65,7 +71,11 @@ export function Accounts({ route, session }: { route: Route; session: Session })
   return (
     <main class="page" aria-labelledby="accounts-title">
       <h1 id="accounts-title">Accounts</h1>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       {wizardBridge && (
         <LoginWizard
           bridge={wizardBridge}
@@ -87,7 +97,13 @@ export function Accounts({ route, session }: { route: Route; session: Session })
                   {bridge.network} · {bridge.statusText}
                 </span>
               </div>
-              <button class="primary" disabled={bridge.status === "limit_reached"} onClick={() => navigate(connectHref(bridge.id))} aria-label={`Connect a ${bridge.displayName} account`}>
+              <button
+                type="button"
+                class="primary"
+                disabled={bridge.status === "limit_reached"}
+                onClick={() => navigate(connectHref(bridge.id))}
+                aria-label={`Connect a ${bridge.displayName} account`}
+              >
                 Connect
               </button>
             </div>
@@ -99,10 +115,16 @@ export function Accounts({ route, session }: { route: Route; session: Session })
                       <strong>{account.user.fullName ?? account.user.username ?? account.accountID}</strong>{" "}
                       <span class="muted">{account.user.username ?? account.user.id}</span>
                     </span>
-                    <span class={`status ${account.status}`}>{account.statusText ?? statusWords[account.status] ?? account.status}</span>
+                    <span class={`status ${account.status}`}>
+                      {account.statusText ?? statusWords[account.status] ?? account.status}
+                    </span>
                     <span class="account-actions">
-                      <button onClick={() => navigate(connectHref(bridge.id, account.accountID))}>Reconnect</button>
-                      <button onClick={() => remove(bridge, account)}>Remove</button>
+                      <button type="button" onClick={() => navigate(connectHref(bridge.id, account.accountID))}>
+                        Reconnect
+                      </button>
+                      <button type="button" onClick={() => remove(bridge, account)}>
+                        Remove
+                      </button>
                     </span>
                   </li>
                 ))}

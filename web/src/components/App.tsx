@@ -53,10 +53,15 @@ export function App({ onSignOut }: { onSignOut: () => void }) {
         {link("#/", "Inbox", route.view === "inbox")}
         {link("#/accounts", "Accounts", route.view === "accounts")}
         {link("#/settings", "Settings", route.view === "settings")}
-        <span class={`live ${live ? "on" : "off"}`} role="status" title={live ? "Live updates connected" : "Live updates reconnecting"}>
+        <span
+          class={`live ${live ? "on" : "off"}`}
+          role="status"
+          title={live ? "Live updates connected" : "Live updates reconnecting"}
+        >
           {live ? "Live" : "Offline"}
         </span>
         <button
+          type="button"
           class="link"
           onClick={async () => {
             await signOut();

@@ -28,8 +28,12 @@ export function ChatActions({ chat, onChange }: { chat: Chat; onChange(chat: Cha
   const unread = chat.unreadCount > 0 || chat.isMarkedUnread;
   return (
     <div class="chat-actions">
-      <button onClick={() => run("POST", unread ? "/read" : "/unread", {})}>{unread ? "Mark read" : "Mark unread"}</button>
-      <button onClick={() => run("POST", "/archive", { archived: !chat.isArchived })}>{chat.isArchived ? "Unarchive" : "Archive"}</button>
+      <button type="button" onClick={() => run("POST", unread ? "/read" : "/unread", {})}>
+        {unread ? "Mark read" : "Mark unread"}
+      </button>
+      <button type="button" onClick={() => run("POST", "/archive", { archived: !chat.isArchived })}>
+        {chat.isArchived ? "Unarchive" : "Archive"}
+      </button>
       <select
         aria-label="Reminder"
         value=""
@@ -37,10 +41,18 @@ export function ChatActions({ chat, onChange }: { chat: Chat; onChange(chat: Cha
           const choice = e.currentTarget.value;
           e.currentTarget.value = "";
           if (choice === "clear") void run("DELETE", "/reminders");
-          else if (choice) void run("POST", "/reminders", { reminder: { remindAtMs: choice === "tomorrow" ? tomorrowAt9() : Date.now() + Number(choice) * HOUR, dismissOnIncomingMessage: true } });
+          else if (choice)
+            void run("POST", "/reminders", {
+              reminder: {
+                remindAtMs: choice === "tomorrow" ? tomorrowAt9() : Date.now() + Number(choice) * HOUR,
+                dismissOnIncomingMessage: true,
+              },
+            });
         }}
       >
-        <option value="">{chat.reminder && !chat.reminder.isFired ? `Reminder: ${fullTime(chat.reminder.remindAt)}` : "Remind me…"}</option>
+        <option value="">
+          {chat.reminder && !chat.reminder.isFired ? `Reminder: ${fullTime(chat.reminder.remindAt)}` : "Remind me…"}
+        </option>
         <option value="1">in 1 hour</option>
         <option value="3">in 3 hours</option>
         <option value="tomorrow">tomorrow at 9:00</option>

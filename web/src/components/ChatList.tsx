@@ -24,13 +24,20 @@ function inTab(chat: Chat, tab: Tab): boolean {
  * a chat a live update moves lands where the next page load would show it. Chats made together (one login's, one
  * import's) share a timestamp: without the tie-break, a chat marked read jumped below its equals.
  */
-const newerFirst = (a: Chat, b: Chat) => (b.lastActivity ?? "").localeCompare(a.lastActivity ?? "") || Number(b.localChatID) - Number(a.localChatID);
+const newerFirst = (a: Chat, b: Chat) =>
+  (b.lastActivity ?? "").localeCompare(a.lastActivity ?? "") || Number(b.localChatID) - Number(a.localChatID);
 
 /**
  * The chats of one tab, newest activity first, loaded a page at a time as the list nears its end and virtualised
  * (only the rows in view are in the DOM). Live `chat.upserted` events move a chat to where it now belongs.
  */
-export function ChatList(props: { tab: Tab; accountID: string; query: string; selectedID?: string; onSearchEverything?: () => void }) {
+export function ChatList(props: {
+  tab: Tab;
+  accountID: string;
+  query: string;
+  selectedID?: string;
+  onSearchEverything?: () => void;
+}) {
   const [chats, setChats] = useState<Chat[]>([]);
   const [more, setMore] = useState(true);
   const [error, setError] = useState<string>();
@@ -51,7 +58,7 @@ export function ChatList(props: { tab: Tab; accountID: string; query: string; se
         query: props.query || undefined,
         includeMuted: true,
         limit: PAGE,
-        cursor: reset ? undefined : cursor.current ?? undefined,
+        cursor: reset ? undefined : (cursor.current ?? undefined),
         direction: reset ? undefined : "before",
       });
       if (mine !== generation.current) return;
@@ -88,7 +95,8 @@ export function ChatList(props: { tab: Tab; accountID: string; query: string; se
         setChats((old) => {
           let next = old.filter((c) => !entries.some((e) => e.id === c.id));
           for (const chat of entries) {
-            const fits = inTab(chat, props.tab) && (!props.accountID || chat.accountID === props.accountID) && !props.query;
+            const fits =
+              inTab(chat, props.tab) && (!props.accountID || chat.accountID === props.accountID) && !props.query;
             const known = old.some((c) => c.id === chat.id);
             if (props.query && known) next = old.map((c) => (c.id === chat.id ? chat : c));
             else if (fits) {
@@ -149,11 +157,14 @@ export function ChatList(props: { tab: Tab; accountID: string; query: string; se
     <>
       {error && (
         <p class="error" role="alert">
-          {error} <button onClick={() => load(true)}>Retry</button>
+          {error}{" "}
+          <button type="button" onClick={() => load(true)}>
+            Retry
+          </button>
         </p>
       )}
       {props.onSearchEverything && (
-        <button class="search-everything" onClick={props.onSearchEverything}>
+        <button type="button" class="search-everything" onClick={props.onSearchEverything}>
           Search messages and groups for “{props.query}”
         </button>
       )}
@@ -215,7 +226,9 @@ export function ChatList(props: { tab: Tab; accountID: string; query: string; se
             );
           })}
         </div>
-        {!chats.length && !more && <p class="empty-list">{props.query ? `No chat matches “${props.query}”.` : "No chats here."}</p>}
+        {!chats.length && !more && (
+          <p class="empty-list">{props.query ? `No chat matches “${props.query}”.` : "No chats here."}</p>
+        )}
       </div>
     </>
   );

@@ -31,7 +31,9 @@ export function ChatView({ chatID, messageID, session }: { chatID: string; messa
   const [dragging, setDragging] = useState(false);
   const [dropped, setDropped] = useState<File>();
   const scroller = useRef<HTMLDivElement>(null);
-  const anchor = useRef<{ kind: "bottom" } | { kind: "keep"; height: number; top: number } | { kind: "message"; id: string }>({ kind: "bottom" });
+  const anchor = useRef<
+    { kind: "bottom" } | { kind: "keep"; height: number; top: number } | { kind: "message"; id: string }
+  >({ kind: "bottom" });
   const busy = useRef(false);
 
   const path = `/v1/chats/${enc(chatID)}`;
@@ -57,7 +59,13 @@ export function ChatView({ chatID, messageID, session }: { chatID: string; messa
       } else {
         const page = await get<MessagePage>(`${path}/messages`);
         anchor.current = { kind: "bottom" };
-        setLoaded({ items: [...page.items].sort(byPosition), olderCursor: page.oldestCursor, hasOlder: page.hasMore, newerCursor: null, hasNewer: false });
+        setLoaded({
+          items: [...page.items].sort(byPosition),
+          olderCursor: page.oldestCursor,
+          hasOlder: page.hasMore,
+          newerCursor: null,
+          hasNewer: false,
+        });
       }
       setError(undefined);
       if (current.unreadCount > 0) void call("POST", `${path}/read`, {}).catch(() => undefined);
@@ -82,7 +90,8 @@ export function ChatView({ chatID, messageID, session }: { chatID: string; messa
         }
         if (event.type === "chat.deleted" && event.ids.includes(chatID)) return setError("This chat was deleted.");
         if (event.chatID !== chatID) return;
-        if (event.type === "message.deleted") return setLoaded((l) => l && { ...l, items: l.items.filter((m) => !event.ids.includes(m.id)) });
+        if (event.type === "message.deleted")
+          return setLoaded((l) => l && { ...l, items: l.items.filter((m) => !event.ids.includes(m.id)) });
         if (event.type !== "message.upserted" || !event.entries) return;
         const entries = event.entries;
         const el = scroller.current;
@@ -94,7 +103,8 @@ export function ChatView({ chatID, messageID, session }: { chatID: string; messa
           if (!fresh.length || l.hasNewer) return { ...l, items };
           if (atBottom) anchor.current = { kind: "bottom" };
           // Read as it arrives, as in any chat app, while the reader is at the newest messages of a visible page.
-          if (atBottom && document.visibilityState === "visible" && fresh.some((m) => !m.isSender)) void call("POST", `${path}/read`, {}).catch(() => undefined);
+          if (atBottom && document.visibilityState === "visible" && fresh.some((m) => !m.isSender))
+            void call("POST", `${path}/read`, {}).catch(() => undefined);
           return { ...l, items: [...items, ...fresh].sort(byPosition) };
         });
       }),
@@ -122,7 +132,10 @@ export function ChatView({ chatID, messageID, session }: { chatID: string; messa
     if (!loaded || !(older ? loaded.hasOlder : loaded.hasNewer) || busy.current) return;
     busy.current = true;
     try {
-      const page = await get<MessagePage>(`${path}/messages`, { cursor: (older ? loaded.olderCursor : loaded.newerCursor) ?? undefined, direction });
+      const page = await get<MessagePage>(`${path}/messages`, {
+        cursor: (older ? loaded.olderCursor : loaded.newerCursor) ?? undefined,
+        direction,
+      });
       const el = scroller.current!;
       anchor.current = { kind: "keep", height: el.scrollHeight, top: el.scrollTop };
       setLoaded((l) => {
@@ -201,7 +214,15 @@ export function ChatView({ chatID, messageID, session }: { chatID: string; messa
           {error}
         </p>
       )}
-      <div class="messages" ref={scroller} onScroll={onScroll} role="log" aria-label="Messages" aria-live="polite" tabIndex={0}>
+      <div
+        class="messages"
+        ref={scroller}
+        onScroll={onScroll}
+        role="log"
+        aria-label="Messages"
+        aria-live="polite"
+        tabIndex={0}
+      >
         {loaded?.hasOlder && <p class="loading-older">Loading older messages…</p>}
         {loaded && !loaded.hasOlder && <p class="chat-start">Start of the conversation</p>}
         {loaded?.items.map((m) => (

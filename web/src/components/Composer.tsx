@@ -7,7 +7,15 @@ import { errorText } from "./bits.tsx";
 export type ComposerMode = { kind: "new" } | { kind: "reply"; message: Message } | { kind: "edit"; message: Message };
 
 /** Writing: text (Enter sends, Shift+Enter a new line), a reply or an edit, and one attachment (picked or dropped). */
-export function Composer(props: { chatID: string; mode: ComposerMode; onMode(mode: ComposerMode): void; dropped?: File; onDroppedTaken(): void; draft?: string; onSent(): void }) {
+export function Composer(props: {
+  chatID: string;
+  mode: ComposerMode;
+  onMode(mode: ComposerMode): void;
+  dropped?: File;
+  onDroppedTaken(): void;
+  draft?: string;
+  onSent(): void;
+}) {
   const [text, setText] = useState(() => takeFocusDraft(props.chatID) ?? props.draft ?? "");
   const [file, setFile] = useState<File>();
   const [busy, setBusy] = useState(false);
@@ -20,7 +28,8 @@ export function Composer(props: { chatID: string; mode: ComposerMode; onMode(mod
   useEffect(
     () =>
       onLive((event) => {
-        if (event.type !== "focus" || event.focus.chatID !== props.chatID || event.focus.draftText === undefined) return;
+        if (event.type !== "focus" || event.focus.chatID !== props.chatID || event.focus.draftText === undefined)
+          return;
         setText(takeFocusDraft(props.chatID) ?? event.focus.draftText);
         input.current?.focus();
       }),
@@ -78,7 +87,9 @@ export function Composer(props: { chatID: string; mode: ComposerMode; onMode(mod
       {mode.kind !== "new" && (
         <div class="composer-context">
           <span>
-            {mode.kind === "reply" ? `Replying to ${mode.message.isSender ? "yourself" : mode.message.senderName ?? mode.message.senderID}: ` : "Editing: "}
+            {mode.kind === "reply"
+              ? `Replying to ${mode.message.isSender ? "yourself" : (mode.message.senderName ?? mode.message.senderID)}: `
+              : "Editing: "}
             <em>{mode.message.text ?? "an attachment"}</em>
           </span>
           <button
@@ -111,7 +122,11 @@ export function Composer(props: { chatID: string; mode: ComposerMode; onMode(mod
       <div class="composer-row">
         {mode.kind !== "edit" && (
           <>
-            <button type="button" title="Attach a file (or drop one on the chat)" onClick={() => picker.current?.click()}>
+            <button
+              type="button"
+              title="Attach a file (or drop one on the chat)"
+              onClick={() => picker.current?.click()}
+            >
               Attach
             </button>
             <input

@@ -56,7 +56,7 @@ export function Inbox({ route, session }: { route: Route; session: Session }) {
           <div class="filters">
             <div role="tablist" aria-label="Inbox">
               {tabs.map((t) => (
-                <button role="tab" aria-selected={tab === t.id} onClick={() => setTab(t.id)} key={t.id}>
+                <button type="button" role="tab" aria-selected={tab === t.id} onClick={() => setTab(t.id)} key={t.id}>
                   {t.label}
                 </button>
               ))}
@@ -74,11 +74,22 @@ export function Inbox({ route, session }: { route: Route; session: Session }) {
         {searching ? (
           <SearchResults query={searching} onClose={() => setSearching(undefined)} />
         ) : (
-          <ChatList tab={tab} accountID={accountID} query={query} selectedID={route.chatID} onSearchEverything={query ? () => setSearching(query) : undefined} />
+          <ChatList
+            tab={tab}
+            accountID={accountID}
+            query={query}
+            selectedID={route.chatID}
+            onSearchEverything={query ? () => setSearching(query) : undefined}
+          />
         )}
       </section>
       {route.chatID ? (
-        <ChatView key={`${route.chatID}/${route.messageID ?? ""}`} chatID={route.chatID} messageID={route.messageID} session={session} />
+        <ChatView
+          key={`${route.chatID}/${route.messageID ?? ""}`}
+          chatID={route.chatID}
+          messageID={route.messageID}
+          session={session}
+        />
       ) : (
         <section class="chat-pane empty" aria-label="Chat">
           <p>Choose a chat.</p>

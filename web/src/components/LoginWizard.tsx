@@ -11,9 +11,33 @@ interface Flow {
 }
 
 type Step =
-  | { type: "user_input"; stepID: string; instructions?: string; fields: { id: string; label?: string; type?: string; placeholder?: string; initialValue?: string; optional?: boolean }[] }
-  | { type: "cookies"; stepID: string; instructions?: string; url: string; expectedFinalURLRegex?: string; fields: { id: string; name: string; type: "cookie" | "header" | "local_storage" }[] }
-  | { type: "display_and_wait"; stepID: string; instructions?: string; display: { type: "qr" | "code"; data: string } | { type: "emoji"; imageURL: string } | { type: "nothing" } }
+  | {
+      type: "user_input";
+      stepID: string;
+      instructions?: string;
+      fields: {
+        id: string;
+        label?: string;
+        type?: string;
+        placeholder?: string;
+        initialValue?: string;
+        optional?: boolean;
+      }[];
+    }
+  | {
+      type: "cookies";
+      stepID: string;
+      instructions?: string;
+      url: string;
+      expectedFinalURLRegex?: string;
+      fields: { id: string; name: string; type: "cookie" | "header" | "local_storage" }[];
+    }
+  | {
+      type: "display_and_wait";
+      stepID: string;
+      instructions?: string;
+      display: { type: "qr" | "code"; data: string } | { type: "emoji"; imageURL: string } | { type: "nothing" };
+    }
   | { type: "client_http" | "webauthn"; stepID: string; instructions?: string };
 
 interface LoginSession {
@@ -24,7 +48,8 @@ interface LoginSession {
   account?: { accountID: string; user: { fullName?: string; username?: string; id: string } };
 }
 
-const inputType = (type?: string) => (type === "password" ? "password" : type === "email" ? "email" : type === "tel" ? "tel" : "text");
+const inputType = (type?: string) =>
+  type === "password" ? "password" : type === "email" ? "email" : type === "tel" ? "tel" : "text";
 
 /** What a password manager or the phone's keyboard may offer for a field: a user name, the account's password, a one-time code; nothing for secrets such as access tokens. */
 function autofill(id: string, type?: string): { autoComplete: string; inputMode?: "numeric" } {
@@ -69,7 +94,11 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
     (async () => {
       while (!stop && alive.current) {
         try {
-          const next = await call<LoginSession>("POST", `${base}/${enc(session.loginSessionID)}/steps/${enc(step.stepID)}`, { type: "display_and_wait" });
+          const next = await call<LoginSession>(
+            "POST",
+            `${base}/${enc(session.loginSessionID)}/steps/${enc(step.stepID)}`,
+            { type: "display_and_wait" },
+          );
           if (stop || !alive.current) return;
           if (next.status !== session.status || next.currentStep?.stepID !== step.stepID) return setSession(next);
         } catch (e) {
@@ -104,7 +133,13 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
     setBusy(true);
     setError(undefined);
     try {
-      setSession(await call<LoginSession>("POST", `${base}/${enc(session.loginSessionID)}/steps/${enc(step.stepID)}`, { type: step.type, fields, ...(lastURL ? { lastURL } : {}) }));
+      setSession(
+        await call<LoginSession>("POST", `${base}/${enc(session.loginSessionID)}/steps/${enc(step.stepID)}`, {
+          type: step.type,
+          fields,
+          ...(lastURL ? { lastURL } : {}),
+        }),
+      );
     } catch (e) {
       setError(errorText(e));
     } finally {
@@ -113,17 +148,28 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
   };
 
   const cancel = async () => {
-    if (session && !["complete", "failed", "cancelled"].includes(session.status)) await call("DELETE", `${base}/${enc(session.loginSessionID)}`).catch(() => undefined);
+    if (session && !["complete", "failed", "cancelled"].includes(session.status))
+      await call("DELETE", `${base}/${enc(session.loginSessionID)}`).catch(() => undefined);
     onDone();
   };
 
   const step = session?.currentStep;
   return (
-    <section class="card wizard" role="dialog" aria-labelledby="wizard-title" data-login-session={session?.loginSessionID} data-status={session?.status}>
+    <section
+      class="card wizard"
+      role="dialog"
+      aria-labelledby="wizard-title"
+      data-login-session={session?.loginSessionID}
+      data-status={session?.status}
+    >
       <h2 id="wizard-title">
         {accountID ? "Reconnect" : "Connect"} {bridge.displayName}
       </h2>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       {!session && (
         <>
           <p>Choose how to sign in:</p>
@@ -131,7 +177,7 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
           <ul class="flows">
             {flows?.map((flow) => (
               <li key={flow.id}>
-                <button onClick={() => start(flow)} disabled={busy}>
+                <button type="button" onClick={() => start(flow)} disabled={busy}>
                   {flow.name}
                 </button>
                 {flow.description && <span class="muted"> {flow.description}</span>}
@@ -141,7 +187,9 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
         </>
       )}
       {step?.instructions && <p>{step.instructions}</p>}
-      {step && (step.type === "user_input" || step.type === "cookies") && <StepForm step={step} busy={busy} onSubmit={(fields, lastURL) => submit(step, fields, lastURL)} />}
+      {step && (step.type === "user_input" || step.type === "cookies") && (
+        <StepForm step={step} busy={busy} onSubmit={(fields, lastURL) => submit(step, fields, lastURL)} />
+      )}
       {step?.type === "display_and_wait" && (
         <div class="display" aria-live="polite">
           {step.display.type === "qr" && <Qr data={step.display.data} label="QR code to scan with the network's app" />}
@@ -151,11 +199,18 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
         </div>
       )}
       {(step?.type === "client_http" || step?.type === "webauthn") && (
-        <p>This step ({step.type}) needs the network's own app or a passkey on this device; the web inbox cannot run it yet. Use an API client for this network.</p>
+        <p>
+          This step ({step.type}) needs the network's own app or a passkey on this device; the web inbox cannot run it
+          yet. Use an API client for this network.
+        </p>
       )}
       {session?.status === "complete" && (
         <p role="status" class="done">
-          Connected{session.account ? ` as ${session.account.user.fullName ?? session.account.user.username ?? session.account.user.id}` : ""}.
+          Connected
+          {session.account
+            ? ` as ${session.account.user.fullName ?? session.account.user.username ?? session.account.user.id}`
+            : ""}
+          .
         </p>
       )}
       {session?.status === "failed" && (
@@ -164,14 +219,28 @@ export function LoginWizard({ bridge, accountID, onDone }: { bridge: Bridge; acc
         </p>
       )}
       <div class="wizard-actions">
-        {session?.status === "failed" && <button onClick={() => setSession(undefined)}>Try again</button>}
-        <button onClick={cancel}>{session?.status === "complete" ? "Done" : "Cancel"}</button>
+        {session?.status === "failed" && (
+          <button type="button" onClick={() => setSession(undefined)}>
+            Try again
+          </button>
+        )}
+        <button type="button" onClick={cancel}>
+          {session?.status === "complete" ? "Done" : "Cancel"}
+        </button>
       </div>
     </section>
   );
 }
 
-function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_input" | "cookies" }>; busy: boolean; onSubmit(fields: Record<string, string>, lastURL?: string): void }) {
+function StepForm({
+  step,
+  busy,
+  onSubmit,
+}: {
+  step: Extract<Step, { type: "user_input" | "cookies" }>;
+  busy: boolean;
+  onSubmit(fields: Record<string, string>, lastURL?: string): void;
+}) {
   // A cookies step with nothing to copy that names where the browser ends up (a sign-in that redirects back, such
   // as an OAuth consent) asks for that address: a web view would catch it itself, a person pastes it from the
   // address bar.
@@ -179,14 +248,19 @@ function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_
   const [lastURL, setLastURL] = useState("");
   const fields = step.fields.map((f) => ({
     id: f.id,
-    label: "name" in f ? `${f.name} (${f.type === "header" ? "header" : f.type === "cookie" ? "cookie" : "local storage"})` : f.label ?? f.id,
+    label:
+      "name" in f
+        ? `${f.name} (${f.type === "header" ? "header" : f.type === "cookie" ? "cookie" : "local storage"})`
+        : (f.label ?? f.id),
     type: "type" in f && step.type === "user_input" ? inputType(f.type) : "text",
     autofill: step.type === "user_input" && "type" in f ? autofill(f.id, f.type) : { autoComplete: "off" },
     placeholder: "placeholder" in f ? f.placeholder : undefined,
     initial: "initialValue" in f ? f.initialValue : undefined,
     optional: "optional" in f ? f.optional : false,
   }));
-  const [values, setValues] = useState<Record<string, string>>(() => Object.fromEntries(fields.map((f) => [f.id, f.initial ?? ""])));
+  const [values, setValues] = useState<Record<string, string>>(() =>
+    Object.fromEntries(fields.map((f) => [f.id, f.initial ?? ""])),
+  );
   return (
     <form
       key={step.stepID}
@@ -206,7 +280,16 @@ function StepForm({ step, busy, onSubmit }: { step: Extract<Step, { type: "user_
           </p>
           <label>
             <span>Address after approving</span>
-            <input type="url" name="lastURL" required autoFocus autoComplete="off" spellcheck={false} value={lastURL} onInput={(e) => setLastURL(e.currentTarget.value)} />
+            <input
+              type="url"
+              name="lastURL"
+              required
+              autoFocus
+              autoComplete="off"
+              spellcheck={false}
+              value={lastURL}
+              onInput={(e) => setLastURL(e.currentTarget.value)}
+            />
           </label>
         </>
       )}

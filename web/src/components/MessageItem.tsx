@@ -8,7 +8,15 @@ type Attachment = NonNullable<Message["attachments"]>[number];
 export const QUICK_REACTIONS = ["👍", "❤️", "😂", "😮", "😢", "🙏"];
 
 /** One message: sender, reply, text, attachments, reactions, and its actions (react, reply, edit and delete own). */
-export function MessageItem(props: { message: Message; replyTo?: Message; selfID?: string; highlighted: boolean; onReply(): void; onEdit(): void; onError(message: string): void }) {
+export function MessageItem(props: {
+  message: Message;
+  replyTo?: Message;
+  selfID?: string;
+  highlighted: boolean;
+  onReply(): void;
+  onEdit(): void;
+  onError(message: string): void;
+}) {
   const m = props.message;
   const [picking, setPicking] = useState(false);
   const path = `/v1/chats/${enc(m.chatID)}/messages/${enc(m.id)}`;
@@ -23,7 +31,11 @@ export function MessageItem(props: { message: Message; replyTo?: Message; selfID
   }
   const act = (run: () => Promise<unknown>) => void run().catch((e) => props.onError(errorText(e)));
   const toggle = (key: string) =>
-    act(() => (groups.get(key)?.mine ? call("DELETE", `${path}/reactions?reactionKey=${enc(key)}`) : call("POST", `${path}/reactions`, { reactionKey: key })));
+    act(() =>
+      groups.get(key)?.mine
+        ? call("DELETE", `${path}/reactions?reactionKey=${enc(key)}`)
+        : call("POST", `${path}/reactions`, { reactionKey: key }),
+    );
   const failed = m.sendStatus?.status.startsWith("FAIL");
 
   return (
@@ -31,7 +43,7 @@ export function MessageItem(props: { message: Message; replyTo?: Message; selfID
       class={`message ${m.isSender ? "mine" : ""} ${props.highlighted ? "highlighted" : ""}`}
       data-message-id={m.id}
       tabIndex={-1}
-      aria-label={`${m.isSender ? "You" : m.senderName ?? m.senderID}, ${fullTime(m.timestamp)}`}
+      aria-label={`${m.isSender ? "You" : (m.senderName ?? m.senderID)}, ${fullTime(m.timestamp)}`}
     >
       {!m.isSender && <div class="sender">{m.senderName ?? m.senderID}</div>}
       <div class="bubble">
@@ -39,14 +51,17 @@ export function MessageItem(props: { message: Message; replyTo?: Message; selfID
           <blockquote class="reply-to">
             {props.replyTo ? (
               <>
-                <strong>{props.replyTo.isSender ? "You" : props.replyTo.senderName ?? props.replyTo.senderID}</strong> {props.replyTo.text ?? "an attachment"}
+                <strong>{props.replyTo.isSender ? "You" : (props.replyTo.senderName ?? props.replyTo.senderID)}</strong>{" "}
+                {props.replyTo.text ?? "an attachment"}
               </>
             ) : (
               "Reply to an earlier message"
             )}
           </blockquote>
         )}
-        {m.attachments?.map((a, i) => <AttachmentView attachment={a} key={a.id ?? i} />)}
+        {m.attachments?.map((a, i) => (
+          <AttachmentView attachment={a} key={a.id ?? i} />
+        ))}
         {m.text && <p class="text">{m.text}</p>}
         <footer>
           {m.editedTimestamp && <span title={`Edited ${fullTime(m.editedTimestamp)}`}>edited · </span>}
@@ -54,27 +69,43 @@ export function MessageItem(props: { message: Message; replyTo?: Message; selfID
             {shortTime(m.timestamp)}
           </time>
           {m.isSender && m.sendStatus?.status === "PENDING" && <span> · sending</span>}
-          {failed && <span class="error-text"> · not sent{m.sendStatus?.message ? `: ${m.sendStatus.message}` : ""}</span>}
+          {failed && (
+            <span class="error-text"> · not sent{m.sendStatus?.message ? `: ${m.sendStatus.message}` : ""}</span>
+          )}
           {m.isSender && m.seen && <span> · seen</span>}
         </footer>
       </div>
       {groups.size > 0 && (
         <div class="reactions" aria-label="Reactions">
           {[...groups].map(([key, g]) => (
-            <button class={`reaction ${g.mine ? "mine" : ""}`} aria-pressed={g.mine} onClick={() => toggle(key)} key={key} title={g.mine ? "Remove your reaction" : "React"}>
+            <button
+              type="button"
+              class={`reaction ${g.mine ? "mine" : ""}`}
+              aria-pressed={g.mine}
+              onClick={() => toggle(key)}
+              key={key}
+              title={g.mine ? "Remove your reaction" : "React"}
+            >
               {key} {g.count}
             </button>
           ))}
         </div>
       )}
       <div class="actions" aria-label="Message actions">
-        <button onClick={() => setPicking(!picking)} aria-expanded={picking}>
+        <button type="button" onClick={() => setPicking(!picking)} aria-expanded={picking}>
           React
         </button>
-        <button onClick={props.onReply}>Reply</button>
-        {m.isSender && !m.attachments?.length && <button onClick={props.onEdit}>Edit</button>}
+        <button type="button" onClick={props.onReply}>
+          Reply
+        </button>
+        {m.isSender && !m.attachments?.length && (
+          <button type="button" onClick={props.onEdit}>
+            Edit
+          </button>
+        )}
         {m.isSender && (
           <button
+            type="button"
             onClick={() => {
               if (confirm("Delete this message for everyone?")) act(() => call("DELETE", path));
             }}
@@ -87,6 +118,7 @@ export function MessageItem(props: { message: Message; replyTo?: Message; selfID
         <div class="picker" role="group" aria-label="Pick a reaction">
           {QUICK_REACTIONS.map((emoji) => (
             <button
+              type="button"
               key={emoji}
               aria-label={`React with ${emoji}`}
               onClick={() => {
@@ -108,10 +140,21 @@ function AttachmentView({ attachment }: { attachment: Attachment }) {
   const image = attachment.type === "img";
   const { url, error } = useAsset(attachment.srcURL);
   if (!attachment.srcURL) return <p class="muted">Attachment not available on this device</p>;
-  if (error) return <p class="error-text">Cannot load {attachment.fileName ?? "the attachment"}: {error}</p>;
+  if (error)
+    return (
+      <p class="error-text">
+        Cannot load {attachment.fileName ?? "the attachment"}: {error}
+      </p>
+    );
   if (image)
     return url ? (
-      <img class="attachment" src={url} alt={attachment.fileName ?? "image"} width={attachment.size?.width} height={attachment.size?.height} />
+      <img
+        class="attachment"
+        src={url}
+        alt={attachment.fileName ?? "image"}
+        width={attachment.size?.width}
+        height={attachment.size?.height}
+      />
     ) : (
       <div class="attachment placeholder" aria-busy="true" />
     );

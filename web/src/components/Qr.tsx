@@ -6,7 +6,14 @@ export function Qr({ data, label }: { data: string; label: string }) {
   const cells: string[] = [];
   rows.forEach((row, y) => row.forEach((dark, x) => dark && cells.push(`M${x} ${y}h1v1h-1z`)));
   return (
-    <svg class="qr" viewBox={`0 0 ${size} ${size}`} role="img" aria-label={label} data-qr={data} shape-rendering="crispEdges">
+    <svg
+      class="qr"
+      viewBox={`0 0 ${size} ${size}`}
+      role="img"
+      aria-label={label}
+      data-qr={data}
+      shape-rendering="crispEdges"
+    >
       <rect width={size} height={size} fill="#fff" />
       <path d={cells.join("")} fill="#000" />
     </svg>

@@ -5,7 +5,11 @@ import { chatHref } from "../router.ts";
 import { Avatar, errorText, NetworkBadge } from "./bits.tsx";
 
 interface Unified {
-  results: { chats: Chat[]; in_groups: Chat[]; messages: { items: Message[]; chats: Record<string, Chat>; hasMore: boolean } };
+  results: {
+    chats: Chat[];
+    in_groups: Chat[];
+    messages: { items: Message[]; chats: Record<string, Chat>; hasMore: boolean };
+  };
 }
 
 /** Unified search (GET /v1/search): chats, groups by member, and messages; a message opens its chat at it. */
@@ -33,9 +37,15 @@ export function SearchResults({ query, onClose }: { query: string; onClose(): vo
     <div class="search-results" aria-label={`Results for ${query}`}>
       <div class="results-head">
         <h2>Results for “{query}”</h2>
-        <button onClick={onClose}>Close</button>
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
       </div>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       {!found && !error && <p class="muted">Searching…</p>}
       {found && (
         <>
@@ -56,7 +66,7 @@ export function SearchResults({ query, onClose }: { query: string; onClose(): vo
                     <span class="title">{found.messages.chats[m.chatID]?.title ?? m.chatID}</span>
                     <time dateTime={m.timestamp}>{shortTime(m.timestamp)}</time>
                     <span class="snippet">
-                      {m.isSender ? "You" : m.senderName ?? m.senderID}: {m.text}
+                      {m.isSender ? "You" : (m.senderName ?? m.senderID)}: {m.text}
                     </span>
                   </a>
                 </li>

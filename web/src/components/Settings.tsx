@@ -79,7 +79,11 @@ export function Settings() {
   return (
     <main class="page settings" aria-labelledby="settings-title">
       <h1 id="settings-title">Settings</h1>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
 
       <section class="card" aria-labelledby="tokens-title">
         <h2 id="tokens-title">Access tokens</h2>
@@ -97,7 +101,11 @@ export function Settings() {
                 </td>
                 <td>{t.scopes.join(", ")}</td>
                 <td>{fullTime(t.createdAt)}</td>
-                <Revoke label={`Revoke token ${t.name} (${t.hint}…)`} question={`Revoke the token ${t.name}? Anything using it stops working.`} onConfirm={() => act(() => call("DELETE", `/v1/tokens/${enc(t.id)}`))} />
+                <Revoke
+                  label={`Revoke token ${t.name} (${t.hint}…)`}
+                  question={`Revoke the token ${t.name}? Anything using it stops working.`}
+                  onConfirm={() => act(() => call("DELETE", `/v1/tokens/${enc(t.id)}`))}
+                />
               </tr>
             ))}
           </tbody>
@@ -132,7 +140,9 @@ export function Settings() {
       <section class="card" aria-labelledby="webhooks-title">
         <div class="bridge-head">
           <h2 id="webhooks-title">Webhooks</h2>
-          <button onClick={() => void reload()}>Refresh</button>
+          <button type="button" onClick={() => void reload()}>
+            Refresh
+          </button>
         </div>
         <form
           class="inline-form"
@@ -147,7 +157,13 @@ export function Settings() {
         >
           <label>
             URL
-            <input type="url" required placeholder="https://example.org/hook" value={url} onInput={(e) => setURL(e.currentTarget.value)} />
+            <input
+              type="url"
+              required
+              placeholder="https://example.org/hook"
+              value={url}
+              onInput={(e) => setURL(e.currentTarget.value)}
+            />
           </label>
           <button type="submit" class="primary">
             Add webhook
@@ -155,14 +171,18 @@ export function Settings() {
         </form>
         {secret && (
           <p role="status" class="notice">
-            Signing secret (shown once): <code>{secret}</code> <button onClick={() => setSecret(undefined)}>Hide</button>
+            Signing secret (shown once): <code>{secret}</code>{" "}
+            <button type="button" onClick={() => setSecret(undefined)}>
+              Hide
+            </button>
           </p>
         )}
         <ul class="webhooks">
           {hooks?.map((h) => (
             <li key={h.id} data-webhook-id={h.id}>
               <div>
-                <strong>{h.url}</strong> <span class="muted">{h.chatIDs.includes("*") ? "every chat" : `${h.chatIDs.length} chats`}</span>
+                <strong>{h.url}</strong>{" "}
+                <span class="muted">{h.chatIDs.includes("*") ? "every chat" : `${h.chatIDs.length} chats`}</span>
               </div>
               <div class="muted">
                 {h.delivered} delivered · {h.failed} failed · {h.pending} pending
@@ -173,7 +193,11 @@ export function Settings() {
                   Last error ({fullTime(h.lastError.at)}, {h.lastError.attempts} attempts): {h.lastError.message}
                 </div>
               )}
-              <button aria-label={`Remove webhook ${h.url}`} onClick={() => act(() => call("DELETE", `/v1/webhooks/${enc(h.id)}`))}>
+              <button
+                type="button"
+                aria-label={`Remove webhook ${h.url}`}
+                onClick={() => act(() => call("DELETE", `/v1/webhooks/${enc(h.id)}`))}
+              >
                 Remove
               </button>
             </li>
@@ -220,7 +244,7 @@ function Head({ columns }: { columns: string[] }) {
 function Revoke({ label, question, onConfirm }: { label: string; question: string; onConfirm(): void }) {
   return (
     <td>
-      <button aria-label={label} onClick={() => confirm(question) && onConfirm()}>
+      <button type="button" aria-label={label} onClick={() => confirm(question) && onConfirm()}>
         Revoke
       </button>
     </td>

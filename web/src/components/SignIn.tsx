@@ -19,13 +19,17 @@ export function SignIn({ error }: { error?: string }) {
       <div class="card">
         <h1>inboxd</h1>
         <p>Your chats from every network, served by your own inboxd.</p>
-        {(failure ?? error) && <p class="error" role="alert">{failure ?? error}</p>}
-        <button class="primary" onClick={go} disabled={busy}>
+        {(failure ?? error) && (
+          <p class="error" role="alert">
+            {failure ?? error}
+          </p>
+        )}
+        <button type="button" class="primary" onClick={go} disabled={busy}>
           {busy ? "Opening…" : "Sign in"}
         </button>
         <p class="muted">
-          You approve this page like any app. On the daemon, <code>inboxd open</code> prints a link that signs your browser in; in the Worker, the
-          sign-in page asks for the admin token.
+          You approve this page like any app. On the daemon, <code>inboxd open</code> prints a link that signs your
+          browser in; in the Worker, the sign-in page asks for the admin token.
         </p>
       </div>
     </main>

@@ -31,7 +31,18 @@ export function preview(message: Message): string {
   const who = message.isSender ? "You: " : "";
   if (message.text) return who + message.text;
   const kind = message.attachments?.[0]?.type;
-  return who + (kind === "img" ? "Photo" : kind === "video" ? "Video" : kind === "audio" ? "Audio" : message.attachments?.length ? "File" : message.type.toLowerCase());
+  return (
+    who +
+    (kind === "img"
+      ? "Photo"
+      : kind === "video"
+        ? "Video"
+        : kind === "audio"
+          ? "Audio"
+          : message.attachments?.length
+            ? "File"
+            : message.type.toLowerCase())
+  );
 }
 
 /** An attachment's bytes as a blob: URL (fetched with the token), or undefined while loading. */

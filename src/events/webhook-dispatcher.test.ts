@@ -1,21 +1,26 @@
 /**
- * The webhook dispatcher over a real event log and real HTTP receivers on loopback (test/events/kit.ts): the parts
+ * The webhook dispatcher (and the records of services/webhooks.ts it delivers for) over a real event log and real HTTP receivers on loopback (test/events/kit.ts): the parts
  * that take too long against a whole server (dead letters after 10 attempts, retention) run here with a short
  * backoff; the scenario suites (test/events/webhooks-log.ts) run the rest against both runtimes.
  */
 import { createStorage, type Storage } from "unstorage";
 import { afterEach, describe, expect, it } from "vitest";
-import { Receiver, waitFor, type Delivery } from "../../test/events/kit.ts";
-import { EventLog } from "../events/log.ts";
-import { domainEvent } from "../events/protocol.ts";
-import { ApiError } from "../http/errors.ts";
-import { LIMITS } from "../http/limits.ts";
+import { Receiver, type Delivery } from "../../test/events/kit.ts";
+import { waitFor } from "../../test/kit/common.ts";
+import { EventLog } from "./log.ts";
+import { domainEvent } from "../schema/events.ts";
+import { ApiError } from "../errors.ts";
+import { LIMITS } from "../schema/limits.ts";
 import { Kv } from "../store/kv.ts";
-import { createWebhook, deliveryFailure, deliveryID, MAX_ATTEMPTS, MAX_DEAD_LETTERS, storedWebhooks, WebhookDispatcher } from "./webhooks.ts";
+import { createWebhook, MAX_DEAD_LETTERS, storedWebhooks } from "../services/webhooks.ts";
+import { deliveryFailure, deliveryID, MAX_ATTEMPTS, WebhookDispatcher } from "./webhook-dispatcher.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Db } from "../store/db.ts";
 import { seedDataset } from "../seed/dataset.ts";
+
+/** What the CLI passes: the log's head as the store has it (the chats are read from the store). */
+const asTheCli = async (storage: Storage) => ({ head: await EventLog.head(storage) });
 
 // Port 9 (discard) on loopback: nothing listens, so every delivery fails at once, as to a receiver that is down.
 const DOWN = "http://127.0.0.1:9/hook";
@@ -38,7 +43,10 @@ async function receiver() {
  * timer for the runtime's wake-up. `emit` commits events the way the hub does (logged in the commit, handed to the
  * sinks once durable). A second `device` over the same storage is the app after a restart.
  */
-async function device(storage: Storage = createStorage(), options: { backoffMs?: number; maxEvents?: number; timeoutMs?: number } = {}) {
+async function device(
+  storage: Storage = createStorage(),
+  options: { backoffMs?: number; maxEvents?: number; timeoutMs?: number } = {},
+) {
   const kv = new Kv(storage);
   const log = new EventLog(kv, { maxEvents: options.maxEvents });
   await log.load();
@@ -62,14 +70,19 @@ async function device(storage: Storage = createStorage(), options: { backoffMs?:
     log,
     dispatcher,
     async emit(chatID: string, ...texts: string[]) {
-      const events = log.append(texts.map((text) => domainEvent("message.upserted", new Date().toISOString(), chatID, [text], { entries: [{ text }] })));
+      const events = log.append(
+        texts.map((text) =>
+          domainEvent("message.upserted", new Date().toISOString(), chatID, [text], { entries: [{ text }] }),
+        ),
+      );
       await kv.commit();
       log.markDurable(events);
       dispatcher.deliver(events);
       return events.map((e) => e.id!);
     },
     // Every chat ID names a chat here: the events are made up, there is no chat table.
-    hook: async (url: string, chatIDs?: string[]) => (await dispatcher.create({ url, chatIDs }, (id) => ({ id }))) as { id: string; secret: string; cursor: number },
+    hook: async (url: string, chatIDs?: string[]) =>
+      (await dispatcher.create({ url, chatIDs }, (id) => ({ id }))) as { id: string; secret: string; cursor: number },
   };
 }
 
@@ -79,8 +92,11 @@ const idOf = (d: Delivery) => d.headers["x-inboxd-delivery"] as string;
 describe("webhook bounds", () => {
   it(`takes at most ${LIMITS.webhooks} webhooks per device (409 after)`, async () => {
     const storage = createStorage();
-    for (let i = 0; i < LIMITS.webhooks; i++) await createWebhook(storage, { url: `${DOWN}/${i}` });
-    const refused = await createWebhook(storage, { url: DOWN }).catch((error: unknown) => error);
+    for (let i = 0; i < LIMITS.webhooks; i++)
+      await createWebhook(storage, { url: `${DOWN}/${i}` }, await asTheCli(storage));
+    const refused = await createWebhook(storage, { url: DOWN }, await asTheCli(storage)).catch(
+      (error: unknown) => error,
+    );
     expect(refused).toBeInstanceOf(ApiError);
     expect((refused as ApiError).status).toBe(409);
   });
@@ -92,11 +108,23 @@ describe("webhook chats", () => {
     const db = await Db.open(storage);
     await seedDataset(db, { chats: 3, messages: 0, seed: 3 });
     const [chat] = db.chats.all();
-    const refused = await createWebhook(storage, { url: DOWN, chatIDs: [chat!.id, "!nosuch:sandbox.invalid"] }).catch((error: unknown) => error);
+    const refused = await createWebhook(
+      storage,
+      { url: DOWN, chatIDs: [chat!.id, "!nosuch:sandbox.invalid"] },
+      await asTheCli(storage),
+    ).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ApiError);
-    expect(refused).toMatchObject({ status: 422, message: expect.stringContaining("unknown chat !nosuch:sandbox.invalid"), details: { issues: [{ path: ["body", "chatIDs", 1] }] } });
-    expect(await storedWebhooks(storage)).toEqual([]);
-    const hook = await createWebhook(storage, { url: DOWN, chatIDs: [String(chat!.no), chat!.id] });
+    expect(refused).toMatchObject({
+      status: 422,
+      message: expect.stringContaining("unknown chat !nosuch:sandbox.invalid"),
+      details: { issues: [{ path: ["body", "chatIDs", 1] }] },
+    });
+    expect(await storedWebhooks(storage, await EventLog.head(storage))).toEqual([]);
+    const hook = await createWebhook(
+      storage,
+      { url: DOWN, chatIDs: [String(chat!.no), chat!.id] },
+      await asTheCli(storage),
+    );
     expect(hook.chatIDs).toEqual([chat!.id]);
   });
 });
@@ -131,16 +159,35 @@ describe("why a delivery failed", () => {
     const failed = (cause: Error) => new TypeError("fetch failed", { cause });
     const coded = (message: string, code: string) => Object.assign(new Error(message), { code });
     const url = "https://hooks.example/in";
-    expect(deliveryFailure(failed(coded("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT")), url, 10_000)).toBe("TLS: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)");
-    const openssl = "809C8CB09E7F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/openssl/openssl/ssl/record/ssl3_record.c:350:\n";
-    expect(deliveryFailure(failed(coded(openssl, "ERR_SSL_WRONG_VERSION_NUMBER")), url, 10_000)).toBe("TLS: wrong version number (ERR_SSL_WRONG_VERSION_NUMBER)");
-    expect(deliveryFailure(failed(coded("getaddrinfo ENOTFOUND hooks.example", "ENOTFOUND")), url, 10_000)).toBe("getaddrinfo ENOTFOUND hooks.example");
-    const both = Object.assign(new AggregateError([new Error("connect ECONNREFUSED ::1:8080"), new Error("connect ECONNREFUSED 127.0.0.1:8080")], ""), { code: "ECONNREFUSED" });
-    expect(deliveryFailure(failed(both), url, 10_000)).toBe("connect ECONNREFUSED ::1:8080; connect ECONNREFUSED 127.0.0.1:8080");
-    expect(deliveryFailure(failed(coded("other side closed", "UND_ERR_SOCKET")), url, 10_000)).toBe("other side closed (UND_ERR_SOCKET)");
+    expect(deliveryFailure(failed(coded("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT")), url, 10_000)).toBe(
+      "TLS: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)",
+    );
+    const openssl =
+      "809C8CB09E7F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/openssl/openssl/ssl/record/ssl3_record.c:350:\n";
+    expect(deliveryFailure(failed(coded(openssl, "ERR_SSL_WRONG_VERSION_NUMBER")), url, 10_000)).toBe(
+      "TLS: wrong version number (ERR_SSL_WRONG_VERSION_NUMBER)",
+    );
+    expect(deliveryFailure(failed(coded("getaddrinfo ENOTFOUND hooks.example", "ENOTFOUND")), url, 10_000)).toBe(
+      "getaddrinfo ENOTFOUND hooks.example",
+    );
+    const both = Object.assign(
+      new AggregateError(
+        [new Error("connect ECONNREFUSED ::1:8080"), new Error("connect ECONNREFUSED 127.0.0.1:8080")],
+        "",
+      ),
+      { code: "ECONNREFUSED" },
+    );
+    expect(deliveryFailure(failed(both), url, 10_000)).toBe(
+      "connect ECONNREFUSED ::1:8080; connect ECONNREFUSED 127.0.0.1:8080",
+    );
+    expect(deliveryFailure(failed(coded("other side closed", "UND_ERR_SOCKET")), url, 10_000)).toBe(
+      "other side closed (UND_ERR_SOCKET)",
+    );
     // A real fetch to a port the Fetch standard blocks (DOWN's port 9).
     const blocked = await fetch(DOWN, { method: "POST" }).catch((error: unknown) => error);
-    expect(deliveryFailure(blocked, DOWN, 10_000)).toBe('fetch never connects to port 9 (a "bad port" of the Fetch standard): use another port');
+    expect(deliveryFailure(blocked, DOWN, 10_000)).toBe(
+      'fetch never connects to port 9 (a "bad port" of the Fetch standard): use another port',
+    );
   });
 });
 
@@ -155,7 +202,12 @@ describe("webhooks read the event log", () => {
     await r.waitFor("the new event", (x) => textOf(x) === "new");
     await d.dispatcher.run();
     expect(r.deliveries.map(textOf)).toEqual(["new"]);
-    expect(r.deliveries[0]!.json).toMatchObject({ deliveryID: deliveryID(hook.id, id!), webhookID: hook.id, type: "message.upserted", eventID: id });
+    expect(r.deliveries[0]!.json).toMatchObject({
+      deliveryID: deliveryID(hook.id, id!),
+      webhookID: hook.id,
+      type: "message.upserted",
+      eventID: id,
+    });
   });
 
   it("delivers in order per webhook: a receiver failing its first attempts holds the later events back; other webhooks do not wait", async () => {
@@ -170,12 +222,28 @@ describe("webhooks read the event log", () => {
     await fast.waitFor("all three", (x) => textOf(x) === "three");
     expect(slow.accepted()).toEqual([]);
     await slow.waitFor("the third event, accepted", (x) => textOf(x) === "three" && x.status === 200);
-    expect(slow.deliveries.map((x) => [textOf(x), x.status])).toEqual([["one", 500], ["one", 500], ["one", 500], ["one", 200], ["two", 200], ["three", 200]]);
+    expect(slow.deliveries.map((x) => [textOf(x), x.status])).toEqual([
+      ["one", 500],
+      ["one", 500],
+      ["one", 500],
+      ["one", 200],
+      ["two", 200],
+      ["three", 200],
+    ]);
     // Every attempt at an event carries the same delivery ID: the webhook and the eventID.
-    expect(slow.deliveries.map(idOf)).toEqual([ids[0], ids[0], ids[0], ids[0], ids[1], ids[2]].map((id) => deliveryID(slowHook.id, id!)));
+    expect(slow.deliveries.map(idOf)).toEqual(
+      [ids[0], ids[0], ids[0], ids[0], ids[1], ids[2]].map((id) => deliveryID(slowHook.id, id!)),
+    );
     await d.dispatcher.run(); // the loop that delivered it has saved its cursor
     const view = await d.dispatcher.present(slowHook.id);
-    expect(view).toMatchObject({ cursor: ids[2], pending: 0, delivered: 3, failed: 0, failures: [], lastError: { deliveryID: deliveryID(slowHook.id, ids[0]!), message: "HTTP 500", attempts: 3 } });
+    expect(view).toMatchObject({
+      cursor: ids[2],
+      pending: 0,
+      delivered: 3,
+      failed: 0,
+      failures: [],
+      lastError: { deliveryID: deliveryID(slowHook.id, ids[0]!), message: "HTTP 500", attempts: 3 },
+    });
   });
 
   it(`dead-letters a delivery after ${MAX_ATTEMPTS} attempts, then moves on to the next event`, async () => {
@@ -192,9 +260,18 @@ describe("webhooks read the event log", () => {
     await d.dispatcher.run(); // the loop that delivered it has saved its cursor
     const view = await d.dispatcher.present(hook.id);
     expect(view).toMatchObject({ delivered: 1, failed: 1, pending: 0, cursor: poison! + 1 });
-    expect(view.failures).toEqual([{ deliveryID: deliveryID(hook.id, poison!), eventID: poison, type: "message.upserted", at: expect.any(String), attempts: MAX_ATTEMPTS, message: "HTTP 500" }]);
+    expect(view.failures).toEqual([
+      {
+        deliveryID: deliveryID(hook.id, poison!),
+        eventID: poison,
+        type: "message.upserted",
+        at: expect.any(String),
+        attempts: MAX_ATTEMPTS,
+        message: "HTTP 500",
+      },
+    ]);
     // Kept: another process (the CLI) reads the same.
-    const [stored] = await storedWebhooks(d.storage);
+    const [stored] = await storedWebhooks(d.storage, await EventLog.head(d.storage));
     expect(stored).toMatchObject({ delivered: 1, failed: 1, cursor: poison! + 1, failures: view.failures });
   });
 
@@ -202,10 +279,14 @@ describe("webhooks read the event log", () => {
     const d = await device(createStorage(), { backoffMs: 0 });
     const hook = await d.hook(DOWN);
     const ids = await d.emit("c", ...Array.from({ length: MAX_DEAD_LETTERS + 5 }, (_, i) => `doomed ${i}`));
-    const view = await waitFor("every event given up on", async () => {
-      const v = await d.dispatcher.present(hook.id);
-      return v.failed === ids.length && v;
-    }, 20_000);
+    const view = await waitFor(
+      "every event given up on",
+      async () => {
+        const v = await d.dispatcher.present(hook.id);
+        return v.failed === ids.length && v;
+      },
+      20_000,
+    );
     expect(view.failures).toHaveLength(MAX_DEAD_LETTERS);
     expect(view.failures[0]!.eventID).toBe(ids.at(-1));
     expect(view.failures.at(-1)!.eventID).toBe(ids[5]);
@@ -279,7 +360,14 @@ describe("webhooks read the event log", () => {
     expect((await d.dispatcher.present(hook.id)).pending).toBe(1);
     await d.dispatcher.replay(hook.id, ids[0]! - 1);
     await r.waitFor("the replay, through c", (x) => x.status === 200 && textOf(x) === "c");
-    expect(r.deliveries.map((x) => [textOf(x), x.status])).toEqual([["a", 200], ["b", 200], ["c", 500], ["a", 200], ["b", 200], ["c", 200]]);
+    expect(r.deliveries.map((x) => [textOf(x), x.status])).toEqual([
+      ["a", 200],
+      ["b", 200],
+      ["c", 500],
+      ["a", 200],
+      ["b", 200],
+      ["c", 200],
+    ]);
     await d.dispatcher.run();
     expect(await d.dispatcher.present(hook.id)).toMatchObject({ cursor: ids[2], pending: 0, delivered: 5 });
   });
@@ -300,7 +388,10 @@ describe("webhooks read the event log", () => {
     expect(r.accepted().map(textOf)).toEqual(["e4", "e5", "e6"]);
     await d.dispatcher.run(); // the loop that delivered it has saved its cursor
     const view = await d.dispatcher.present(hook.id);
-    expect(view.lastError).toMatchObject({ deliveryID: "", message: "3 events were dropped by retention before delivery (eventIDs 1–3)" });
+    expect(view.lastError).toMatchObject({
+      deliveryID: "",
+      message: "3 events were dropped by retention before delivery (eventIDs 1–3)",
+    });
     expect(view.failures[0]).toMatchObject({ deliveryID: "", eventID: 3, message: view.lastError!.message });
     expect(view).toMatchObject({ cursor: ids[5], delivered: 3 });
     // The oldest kept minus one is a valid since.
@@ -329,11 +420,25 @@ describe("webhooks read the event log", () => {
     await before.emit("c", "history");
     stops.splice(0).forEach((stop) => stop());
     const r = await receiver();
-    const { id } = await createWebhook(storage, { url: r.url });
+    const { id } = await createWebhook(storage, { url: r.url }, await asTheCli(storage));
     await storage.removeItem(`whcur:${id}`); // an earlier version kept no cursor
     const body = `{"deliveryID":"dlv_legacy","webhookID":"${id}","type":"chat.upserted","chatID":"c"}`;
-    await storage.setItem("whq:dlv_legacy", { deliveryID: "dlv_legacy", webhookID: id, type: "chat.upserted", body, attempts: 3, nextAt: 0 });
-    await storage.setItem("whq:dlv_orphan", { deliveryID: "dlv_orphan", webhookID: "wh_gone", type: "chat.upserted", body: "{}", attempts: 0, nextAt: 0 });
+    await storage.setItem("whq:dlv_legacy", {
+      deliveryID: "dlv_legacy",
+      webhookID: id,
+      type: "chat.upserted",
+      body,
+      attempts: 3,
+      nextAt: 0,
+    });
+    await storage.setItem("whq:dlv_orphan", {
+      deliveryID: "dlv_orphan",
+      webhookID: "wh_gone",
+      type: "chat.upserted",
+      body: "{}",
+      attempts: 0,
+      nextAt: 0,
+    });
     const after = await device(storage);
     await after.dispatcher.run();
     expect(r.deliveries.map((x) => [idOf(x), x.body])).toEqual([["dlv_legacy", body]]);

@@ -1,6 +1,5 @@
 import * as v from "valibot";
-import { PREVIEW_CHARS } from "../store/records.ts";
-import { ApiError, type Issue } from "./errors.ts";
+import { ApiError, type Issue } from "../errors.ts";
 
 declare global {
   interface String {
@@ -11,8 +10,8 @@ declare global {
 }
 
 /**
- * Every bound on what a client may send, in one place; the README's "Limits" table lists these values, and
- * src/http/limits.test.ts checks that the table and this object agree. Sizes of strings are UTF-8 bytes, so a
+ * Every bound on what a client may send, in one place; the "Limits" table of docs/limits-and-behaviour.md lists these
+ * values, and src/schema/limits.test.ts checks that the table and this object agree. Sizes of strings are UTF-8 bytes, so a
  * limit means the same for every script. Too long is refused (400, or 413/414 for whole bodies and URLs), never
  * truncated: a stored message is exactly what was sent.
  */
@@ -60,8 +59,11 @@ export const LIMITS = {
   webhooks: 20,
   /** A WebSocket message from a client. */
   webSocketMessageBytes: 256 * 1024,
-  /** Characters of a message's text shown as a chat's preview in lists and events (longer texts end in "…"). */
-  previewChars: PREVIEW_CHARS,
+  /**
+   * Characters of a message's text shown as a chat's preview in lists and events (longer texts end in "…"): chat
+   * records live in memory and fill every list.
+   */
+  previewChars: 500,
   /** Characters of an offending value quoted back in an error message. */
   errorQuoteChars: 100,
 } as const;
@@ -84,9 +86,14 @@ export function tooLong(what: string, limit: number, path: Issue["path"], status
 }
 
 /** A string of at most `maxBytes` UTF-8 bytes. */
-export const bounded = (maxBytes: number) => v.pipe(v.string(), v.maxBytes(maxBytes, `must be at most ${maxBytes} bytes`));
+export const bounded = (maxBytes: number) =>
+  v.pipe(v.string(), v.maxBytes(maxBytes, `must be at most ${maxBytes} bytes`));
 /** A non-empty ID. */
-export const id = v.pipe(v.string(), v.minLength(1, "must not be empty"), v.maxBytes(LIMITS.idBytes, `must be at most ${LIMITS.idBytes} bytes`));
+export const id = v.pipe(
+  v.string(),
+  v.minLength(1, "must not be empty"),
+  v.maxBytes(LIMITS.idBytes, `must be at most ${LIMITS.idBytes} bytes`),
+);
 export const boundedArray = <T extends v.GenericSchema>(item: T) =>
   v.pipe(v.array(item), v.maxLength(LIMITS.arrayItems, `must have at most ${LIMITS.arrayItems} items`));
 
@@ -98,7 +105,12 @@ const MAX_JSON_DEPTH = 32;
  * surrogates, which no UTF-8 store, URL or network can carry) and at most `maxBytes` long unless a field's own
  * schema allows more (`allowLonger`, by top-level key).
  */
-export function checkJsonStrings(value: unknown, maxBytes: number, allowLonger: readonly string[] = [], path: Issue["path"] = ["body"]): void {
+export function checkJsonStrings(
+  value: unknown,
+  maxBytes: number,
+  allowLonger: readonly string[] = [],
+  path: Issue["path"] = ["body"],
+): void {
   if (path.length > MAX_JSON_DEPTH)
     throw new ApiError(400, "INVALID_REQUEST", `the request body nests deeper than ${MAX_JSON_DEPTH} levels`, {
       issues: [{ code: "too_deep", message: `nested deeper than ${MAX_JSON_DEPTH} levels`, path: path.slice(0, 3) }],
@@ -108,7 +120,11 @@ export function checkJsonStrings(value: unknown, maxBytes: number, allowLonger: 
       throw new ApiError(400, "INVALID_REQUEST", `invalid ${path.join(".")}: a string holds a lone surrogate`, {
         issues: [{ code: "invalid_unicode", message: "string is not well-formed Unicode (lone surrogate)", path }],
       });
-    if (value.length > maxBytes / 3 && utf8Length(value) > maxBytes && !(path.length === 2 && allowLonger.includes(String(path[1]))))
+    if (
+      value.length > maxBytes / 3 &&
+      utf8Length(value) > maxBytes &&
+      !(path.length === 2 && allowLonger.includes(String(path[1])))
+    )
       throw tooLong(path.join("."), maxBytes, path);
     return;
   }
