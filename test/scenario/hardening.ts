@@ -3,14 +3,44 @@
  * nothing stored, no 5xx from input, bounded error bodies, Origin: null refused, fractional numbers accepted.
  * Connection-level behaviour (early refusals, keep-alive, slow bodies) is the daemon's: test/connections.test.ts.
  */
+import http from "node:http";
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../src/schema/limits.ts";
 import { expectError } from "./assert.ts";
 import type { Chat, Message, Page } from "../../src/schema/wire.ts";
 import { chatPath, enc, messagePath } from "../kit/common.ts";
+import type { Answer } from "../kit/http.ts";
 import { newGroup, ok, raw, type Env } from "./kit.ts";
 
 const bytes = (n: number, unit = "a") => unit.repeat(n);
+
+/** A request that declares `length` bytes of JSON body and sends none of them. */
+function headersOnly(env: Env, method: string, path: string, length: number) {
+  const target = new URL(env.url + path);
+  return new Promise<Answer>((resolve, reject) => {
+    const req = http.request({
+      host: target.hostname,
+      port: target.port,
+      path: target.pathname,
+      method,
+      agent: false,
+      headers: { authorization: `Bearer ${env.rw}`, "content-type": "application/json", "content-length": length },
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => {
+        const headers = new Headers();
+        for (let i = 0; i < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+        resolve({ status: res.statusCode ?? 0, headers, text, body: JSON.parse(text) });
+        req.destroy();
+      });
+    });
+    req.on("error", reject);
+    req.flushHeaders();
+  });
+}
 
 export function hardeningScenarios(env: Env) {
   describe("hardening: limits", () => {
@@ -103,14 +133,35 @@ export function hardeningScenarios(env: Env) {
       );
     });
 
-    it("a JSON body over 1 MiB is a 413 (declared length refused before reading)", async () => {
+    it("a JSON body declared over 1 MiB is a 413 answered before any of it is sent", async () => {
       const chat = await newGroup(env);
+      // Only the headers go out: the answer has to come from the declared length alone. (Sending the body too
+      // would race the server's close against the unread bytes, which the kernel answers with a reset.)
+      const answer = await headersOnly(env, "PATCH", chatPath(chat.id), LIMITS.jsonBodyBytes + 1);
+      expectError(answer, 413);
+      expect((await ok<Chat>(env, chatPath(chat.id))).title).toBe(chat.title);
+    });
+
+    it("a streamed JSON body (no declared length) is a 413 once it passes 1 MiB", async () => {
+      const chat = await newGroup(env);
+      // Exactly one byte over, then the stream stays open: the server has read all that was sent when it answers.
+      const over = new TextEncoder().encode(`{"title":"t","pad":"${bytes(LIMITS.jsonBodyBytes)}`);
+      let sent = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent) return new Promise(() => {});
+          sent = true;
+          controller.enqueue(over);
+        },
+      });
       const res = await raw(env, chatPath(chat.id), {
         method: "PATCH",
-        body: JSON.stringify({ title: "t", pad: bytes(LIMITS.jsonBodyBytes) }),
+        body,
         headers: { "content-type": "application/json" },
+        noRetry: true,
       });
       expectError(res, 413);
+      expect((await ok<Chat>(env, chatPath(chat.id))).title).toBe(chat.title);
     });
   });
 
