@@ -132,7 +132,7 @@ describe("inboxd CLI", () => {
     expect((await inboxd("token", "create", "--data-dir", tempDir(), "--scope", "admin")).code).toBe(2);
   });
 
-  it("the package bin runs the built JavaScript: serves with every TypeScript import refused, which tsx's own start is not", async () => {
+  it("the package bin runs the built JavaScript: serves the API and the web pages with every TypeScript import refused, which tsx's own start is not", async () => {
     const guard = ["--import", "./test/fixtures/no-typescript.mjs"];
     const dir = tempDir();
     const child = spawn(
@@ -147,6 +147,16 @@ describe("inboxd CLI", () => {
     await expect.poll(() => output, { timeout: 15_000 }).toMatch(/inboxd listening on (\S+)/);
     const url = /inboxd listening on (\S+)/.exec(output)![1];
     expect((await fetch(`${url}/v1/info`)).status).toBe(200);
+    // The web inbox and the reference come from the file the build leaves beside the bundle, on first request.
+    for (const page of ["/", "/docs"]) {
+      const html = await (await fetch(url + page)).text();
+      const script = /<script type="module" src="(\/web\/[^"]+\.js)"/.exec(html)?.[1];
+      expect(script, `${page} names its script`).toBeTruthy();
+      const asset = await fetch(url + script);
+      expect(asset.status).toBe(200);
+      expect(asset.headers.get("content-type")).toMatch(/javascript/);
+      expect((await asset.text()).length).toBeGreaterThan(10_000);
+    }
     child.kill("SIGTERM");
     expect((await once(child, "exit"))[0]).toBe(0);
     // The guard does refuse TypeScript: the development form fails under it.

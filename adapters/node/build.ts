@@ -15,7 +15,8 @@
  * 0.80 s (source maps on, as bin.js runs it; 1.02 s to 0.64 s without). A CommonJS dependency's `require` comes from
  * createRequire in the banner, resolved from dist/node/ as before.
  */
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
+import { copyFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 
@@ -33,6 +34,24 @@ const SQLITE_BINDINGS = [
   "utf-8-validate",
 ];
 
+/**
+ * The web inbox and API reference (web/dist/assets.js, about 1.9 MB of strings) stay out of the bundle: src/web/
+ * imports them on a page's first request, and here that import names a copy beside the bundle. Compiled into it,
+ * they were two fifths of what every start of the daemon parsed and kept.
+ */
+const WEB_ASSETS = join(root, "web/dist/assets.js");
+const BUILT_WEB_ASSETS = join(root, "dist/node/web-assets.mjs");
+const webAssetsBeside: Plugin = {
+  name: "web-assets-beside",
+  setup(b) {
+    b.onResolve({ filter: /web\/dist\/assets\.js$/ }, (args) => {
+      if (args.kind !== "dynamic-import")
+        throw new Error(`${args.importer} imports ${args.path} statically: only src/web/assets.ts may, lazily`);
+      return { path: "./web-assets.mjs", external: true };
+    });
+  },
+};
+
 const started = performance.now();
 const result = await build({
   entryPoints: [join(root, "adapters/node/cli.ts")],
@@ -42,15 +61,20 @@ const result = await build({
   format: "esm",
   target: "node20",
   external: SQLITE_BINDINGS,
+  plugins: [webAssetsBeside],
   banner: {
     js: 'import { createRequire as __inboxdRequire } from "node:module"; const require = __inboxdRequire(import.meta.url);',
   },
   sourcemap: "linked",
+  // Stack traces need only the mappings; the sources themselves are in the checkout. With them, the map was 7.7 MB,
+  // which Node reads and parses at every start (source maps are on, see bin.js) and then keeps in memory.
+  sourcesContent: false,
   // Names stay readable in stack traces; the bundle is not shipped over a network, so size hardly matters.
   minify: false,
   metafile: true,
   logLevel: "warning",
 });
+copyFileSync(WEB_ASSETS, BUILT_WEB_ASSETS);
 const bytes = Object.values(result.metafile.outputs).reduce((sum, output) => sum + output.bytes, 0);
 // Quiet unless asked: it runs before every `npm start` and `npm run inboxd`, whose output people pipe.
 if (process.argv.includes("--verbose"))

@@ -1,6 +1,6 @@
-import { assets, page } from "../../web/dist/assets.js";
 import { ApiError } from "../errors.ts";
 import type { Api } from "../http/route-kit.ts";
+import { webAssets } from "./assets.ts";
 import { referenceRoutes } from "./reference.ts";
 
 const tag = "Web inbox";
@@ -43,7 +43,7 @@ export function webRoutes(api: Api) {
         responses: { 200: { description: "An HTML page", content: { "text/html": null } } },
         extension: true,
       },
-      () => new Response(page, { headers: pageHeaders }),
+      async () => new Response((await webAssets()).page, { headers: pageHeaders }),
     )
     .add(
       {
@@ -57,8 +57,8 @@ export function webRoutes(api: Api) {
         responses: { 200: { description: "A script, stylesheet or icon" } },
         extension: true,
       },
-      ({ params }) => {
-        const asset = assets[`/web/${params.file}`];
+      async ({ params }) => {
+        const asset = (await webAssets()).assets[`/web/${params.file}`];
         if (!asset) throw new ApiError(404, "NOT_FOUND", `the web inbox has no file ${params.file}`);
         return new Response(asset.body, {
           headers: {

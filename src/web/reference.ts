@@ -1,5 +1,5 @@
-import { referencePage } from "../../web/dist/assets.js";
 import type { Api } from "../http/route-kit.ts";
+import { webAssets } from "./assets.ts";
 
 /**
  * The web inbox's policy (src/web/index.ts) less what the reference does not do (no media, no manifest, no form
@@ -26,8 +26,8 @@ export function referenceRoutes(api: Api, tag: string) {
       responses: { 200: { description: "An HTML page", content: { "text/html": null } } },
       extension: true,
     },
-    () =>
-      new Response(referencePage, {
+    async () =>
+      new Response((await webAssets()).referencePage, {
         headers: {
           "content-type": "text/html; charset=utf-8",
           "content-security-policy": CSP,
