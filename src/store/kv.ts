@@ -36,6 +36,8 @@ export interface KvOptions {
 interface Entry {
   value: unknown;
   size: number;
+  /** The cache's clock when the entry last moved to the recent end (see touch). */
+  moved: number;
 }
 
 /** The first retry of a failed commit comes this soon; the wait doubles while storage keeps failing, up to the max. */
@@ -47,6 +49,8 @@ export class Kv {
   private readonly loading = new Map<string, Promise<unknown>>();
   private dirty = new Map<string, unknown>();
   private cachedBytes = 0;
+  /** Counts the cache's uses (see touch). */
+  private clock = 0;
   private readonly cacheBytes: number;
   /** The batch being written right now: like dirty entries, never evicted. */
   private writing?: Map<string, unknown>;
@@ -77,9 +81,7 @@ export class Kv {
   async get<T>(key: string): Promise<T | undefined> {
     const hit = this.cache.get(key);
     if (hit) {
-      // Map order is insertion order: re-insert to mark as recently used.
-      this.cache.delete(key);
-      this.cache.set(key, hit);
+      this.touch(key, hit);
       return hit.value as T;
     }
     const inflight = this.loading.get(key);
@@ -106,9 +108,25 @@ export class Kv {
   put(key: string, value: unknown): void {
     this.dirty.set(key, value);
     const old = this.cache.get(key);
-    if (old) this.cachedBytes -= old.size;
+    if (old) {
+      this.cachedBytes -= old.size;
+      old.value = value;
+      old.size = 0;
+      this.touch(key, old);
+    } else this.cache.set(key, { value, size: 0, moved: this.clock++ });
+  }
+
+  /**
+   * Marks an entry as recently used. Map order is insertion order, so that means deleting and re-inserting it; but
+   * only once a quarter of the cache's size in uses has passed since it last moved: the hot entries (a common
+   * word's segment, a busy chat's chunk) are used many times per commit, and moving each every time was most of
+   * the cache's cost. An entry still in use moves long before eviction (which takes the oldest fifth) reaches it.
+   */
+  private touch(key: string, entry: Entry): void {
+    if (this.clock++ - entry.moved <= this.cache.size >> 2) return;
     this.cache.delete(key);
-    this.cache.set(key, { value, size: 0 });
+    this.cache.set(key, entry);
+    entry.moved = this.clock;
   }
 
   remove(key: string): void {
@@ -216,7 +234,7 @@ export class Kv {
   }
 
   private remember(key: string, value: unknown, size: number) {
-    this.cache.set(key, { value, size });
+    this.cache.set(key, { value, size, moved: this.clock++ });
     this.cachedBytes += size;
     this.evict();
   }

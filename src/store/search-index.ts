@@ -177,12 +177,25 @@ export class SearchIndex {
     const meta: TermMeta = (await this.meta(term)) ?? { n: 0, next: 0, segs: [] };
     const blocks = new Blocks(this.kv, term, meta);
     let metaChanged = meta.segs.length === 0;
+    // The newest segment's postings once read: new postings nearly always sort into it (or a head after it), and
+    // a commit brings several per common word, which then cost no lookup each.
+    let newest: { id: number; data: number[] } | undefined;
     for (const p of postings) {
-      let { block, at } = await blocks.locate(p);
-      if (block < 0) ({ block, at } = { block: 0, at: 0 }); // before everything: into the very first segment
-      const refs = await blocks.refs(block);
-      at = Math.max(0, at);
-      let data = refs.length ? ((await this.kv.get<number[]>(keys.segment(term, refs[at].id))) ?? []) : [];
+      let block: number, at: number, refs: SegmentRef[], data: number[];
+      const last = meta.segs[meta.segs.length - 1];
+      if (last && comparePosting(minOf(last), 0, p, 0) <= 0) {
+        // What locate() would find: the record's last segment.
+        ({ block, at, refs } = { block: blocks.last, at: meta.segs.length - 1, refs: meta.segs });
+        if (newest?.id !== last.id)
+          newest = { id: last.id, data: (await this.kv.get<number[]>(keys.segment(term, last.id))) ?? [] };
+        data = newest.data;
+      } else {
+        ({ block, at } = await blocks.locate(p));
+        if (block < 0) ({ block, at } = { block: 0, at: 0 }); // before everything: into the very first segment
+        refs = await blocks.refs(block);
+        at = Math.max(0, at);
+        data = refs.length ? ((await this.kv.get<number[]>(keys.segment(term, refs[at].id))) ?? []) : [];
+      }
       // New postings almost always sort after everything. Once the last segment is full they open a small head
       // segment, so a commit rewrites a few KB per term instead of a full 1,024-posting segment. Only a posting
       // past the last segment's largest may do so: segments must not overlap.
@@ -192,6 +205,7 @@ export class SearchIndex {
         refs.push({ id: meta.next++, t: p[0], c: p[1], s: p[2], n: 0 });
         at = refs.length - 1;
         data = [];
+        if (block === blocks.last) newest = { id: refs[at].id, data };
         metaChanged = true;
       }
       const ref = refs[at];
