@@ -60,6 +60,49 @@ describe("Kv", () => {
     for (let i = 0; i < 1000; i++) expect(await storage.getItem(`k:${i}`)).toEqual({ i });
   });
 
+  it("waits further turns while each brings another writer, up to eight, and a lone writer waits one", async () => {
+    const storage = createStorage();
+    const batches = countBatches(storage);
+    let turns = 0;
+    const turn = () => new Promise<void>((resolve) => setImmediate(() => (turns++, resolve())));
+    const kv = new Kv(storage, { gatherWrites: turn });
+    const write = (key: string) => {
+      kv.put(key, 1);
+      return kv.commit();
+    };
+    // Alone: one turn, one batch.
+    await write("alone");
+    expect({ turns, batches }).toEqual({ turns: 1, batches: [1] });
+    // A writer in each of the next three turns: all four in one batch, after the turn that brought nobody.
+    turns = 0;
+    const first = write("w0");
+    const chain = (i: number) =>
+      setImmediate(() => {
+        void write(`w${i}`);
+        if (i < 3) chain(i + 1);
+      });
+    chain(1);
+    await first;
+    expect(batches).toEqual([1, 4]);
+    expect(turns).toBe(4);
+    // A writer every turn, without end: the commit goes after eight turns all the same.
+    turns = 0;
+    let more = true;
+    const keepWriting = (i: number) =>
+      setImmediate(() => {
+        if (!more) return;
+        void write(`x${i}`);
+        keepWriting(i + 1);
+      });
+    const flood = write("x");
+    keepWriting(0);
+    await flood;
+    more = false;
+    expect(batches[2]).toBe(9);
+    expect(turns).toBe(8);
+    await kv.commit();
+  });
+
   it("acknowledges back-to-back commits of the same writers only once they are durable", async () => {
     const storage = createStorage();
     const kv = new Kv(storage);

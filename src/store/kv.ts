@@ -27,8 +27,9 @@ export interface KvOptions {
    * daemon passes one turn of Node's event loop (setImmediate). Why: its SQLite writes synchronously, so a commit
    * that started at once would always carry one request's puts — with 16 concurrent sends, 16 transactions, each
    * rewriting the same index segments. Requests whose bytes arrived in the same turn (Node's poll phase hands them
-   * over together) reach commit() first and share the commit. A Durable Object's storage is asynchronous, so there
-   * commits queue behind the one in flight and share anyway.
+   * over together) reach commit() first and share the commit; while a turn brings more of them, the commit waits
+   * another (Kv.gather). A Durable Object's storage is asynchronous, so there commits queue behind the one in flight
+   * and share anyway.
    */
   gatherWrites?: () => Promise<void>;
 }
@@ -42,6 +43,8 @@ interface Entry {
 
 /** The first retry of a failed commit comes this soon; the wait doubles while storage keeps failing, up to the max. */
 const RETRY_FIRST_MS = 10;
+/** The most turns a commit waits for more writers (see Kv.gather). */
+const GATHER_TURNS = 8;
 const RETRY_MAX_MS = 5_000;
 
 export class Kv {
@@ -49,6 +52,8 @@ export class Kv {
   private readonly loading = new Map<string, Promise<unknown>>();
   private dirty = new Map<string, unknown>();
   private cachedBytes = 0;
+  /** Writers that joined a queued commit (see gather). */
+  private joined = 0;
   /** Counts the cache's uses (see touch). */
   private clock = 0;
   private readonly cacheBytes: number;
@@ -147,10 +152,12 @@ export class Kv {
    */
   commit(): Promise<void> {
     if (this.closed) return Promise.reject(new Error("the store is closed: nothing more is written"));
-    if (this.queued) return this.queued;
+    if (this.queued) {
+      this.joined++;
+      return this.queued;
+    }
     let started = 0;
-    const gather = this.gatherWrites;
-    const run = (gather ? this.tail.then(gather) : this.tail).then(() => {
+    const run = (this.gatherWrites ? this.tail.then(() => this.gather()) : this.tail).then(() => {
       this.queued = null;
       started = Date.now();
       return this.runCommit();
@@ -161,6 +168,21 @@ export class Kv {
       () => this.retrySoon(Date.now() - started),
     );
     return run;
+  }
+
+  /**
+   * Waits turns of the event loop (gatherWrites) while each brings another writer into the commit, up to
+   * GATHER_TURNS. A lone write waits one turn, as before; under load, requests handled while the previous commit
+   * was written arrive over several turns, and a commit that took only the first turn's left the rest to a commit of
+   * their own, which rewrote the same index segments and chunks again. 16 clients sending over 16 chats at 10M
+   * messages: 1,236-1,378 sends/s with one turn, 1,887-2,267 with two, 2,285-2,462 with four (alternating rounds).
+   */
+  private async gather(): Promise<void> {
+    let seen = -1;
+    for (let turn = 0; turn < GATHER_TURNS && this.joined !== seen; turn++) {
+      seen = this.joined;
+      await this.gatherWrites!();
+    }
   }
 
   /**
