@@ -3,7 +3,7 @@ import { noContent, type Api } from "../http/route-kit.ts";
 import { badRequest } from "../errors.ts";
 import { extension, Message, MessageSearchPage, pageOf } from "../schema/wire.ts";
 import { deleteMessage, editMessage, getMessage, listMessages, sendMessage } from "../services/messages.ts";
-import { searchMessages } from "../services/message-search.ts";
+import { searchMessagesJSON } from "../services/message-search.ts";
 import { addReaction, removeReaction } from "../services/reactions.ts";
 import {
   ListQuery,
@@ -53,7 +53,7 @@ export function messageRoutes(api: Api) {
         description:
           "Messages with every literal word of `query` (case-insensitive), newest first, at most 20 per page, with filters.",
       },
-      ({ rc, query }) => searchMessages(rc.app, query),
+      ({ rc, query }) => searchMessagesJSON(rc.app, query),
     )
     .add(
       {

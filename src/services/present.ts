@@ -115,6 +115,19 @@ export function fromJsonText<T>(body: JsonText): T {
   return JSON.parse(typeof body.text === "string" ? body.text : new TextDecoder().decode(body.text)) as T;
 }
 
+/** How a chat shows beside search results: its first 20 participants, no preview. */
+export const RESULT_CHAT = { maxParticipants: 20 };
+
+/** The search-result form of a chat (RESULT_CHAT) as JSON, cached per chat and dropped with chatListJSON's. */
+export function chatResultJSON(db: Db, chat: ChatRecord): string {
+  let text = db.presentedInResults.get(chat.no);
+  if (text === undefined) {
+    text = JSON.stringify(presentChat(db, chat, RESULT_CHAT));
+    db.presentedInResults.set(chat.no, text);
+  }
+  return text;
+}
+
 /**
  * The list form of a chat (all participants, with preview) as JSON, cached per chat. `Db.saveChat` — the one way
  * every chat change is persisted — drops the entry, so the cache can never serve a stale chat.

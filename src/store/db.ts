@@ -52,6 +52,8 @@ export class Db {
   private observer?: CommitObserver;
   /** Serialised list form of chats, by chat no (see services/present.ts chatListJSON). */
   readonly presented = new Map<number, string>();
+  /** The same for the form search results show (services/present.ts chatResultJSON). */
+  readonly presentedInResults = new Map<number, string>();
   /**
    * Whole serialised chat-list pages by request (see services/chats.ts): clients poll the first page over and over,
    * and any chat change empties this (pages mix chats, so one change can move or alter any of them).
@@ -226,8 +228,13 @@ export class Db {
 
   /** Drops serialised forms after a change: one chat's, or (no argument) every chat's. */
   private forgetPresented(chatNo?: number) {
-    if (chatNo === undefined) this.presented.clear();
-    else this.presented.delete(chatNo);
+    if (chatNo === undefined) {
+      this.presented.clear();
+      this.presentedInResults.clear();
+    } else {
+      this.presented.delete(chatNo);
+      this.presentedInResults.delete(chatNo);
+    }
     this.pages.clear();
   }
 
