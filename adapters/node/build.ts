@@ -1,10 +1,10 @@
 /**
  * Builds the daemon and its command line into plain JavaScript: `dist/node/inboxd.mjs` (one ES module, with a source
- * map), which `adapters/node/bin.js` runs. So `npm start`, the `inboxd` bin and a service manager's
+ * map) and, beside it, `dist/node/web-assets.mjs` (the web pages, see webAssetsBeside), which `adapters/node/bin.js` runs. So `npm start`, the `inboxd` bin and a service manager's
  * `node adapters/node/bin.js serve` start without a TypeScript loader (tsx costs start-up time and memory on every
  * start); development and the tests keep running the TypeScript through tsx.
  *
- * Runs in `npm ci` (the `prepare` script, after the web inbox's build, which it bundles), in `npm test`, and before
+ * Runs in `npm ci` (the `prepare` script, after the web inbox's build, which it copies beside the bundle), in `npm test`, and before
  * `npm start` and `npm run inboxd` (so a checkout never runs a stale build). esbuild takes about a second (2.5 s in
  * all with tsx's own start, 1.9 s before the dependencies were bundled; every start of the daemon is then about
  * 0.3-0.6 s sooner, below).

@@ -27,7 +27,6 @@ import { dialRelay } from "./relay-client.ts";
 import { UsageError } from "./usage-error.ts";
 import { badRequest } from "../../src/errors.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
-import { bodyReadError } from "../../src/http/validate.ts";
 import type { IncomingMessage } from "node:http";
 
 export interface ServeOptions {
@@ -105,14 +104,20 @@ async function handle(
     const seen = arrival(request.url, request.headers, node.req.socket?.remoteAddress, proxy);
     const body = bodyOf(node.req, timeouts);
     if (!seen.proxied && Number(node.req.headers["content-length"]) <= SMALL_BODY_BYTES) {
-      // A small body (a send, a chat change) is read whole, within the same limits, and srvx's own request
+      // A small body (a send, a chat change) is read whole first, within the same limits, and srvx's own request
       // carries it (srvx reads `rawBody` when there is one): a new Request around the body's stream was a tenth
-      // of a send's CPU time on the daemon.
+      // of a send's CPU time on the daemon. So such a body is read before the app looks at the token, as the
+      // headers are; its idle and rate limits (BODY_TIMEOUTS) bound how long that can take.
       let read: Buffer;
       try {
         read = await readWhole(body.stream);
       } catch (error) {
-        return finishBody(node.req, node.res, body.received(), toErrorResponse(bodyReadError(error)));
+        // The app answers a body it could not read as it answers any other (its error body, /v0's, the log line).
+        const failed = new ReadableStream({ start: (controller) => controller.error(error) });
+        const answer = await app.fetch(
+          requestFor(seen, { method: request.method, body: failed, duplex: "half" } as RequestInit),
+        );
+        return finishBody(node.req, node.res, body.received(), answer);
       }
       (node.req as IncomingMessage & { rawBody?: Buffer }).rawBody = read;
       return await app.fetch(request);

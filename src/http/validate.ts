@@ -126,9 +126,6 @@ export function refuseDeclaredLength(request: Request, limit: number, what = "re
 /** The body as text, refused with 413 as soon as it passes `limit` bytes (declared or read). */
 export async function readCapped(request: Request, limit: number): Promise<string> {
   refuseDeclaredLength(request, limit);
-  // A declared length within the limit bounds the body (HTTP framing allows no more), so it is read in one go:
-  // on the daemon a small body is already in memory (adapters/node/serve.ts), and streaming it costs more.
-  if (request.headers.get("content-length") !== null) return request.text().catch(bodyReadFailed);
   if (!request.body) return "";
   const reader = request.body.getReader();
   const parts: Uint8Array[] = [];
@@ -154,10 +151,6 @@ export async function readCapped(request: Request, limit: number): Promise<strin
 
 /** A body that fails while being read: the runtime's own refusal (a timeout) as it is, else the client went away. */
 export function bodyReadFailed(error: unknown): never {
-  throw bodyReadError(error);
-}
-
-export function bodyReadError(error: unknown): ApiError {
-  if (error instanceof ApiError) return error;
-  return new ApiError(400, "INVALID_REQUEST", "the request body could not be read to its end");
+  if (error instanceof ApiError) throw error;
+  throw new ApiError(400, "INVALID_REQUEST", "the request body could not be read to its end");
 }

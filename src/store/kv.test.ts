@@ -181,6 +181,22 @@ describe("Kv", () => {
     for (let i = 0; i < 200; i++) expect(await kv.get(`e:${i}`)).toEqual({ text: "x".repeat(100), i });
   });
 
+  it("keeps what it caches however many keys were removed before (a removal's size leaves the budget with it)", async () => {
+    const storage = createStorage();
+    const kv = new Kv(storage, { cacheBytes: 16 * 2048 });
+    for (let i = 0; i < 4; i++) kv.put(`keep:${i}`, { i });
+    await kv.commit();
+    for (let round = 0; round < 50; round++) {
+      kv.put(`gone:${round}`, { round });
+      await kv.commit();
+      kv.remove(`gone:${round}`);
+      await kv.commit();
+    }
+    const reads = vi.spyOn(storage, "getItem");
+    for (let i = 0; i < 4; i++) expect(await kv.get(`keep:${i}`)).toEqual({ i });
+    expect(reads, "the kept records still come from the cache").not.toHaveBeenCalled();
+  });
+
   it("retries a failed storage write in the next commit (SQLite locked by another connection)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "inboxd-kv-"));
     dirs.push(dir);

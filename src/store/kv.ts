@@ -125,7 +125,9 @@ export class Kv {
    * Marks an entry as recently used. Map order is insertion order, so that means deleting and re-inserting it; but
    * only once a quarter of the cache's size in uses has passed since it last moved: the hot entries (a common
    * word's segment, a busy chat's chunk) are used many times per commit, and moving each every time was most of
-   * the cache's cost. An entry still in use moves long before eviction (which takes the oldest fifth) reaches it.
+   * the cache's cost. Eviction drops entries from the old end until the cache is down to 80 % of its bytes, so an
+   * entry in use, never more than a quarter of the entries from the recent end, is not what it drops, unless one
+   * commit overfills the cache by most of its budget at once.
    */
   private touch(key: string, entry: Entry): void {
     if (this.clock++ - entry.moved <= this.cache.size >> 2) return;
@@ -176,6 +178,7 @@ export class Kv {
    * was written arrive over several turns, and a commit that took only the first turn's left the rest to a commit of
    * their own, which rewrote the same index segments and chunks again. 16 clients sending over 16 chats at 10M
    * messages: 1,236-1,378 sends/s with one turn, 1,887-2,267 with two, 2,285-2,462 with four (alternating rounds).
+   * Eight is a cap, not a measured best.
    */
   private async gather(): Promise<void> {
     let seen = -1;
@@ -237,7 +240,12 @@ export class Kv {
     } finally {
       this.writing = undefined;
     }
-    for (const key of removals) if (!this.dirty.has(key)) this.cache.delete(key);
+    for (const key of removals) {
+      const entry = this.cache.get(key);
+      if (!entry || this.dirty.has(key)) continue;
+      this.cachedBytes -= entry.size;
+      this.cache.delete(key);
+    }
     this.evict();
     for (const earlier of this.unconfirmed.splice(0)) this.afterCommit?.(earlier);
     if (notes !== undefined) this.afterCommit?.(notes);

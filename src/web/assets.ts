@@ -8,4 +8,9 @@ type Built = typeof import("../../web/dist/assets.js");
 
 let loading: Promise<Built> | undefined;
 
-export const webAssets = (): Promise<Built> => (loading ??= import("../../web/dist/assets.js"));
+/** A failed import (the file beside the daemon's bundle missing) is tried again on the next request. */
+export const webAssets = (): Promise<Built> =>
+  (loading ??= import("../../web/dist/assets.js").catch((error: unknown) => {
+    loading = undefined;
+    throw error;
+  }));
