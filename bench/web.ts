@@ -8,21 +8,12 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { CHROMIUM, launchChromium } from "../test/kit/chromium.ts";
 import { ROOT } from "./daemon.ts";
 import type { Row } from "./report.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 /** As root and on a closed network: no sandbox, no background connections (as test/oauth/browser.ts launches it). */
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const AUTH_KEY = "inboxd:auth";
 const MARK = "inbox:first-rows";
 const LIST = '[data-testid="chat-list"]';
@@ -343,7 +334,7 @@ export async function runWebBench(options: {
     log(`web: skipped: ${skipped}`);
     return { skipped, bundle: readBundleReport() };
   }
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const browser = await launchChromium();
   const errors = new Set<string>();
   const contexts = new Set<BrowserContext>();
   const withContext = async <T>(use: (context: BrowserContext) => Promise<T>): Promise<T> => {

@@ -14,12 +14,13 @@ import { dirname, join } from "node:path";
 import { createServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser as Chromium, type Page } from "playwright-core";
+import type { Browser as Chromium, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { aptInstall } from "../harness/server-process.ts";
+import { CHROMIUM, launchChromium } from "../kit/chromium.ts";
 import { Browser, exchange, MemoryProvider, pkce, register, type Server } from "./kit.ts";
 
-export const CHROMIUM = "/usr/bin/chromium";
+export { CHROMIUM };
 
 /**
  * Debian's chromium, installed with apt when it is missing and the tests run as root (as the Prosody and Synapse
@@ -95,19 +96,7 @@ export function browserSuite(
       await ensureChromium();
       server = await start();
       receiver = await redirectReceiver();
-      // As root and on a closed network: no sandbox, no background connections (they are refused here).
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
+      browser = await launchChromium();
     }, CHROMIUM_INSTALL_MS);
     afterAll(async () => {
       await browser?.close();

@@ -12,12 +12,13 @@ import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { png } from "../assets/fixtures.ts";
 import { startSynapse, synapseSource, type SynapseServer } from "../harness/synapse.ts";
 import { Peer } from "../matrix/peer.ts";
-import { CHROMIUM, CHROMIUM_INSTALL_MS, ensureChromium } from "../oauth/browser.ts";
+import { CHROMIUM_INSTALL_MS, ensureChromium } from "../oauth/browser.ts";
+import { launchChromium } from "../kit/chromium.ts";
 import { randomToken } from "../oauth/kit.ts";
 import { startUpstream } from "../desktop-api/kit.ts";
 
@@ -146,18 +147,7 @@ export function webSuite(
       const tokens = { admin: randomToken(), victim: randomToken() };
       server = { ...(await start(tokens)), ...tokens };
       sdk = new BeeperDesktop({ baseURL: server.url, accessToken: server.admin, maxRetries: 0, logLevel: "off" });
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
+      browser = await launchChromium();
       page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
       // A step that cannot happen fails with the locator it waited for, well before the test's own timeout.
       page.setDefaultTimeout(12_000);
