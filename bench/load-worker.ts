@@ -95,6 +95,7 @@ async function runJob(job: Job): Promise<LoadResult> {
     p99: ms(99),
     max: histogram.maxValue / 1000,
     meanBytes: requests ? bytes / requests : 0,
+    histogram: hdr.encodeIntoCompressedBase64(histogram),
   };
   histogram.destroy();
   return result;

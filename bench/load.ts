@@ -1,6 +1,7 @@
 /** Parent side of the load generator: a child process (bench/load-worker.ts) that runs one job at a time. */
 import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
+import * as hdr from "hdr-histogram-js";
 import { ROOT, track } from "./daemon.ts";
 
 export interface RequestSpec {
@@ -35,6 +36,46 @@ export interface LoadResult {
   p99: number;
   max: number;
   meanBytes: number;
+  /** The latencies (µs) as an HDR histogram, compressed and base64-encoded: what mergeResults() adds up. */
+  histogram?: string;
+}
+
+/** Several runs of one kind of load as one: requests and seconds summed, percentiles from the summed histograms. */
+export function mergeResults(results: LoadResult[]): LoadResult {
+  const sum = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 120_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
+  const statuses: Record<string, number> = {};
+  for (const r of results) {
+    if (!r.histogram) throw new Error("mergeResults: a result without its histogram");
+    const one = hdr.decodeFromCompressedBase64(r.histogram);
+    sum.add(one);
+    one.destroy();
+    for (const [status, n] of Object.entries(r.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  }
+  const total = (f: (r: LoadResult) => number) => results.reduce((s, r) => s + f(r), 0);
+  const requests = total((r) => r.requests),
+    seconds = total((r) => r.seconds);
+  const ms = (p: number) => sum.getValueAtPercentile(p) / 1000;
+  const merged: LoadResult = {
+    concurrency: results[0].concurrency,
+    requests,
+    errors: total((r) => r.errors),
+    statuses,
+    firstError: results.find((r) => r.firstError)?.firstError,
+    seconds,
+    rps: requests / seconds,
+    p50: ms(50),
+    p95: ms(95),
+    p99: ms(99),
+    max: sum.maxValue / 1000,
+    meanBytes: requests ? total((r) => r.meanBytes * r.requests) / requests : 0,
+    histogram: hdr.encodeIntoCompressedBase64(sum),
+  };
+  sum.destroy();
+  return merged;
 }
 
 export class LoadGenerator {

@@ -6,7 +6,7 @@ import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Api } from "../test/kit/http.ts";
 import { childrenRunning, cpuSeconds, descendants, machineBusySeconds } from "./daemon.ts";
-import type { LoadGenerator, LoadResult, RequestSpec } from "./load.ts";
+import { mergeResults, type LoadGenerator, type LoadResult, type RequestSpec } from "./load.ts";
 import { COMMON_WORDS, listChatIDs } from "./workload.ts";
 
 export interface ScaleSize {
@@ -157,6 +157,24 @@ export async function measurePhase(
   );
   if (result.errors) o.log(`  errors: ${JSON.stringify(result.statuses)} first: ${result.firstError}`);
   return phase;
+}
+
+/** Rounds of one load as one phase: results merged (bench/load.ts), CPU shares weighted by each round's length. */
+export function mergePhases(name: string, rounds: Phase[]): Phase {
+  const seconds = rounds.reduce((s, r) => s + r.result.seconds, 0);
+  const weighted = (f: (c: PhaseCpu) => number) =>
+    rounds.reduce((s, r) => s + f(r.cpu) * r.result.seconds, 0) / seconds;
+  return {
+    name,
+    result: mergeResults(rounds.map((r) => r.result)),
+    cpu: {
+      server: weighted((c) => c.server),
+      generator: weighted((c) => c.generator),
+      bench: weighted((c) => c.bench),
+      others: weighted((c) => c.others),
+    },
+    serverRssMB: rounds.at(-1)!.serverRssMB,
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 /** The printed tables of scale mode (bench/scale-mode.ts), in the style of bench/report.ts. */
 import type { LoadResult } from "./load.ts";
 import {
+  CHAT_LIST_PAIRS,
   READ_CONCURRENCY,
   SEARCH_CONCURRENCY,
   SEND_CONCURRENCY,
@@ -39,6 +40,16 @@ const int = (x: number) => Math.round(x).toLocaleString("en-US");
 const mb = (x: number) => (x >= 1024 ? `${(x / 1024).toFixed(2)} GB` : `${x.toFixed(0)} MB`);
 const bytes = (x: number) => mb(x / 2 ** 20);
 const pct = (x: number) => `${(x * 100).toFixed(0)} %`;
+
+/**
+ * GET /v1/chats as a share of bare node:http: the median of the alternating pairs of rounds (bench/scale.ts), or
+ * for results from before the pairs, the one round of each.
+ */
+function chatsShare(r: ScaleSizeResult): number {
+  if (!r.chatsShares?.length) return r.phases.chats.result.rps / r.phases.bare.result.rps;
+  const sorted = [...r.chatsShares].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
 const verdict = (pass: boolean | undefined) => (pass === undefined ? "" : pass ? "PASS" : "MISS  <<<");
 const isOk = (x: ScaleSizeResult | ScaleSizeFailure): x is ScaleSizeResult => !("error" in x);
 const latency = (r: LoadResult) => `${ms(r.p50)} / ${ms(r.p99)} ms`;
@@ -162,14 +173,17 @@ function daemonTable(run: ScaleRun, ok: ScaleSizeResult[]): string[] {
     (r) => r.phases.chats.result.p99 <= TARGETS.chatsP99Ms && clean(r.phases.chats),
   );
   add(
-    "  req/s, and as % of bare node:http",
-    (r) => `${int(r.phases.chats.result.rps)} = ${pct(r.phases.chats.result.rps / r.phases.bare.result.rps)}`,
+    "  req/s, and as % of bare node:http (median of the pairs)",
+    (r) => `${int(r.phases.chats.result.rps)} = ${pct(chatsShare(r))}`,
     `≥ ${pct(TARGETS.chatsShareOfBare)}`,
-    (r) => r.phases.chats.result.rps / r.phases.bare.result.rps >= TARGETS.chatsShareOfBare,
+    (r) => chatsShare(r) >= TARGETS.chatsShareOfBare,
   );
   add(
     `  bare node:http, same-size body, ${READ_CONCURRENCY} conn: req/s`,
     (r) => `${int(r.phases.bare.result.rps)} (${int(r.chatsBodyBytes)} B)`,
+  );
+  add("  share in each pair of rounds (bare, then the list)", (r) =>
+    r.chatsShares ? r.chatsShares.map(pct).join(" / ") : "one round each",
   );
   add(
     `message search, two common words, ${SEARCH_CONCURRENCY} conn: p50 / p99`,
@@ -233,7 +247,7 @@ function daemonTable(run: ScaleRun, ok: ScaleSizeResult[]): string[] {
       run.sizes.map((_, i) => i + 1),
     ),
     `Targets are judged on the ${judge?.size.label ?? "largest"} column${ref ? `; the last send target compares it with ${ref.size.label}` : ""}. Load phases: ${run.warmupSeconds} s warm-up, ` +
-      `then ${run.durationSeconds} s measured; bare node:http answers the daemon's first GET /v1/chats page byte for byte and is measured just before it.`,
+      `then ${run.durationSeconds} s measured; bare node:http answers the daemon's first GET /v1/chats page byte for byte, in ${CHAT_LIST_PAIRS} rounds alternating with the list's (each round its own warm-up).`,
     "RSS: VmRSS summed over the daemon and its descendants; idle = 2 s after the last restart answered. Sends go to chats other than the Echo chats.",
     "The machine is shared with other work:",
     ...notes,

@@ -19,6 +19,7 @@ import { calibrate, formatCalibration, type Calibration } from "./calibration.ts
 import {
   diskBytes,
   measurePhase,
+  mergePhases,
   RESTARTS,
   scaleWorkload,
   treePeak,
@@ -40,7 +41,10 @@ export interface ScaleSizeResult {
   rss: { idleMB: number; idleProcesses: number; afterLoadMB: number; daemonPeakMB: number };
   chatsBodyBytes: number;
   sendText: string;
+  /** bare and chats: CHAT_LIST_PAIRS alternating rounds each, merged (mergePhases). */
   phases: { bare: Phase; chats: Phase; search: Phase; sendOne: Phase; sendSpread: Phase };
+  /** The chat list's req/s as a share of bare node:http's, one per pair of rounds; absent in older results. */
+  chatsShares?: number[];
   /** Requests' waits while a new chat snapshot is written (bench/resnapshot.ts); absent in results of older runs. */
   resnapshot?: ResnapshotResult;
   /** The machine's calibration (bench/calibration.ts), timed just before this size's load phases. */
@@ -58,6 +62,8 @@ export interface ScaleSizeFailure {
 /** Pause after the last restart before the idle RSS reading. */
 const IDLE_SETTLE_MS = 2000;
 export const READ_CONCURRENCY = 16;
+/** Rounds of bare node:http and of GET /v1/chats, alternating (see runScaleSize). */
+export const CHAT_LIST_PAIRS = 3;
 export const SEARCH_CONCURRENCY = 4;
 export const SEND_CONCURRENCY = 16;
 export const SPREAD_CHATS = 16;
@@ -174,28 +180,42 @@ export async function runScaleSize(o: {
         log,
       });
 
+    // Bare node:http and the chat list in alternating rounds: on a shared machine whose speed drifts within minutes
+    // (the calibration moves by a third within a run), one round of each compared the list with bare at another
+    // speed. Each pair is measured back to back; the share is the median of the pairs' shares.
     const bodyFile = join(os.tmpdir(), `inboxd-scale-body-${process.pid}.json`);
     writeFileSync(bodyFile, work.chatsBody);
-    let bare: Phase;
+    const pid = [daemon.pid];
+    const bareRounds: Phase[] = [],
+      chatsRounds: Phase[] = [];
     try {
       const baseline = await startBaseline(bodyFile);
       try {
-        bare = await phase(
-          `bare node:http, same ${work.chatsBody.length} B body`,
-          [baseline.pid],
-          baseline.url,
-          [{ method: "GET", path: "/" }],
-          READ_CONCURRENCY,
-          false,
-        );
+        for (let round = 1; round <= CHAT_LIST_PAIRS; round++) {
+          const of = `round ${round} of ${CHAT_LIST_PAIRS}`;
+          bareRounds.push(
+            await phase(
+              `bare node:http, same ${work.chatsBody.length} B body, ${of}`,
+              [baseline.pid],
+              baseline.url,
+              [{ method: "GET", path: "/" }],
+              READ_CONCURRENCY,
+              false,
+            ),
+          );
+          chatsRounds.push(await phase(`GET /v1/chats, ${of}`, pid, daemon.url, work.requests.chats, READ_CONCURRENCY));
+          const share = chatsRounds.at(-1)!.result.rps / bareRounds.at(-1)!.result.rps;
+          log(`  share of bare in ${of}: ${(share * 100).toFixed(0)} %`);
+        }
       } finally {
         await baseline.stop();
       }
     } finally {
       rmSync(bodyFile, { force: true });
     }
-    const pid = [daemon.pid];
-    const chats = await phase("GET /v1/chats", pid, daemon.url, work.requests.chats, READ_CONCURRENCY);
+    const bare = mergePhases("bare node:http", bareRounds);
+    const chats = mergePhases("GET /v1/chats", chatsRounds);
+    const chatsShares = chatsRounds.map((c, i) => c.result.rps / bareRounds[i].result.rps);
     const search = await phase(
       "search: two common words",
       pid,
@@ -232,6 +252,7 @@ export async function runScaleSize(o: {
       chatsBodyBytes: work.chatsBody.length,
       sendText: SEND_TEXT,
       phases: { bare, chats, search, sendOne, sendSpread },
+      chatsShares,
       resnapshot,
       calibration,
       loadavg: { before: loadBefore, after: os.loadavg()[0] },

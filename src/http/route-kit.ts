@@ -16,6 +16,9 @@ export interface RequestContext {
 
 export type ApiRouter = RouterType<IRequest, [RequestContext]>;
 
+/** An operation's handler as routed: path parameters, query and body validated, then the handler. */
+export type Route = (req: IRequest, rc: RequestContext) => Promise<unknown>;
+
 export const noContent = () => new Response(null, { status: 204 });
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -97,7 +100,8 @@ export class Api {
   /** Public operations with path parameters (the web inbox's assets), as patterns. */
   private readonly publicPatterns: RegExp[] = [];
   /** "METHOD path" → its routed handler, for HEAD on GET routes. */
-  private readonly routes = new Map<string, (req: IRequest, rc: RequestContext) => Promise<unknown>>();
+  /** "METHOD path" → its route, HEAD aliases of GETs included once added (the pipeline's table of exact paths). */
+  readonly routes = new Map<string, Route>();
 
   constructor(private readonly router: ApiRouter) {}
 
@@ -145,10 +149,11 @@ export class Api {
    * (asset serving). Called once all operations are added; the app drops the body (src/app.ts).
    */
   addHeadForGets(): this {
-    for (const [key, route] of this.routes) {
+    for (const [key, route] of [...this.routes]) {
       const path = key.slice("GET ".length);
       if (!key.startsWith("GET ") || this.routes.has(`HEAD ${path}`)) continue;
       this.router.head(path, route);
+      this.routes.set(`HEAD ${path}`, route);
     }
     return this;
   }
