@@ -163,6 +163,24 @@ export function hardeningScenarios(env: Env) {
       expectError(res, 413);
       expect((await ok<Chat>(env, chatPath(chat.id))).title).toBe(chat.title);
     });
+
+    it("a JSON body that starts with a UTF-8 byte order mark is read as the JSON after it, declared or streamed", async () => {
+      const chat = await newGroup(env);
+      const json = (title: string) => new TextEncoder().encode(`\ufeff{"title":"${title}"}`);
+      const headers = { "content-type": "application/json" };
+      // A declared length (the daemon reads such a body whole before the app sees it) …
+      await ok(env, chatPath(chat.id), { method: "PATCH", body: json("declared"), headers });
+      expect((await ok<Chat>(env, chatPath(chat.id))).title).toBe("declared");
+      // … and a stream without one.
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(json("streamed"));
+          controller.close();
+        },
+      });
+      await ok(env, chatPath(chat.id), { method: "PATCH", body, headers, noRetry: true });
+      expect((await ok<Chat>(env, chatPath(chat.id))).title).toBe("streamed");
+    });
   });
 
   describe("hardening: no 5xx from input", () => {
