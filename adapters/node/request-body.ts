@@ -38,7 +38,10 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 export const HEADERS_TIMEOUT_MS = 15_000;
 
 export interface RequestBody {
-  stream: ReadableStream<Uint8Array>;
+  /** The body as a pull stream (what the app reads). */
+  readonly stream: ReadableStream<Uint8Array>;
+  /** The whole body, within the same limits: for a small body read before the app sees it (serve.ts). */
+  readAll(): Promise<Buffer>;
   /** Whether the whole body has arrived. */
   complete(): boolean;
   /** Bytes of the body received so far (handed to the app or buffered). */
@@ -61,60 +64,83 @@ export const BODY_TIMEOUTS: BodyTimeouts = { idleMs: 15_000, graceMs: 10_000, mi
 export function bodyOf(req: IncomingMessage, timeouts: BodyTimeouts = BODY_TIMEOUTS): RequestBody {
   const started = Date.now();
   let received = 0;
-  /** Ends the pull in progress, if any (listeners off, timer cleared) without settling the stream. */
+  /** Ends the wait in progress, if any (listeners off, timer cleared); its chunk resolves as undefined. */
   let stopPending: (() => void) | undefined;
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      pull: (controller) =>
-        new Promise<void>((resolve) => {
-          let idle: ReturnType<typeof setTimeout> | undefined;
-          const stop = () => {
-            clearTimeout(idle);
-            req.off("readable", attempt).off("end", attempt).off("error", fail).off("close", closed);
-            stopPending = undefined;
-            resolve();
-          };
-          const done = (settle: () => void) => {
-            stop();
-            settle();
-          };
-          const fail = (error: Error) => done(() => controller.error(error));
-          const closed = () => attempt() || fail(new Error("the client closed the connection before the body ended"));
-          function attempt(): boolean {
-            const chunk = req.read() as Buffer | null;
-            if (chunk) {
-              received += chunk.length;
-              const elapsed = Date.now() - started;
-              if (elapsed > timeouts.graceMs && received / (elapsed / 1000) < timeouts.minBytesPerSecond) {
-                fail(requestTimeout(`the request body arrived slower than ${timeouts.minBytesPerSecond} bytes/s`));
-              } else done(() => controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)));
-              return true;
-            }
-            if (req.readableEnded) {
-              done(() => controller.close());
-              return true;
-            }
-            if (req.destroyed) {
-              // The client went away between two pulls ('close' was missed while nobody listened).
-              fail(req.errored ?? new Error("the client closed the connection before the body ended"));
-              return true;
-            }
-            return false;
-          }
-          if (attempt()) return;
-          idle = setTimeout(
-            () => fail(requestTimeout(`no part of the request body arrived for ${timeouts.idleMs / 1000} s`)),
-            timeouts.idleMs,
-          );
-          req.on("readable", attempt).on("end", attempt).once("error", fail).once("close", closed);
-          stopPending = stop;
-        }),
-      // The app stopped reading (a refusal): stop waiting; the rest is dropped after its response (finishBody).
-      cancel: () => stopPending?.(),
+  /** The body's next chunk (null at its end) within the timeouts; rejects when the body fails. */
+  const next = () =>
+    new Promise<Buffer | null | undefined>((resolve, reject) => {
+      let idle: ReturnType<typeof setTimeout> | undefined;
+      const stop = () => {
+        clearTimeout(idle);
+        req.off("readable", attempt).off("end", attempt).off("error", fail).off("close", closed);
+        stopPending = undefined;
+      };
+      const done = (chunk: Buffer | null | undefined) => {
+        stop();
+        resolve(chunk);
+      };
+      const fail = (error: Error) => {
+        stop();
+        reject(error);
+      };
+      const closed = () => attempt() || fail(new Error("the client closed the connection before the body ended"));
+      function attempt(): boolean {
+        const chunk = req.read() as Buffer | null;
+        if (chunk) {
+          received += chunk.length;
+          const elapsed = Date.now() - started;
+          if (elapsed > timeouts.graceMs && received / (elapsed / 1000) < timeouts.minBytesPerSecond)
+            fail(requestTimeout(`the request body arrived slower than ${timeouts.minBytesPerSecond} bytes/s`));
+          else done(chunk);
+          return true;
+        }
+        if (req.readableEnded) {
+          done(null);
+          return true;
+        }
+        if (req.destroyed) {
+          // The client went away between two reads ('close' was missed while nobody listened).
+          fail(req.errored ?? new Error("the client closed the connection before the body ended"));
+          return true;
+        }
+        return false;
+      }
+      if (attempt()) return;
+      idle = setTimeout(
+        () => fail(requestTimeout(`no part of the request body arrived for ${timeouts.idleMs / 1000} s`)),
+        timeouts.idleMs,
+      );
+      req.on("readable", attempt).on("end", attempt).once("error", fail).once("close", closed);
+      stopPending = () => done(undefined);
+    });
+  let stream: ReadableStream<Uint8Array> | undefined;
+  return {
+    // Made on first use: a body read whole (readAll) never needs one.
+    get stream() {
+      return (stream ??= new ReadableStream<Uint8Array>(
+        {
+          pull: (controller) =>
+            next().then(
+              (chunk) => {
+                if (chunk) controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+                else if (chunk === null) controller.close();
+              },
+              (error) => controller.error(error),
+            ),
+          // The app stopped reading (a refusal): stop waiting; the rest is dropped after its response (finishBody).
+          cancel: () => stopPending?.(),
+        },
+        { highWaterMark: 0 },
+      ));
     },
-    { highWaterMark: 0 },
-  );
-  return { stream, complete: () => req.readableEnded || req.complete, received: () => received + req.readableLength };
+    async readAll() {
+      const parts: Buffer[] = [];
+      for (let chunk = await next(); chunk; chunk = await next()) parts.push(chunk);
+      return Buffer.concat(parts);
+    },
+    complete: () => req.readableEnded || req.complete,
+    received: () => received + req.readableLength,
+  };
 }
 
 /**

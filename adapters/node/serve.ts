@@ -110,7 +110,7 @@ async function handle(
       // headers are; its idle and rate limits (BODY_TIMEOUTS) bound how long that can take.
       let read: Buffer;
       try {
-        read = await readWhole(body.stream);
+        read = await body.readAll();
       } catch (error) {
         // The app answers a body it could not read as it answers any other (its error body, /v0's, the log line).
         const failed = new ReadableStream({ start: (controller) => controller.error(error) });
@@ -132,16 +132,6 @@ async function handle(
 
 /** Bodies up to this, with a declared length, are read before the app sees the request (see handle). */
 const SMALL_BODY_BYTES = 64 * 1024;
-
-async function readWhole(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
-  const parts: Uint8Array[] = [];
-  const reader = stream.getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return Buffer.concat(parts);
-    parts.push(value);
-  }
-}
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
