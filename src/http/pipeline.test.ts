@@ -60,11 +60,16 @@ describe("the pipeline's table of exact paths", () => {
     pipeline.api.add(op("/t/:id"), ({ params }) => ({ by: "param", id: params.id }));
     pipeline.api.add(op("/t/fixed"), () => ({ by: "fixed" }));
     pipeline.api.add(op("/u/fixed"), () => ({ by: "fixed" }));
+    pipeline.api.add(op("/v/nothing"), () => undefined);
     pipeline.seal();
     const get = async (path: string) => (await pipeline.fetch(new Request(`http://127.0.0.1:23373${path}`))).json();
     expect(await get("/t/fixed")).toEqual({ by: "param", id: "fixed" });
     expect(await get("/u/fixed")).toEqual({ by: "fixed" });
     const head = await pipeline.fetch(new Request("http://127.0.0.1:23373/u/fixed", { method: "HEAD" }));
     expect([head.status, await head.text()]).toEqual([200, ""]);
+    // A route that answers nothing falls through to the router's fallback (what itty-router does): a 405 here.
+    const nothing = await pipeline.fetch(new Request("http://127.0.0.1:23373/v/nothing"));
+    expect(nothing.status).toBe(405);
+    expect((await nothing.json()).code).toBe("METHOD_NOT_ALLOWED");
   });
 });

@@ -32,9 +32,9 @@ export class Pipeline {
   private readonly router: ApiRouter;
 
   /**
-   * "METHOD /path" → its route, for paths without parameters whose first match in the router is that route: found
-   * with one lookup instead of itty-router's second URL parse and its scan of every route's pattern (a few µs of
-   * each request, a tenth of GET /v1/chats on the daemon). Built by seal(); a path not in it goes to the router.
+   * "METHOD /path" → its route, for paths without parameters that no other route matches: found with one lookup
+   * instead of itty-router's second URL parse and its scan of every route's pattern (a few µs of each request).
+   * Built by seal(); a path not in it goes to the router.
    */
   private readonly exact = new Map<string, { route: Route; isPublic: boolean }>();
 
@@ -67,11 +67,11 @@ export class Pipeline {
     return errorResponseFor(new URL(request.url), error);
   }
 
-  /** What itty-router's fetch does for a route found in `exact`: before, the route, catch. */
+  /** What itty-router's fetch does for a route found in `exact`: before, the route (or the fallback), catch. */
   private async dispatch(found: { route: Route; isPublic: boolean }, request: Request, rc: RequestContext) {
     try {
       await this.admit(request, rc, found.isPublic);
-      return await found.route(request as never, rc);
+      return (await found.route(request as never, rc)) ?? this.unanswered(request, rc);
     } catch (error) {
       return this.failed(error, request);
     }
@@ -83,23 +83,27 @@ export class Pipeline {
     for (const [key, route] of this.api.routes) {
       const [method, path] = key.split(" ");
       if (/[:*]/.test(path) || this.exact.has(key)) continue;
-      // Only where the router would pick this route too: no route added before it matches the path.
-      const first = this.router.routes.find(([m, pattern]) => (m === method || m === "ALL") && pattern.test(path));
-      if (first?.[2].includes(route as never))
+      // Only where the router has no other route for the path: then it answers as the router would, whose next
+      // route after one that answers nothing is the fallback below.
+      const matching = this.router.routes.filter(([m, pattern]) => (m === method || m === "ALL") && pattern.test(path));
+      if (matching.length === 1 && matching[0][2].includes(route as never))
         this.exact.set(key, { route, isPublic: this.api.isPublic(method, path) });
     }
-    this.router.all("*", (request: Request, rc: RequestContext) => {
-      const allowed = this.api.methodsAt(rc.url.pathname);
-      if (allowed.length)
-        throw new ApiError(
-          405,
-          "METHOD_NOT_ALLOWED",
-          `${request.method} is not answered at ${rc.url.pathname}: it takes ${allowed.join(", ")}`,
-          undefined,
-          { allow: allowed.join(", ") },
-        );
-      throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
-    });
+    this.router.all("*", (request: Request, rc: RequestContext) => this.unanswered(request, rc));
+  }
+
+  /** A path no route answered: a 405 naming the methods it takes, or a 404. */
+  private unanswered(request: Request, rc: RequestContext): never {
+    const allowed = this.api.methodsAt(rc.url.pathname);
+    if (allowed.length)
+      throw new ApiError(
+        405,
+        "METHOD_NOT_ALLOWED",
+        `${request.method} is not answered at ${rc.url.pathname}: it takes ${allowed.join(", ")}`,
+        undefined,
+        { allow: allowed.join(", ") },
+      );
+    throw new ApiError(404, "NOT_FOUND", `no route for ${request.method} ${rc.url.pathname}`);
   }
 
   async fetch(request: Request): Promise<Response> {

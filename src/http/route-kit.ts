@@ -99,7 +99,6 @@ export class Api {
   private readonly publicPaths = new Set<string>();
   /** Public operations with path parameters (the web inbox's assets), as patterns. */
   private readonly publicPatterns: RegExp[] = [];
-  /** "METHOD path" → its routed handler, for HEAD on GET routes. */
   /** "METHOD path" → its route, HEAD aliases of GETs included once added (the pipeline's table of exact paths). */
   readonly routes = new Map<string, Route>();
 
