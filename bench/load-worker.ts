@@ -9,14 +9,10 @@
  */
 import autocannon from "autocannon";
 import * as hdr from "hdr-histogram-js";
-import type { Job, LoadResult } from "./load.ts";
+import { latencyHistogram, type Job, type LoadResult } from "./load.ts";
 
 async function runJob(job: Job): Promise<LoadResult> {
-  const histogram = hdr.build({
-    lowestDiscernibleValue: 1,
-    highestTrackableValue: 120_000_000,
-    numberOfSignificantValueDigits: 3,
-  });
+  const histogram = latencyHistogram();
   const statuses: Record<string, number> = {};
   let counter = 0,
     requests = 0,

@@ -40,13 +40,13 @@ export interface LoadResult {
   histogram?: string;
 }
 
+/** The histogram of a run's latencies in µs (bench/load-worker.ts), and of merged runs: 1 µs to 120 s, 3 digits. */
+export const latencyHistogram = () =>
+  hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
+
 /** Several runs of one kind of load as one: requests and seconds summed, percentiles from the summed histograms. */
 export function mergeResults(results: LoadResult[]): LoadResult {
-  const sum = hdr.build({
-    lowestDiscernibleValue: 1,
-    highestTrackableValue: 120_000_000,
-    numberOfSignificantValueDigits: 3,
-  });
+  const sum = latencyHistogram();
   const statuses: Record<string, number> = {};
   for (const r of results) {
     if (!r.histogram) throw new Error("mergeResults: a result without its histogram");

@@ -1,4 +1,5 @@
 /** The printed tables of scale mode (bench/scale-mode.ts), in the style of bench/report.ts. */
+import { median } from "./daemon.ts";
 import type { LoadResult } from "./load.ts";
 import {
   CHAT_LIST_PAIRS,
@@ -46,9 +47,7 @@ const pct = (x: number) => `${(x * 100).toFixed(0)} %`;
  * for results from before the pairs, the one round of each.
  */
 function chatsShare(r: ScaleSizeResult): number {
-  if (!r.chatsShares?.length) return r.phases.chats.result.rps / r.phases.bare.result.rps;
-  const sorted = [...r.chatsShares].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  return r.chatsShares?.length ? median(r.chatsShares) : r.phases.chats.result.rps / r.phases.bare.result.rps;
 }
 const verdict = (pass: boolean | undefined) => (pass === undefined ? "" : pass ? "PASS" : "MISS  <<<");
 const isOk = (x: ScaleSizeResult | ScaleSizeFailure): x is ScaleSizeResult => !("error" in x);
