@@ -17,7 +17,7 @@ import { DocsIndex, docsSections, openApiSections } from "./docs/search.ts";
 import { checkToolSelection, type McpOptions } from "./options.ts";
 import type { ServerEnv } from "./server.ts";
 import { SSE_MESSAGES_PATH, SseSessions } from "./sse.ts";
-import { handleStreamable } from "./streamable.ts";
+import { StreamableMcp } from "./streamable.ts";
 
 export { parseToolSelection, type McpOptions, type ToolSelection } from "./options.ts";
 
@@ -31,6 +31,7 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
   let docs: DocsIndex | undefined;
   let env: Omit<ServerEnv, "signal"> | undefined;
   let sessions: SseSessions | undefined;
+  let streamable: StreamableMcp | undefined;
   // The services' context arrives with the first request; everything built from it is built once.
   const envOf = (rc: RequestContext) =>
     (env ??= {
@@ -41,6 +42,7 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
       docs: () => (docs ??= new DocsIndex([...docsSections(DOCS), ...openApiSections(openApi())])),
     });
   const sessionsOf = (rc: RequestContext) => (sessions ??= new SseSessions(envOf(rc)));
+  const streamableOf = (rc: RequestContext) => (streamable ??= new StreamableMcp(envOf(rc)));
   const stateless = () => {
     throw new ApiError(
       405,
@@ -91,7 +93,7 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
           },
         },
       },
-      ({ req, rc }) => handleStreamable(req as unknown as Request, rc.principal!, envOf(rc)),
+      ({ req, rc }) => streamableOf(rc).handle(req as unknown as Request, rc.principal!),
     )
     .add(
       {
@@ -152,6 +154,6 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
         requestBody: { description: "A JSON-RPC 2.0 message.", content: { "application/json": null }, required: true },
         responses: { 202: { description: "Accepted; the reply follows on the event stream." } },
       },
-      ({ req, rc, query }) => sessionsOf(rc).post(req as unknown as Request, rc.url, query.sessionId, rc.principal!),
+      ({ req, rc, query }) => sessionsOf(rc).post(req as unknown as Request, query.sessionId, rc.principal!),
     );
 }

@@ -4,12 +4,13 @@
  * same thing is (list_unread, list_messages, download_asset).
  */
 import {
-  ErrorCode,
-  McpError,
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
   type ReadResourceResult,
   type Resource,
-  type ResourceTemplate,
-} from "@modelcontextprotocol/sdk/types.js";
+  type ResourceTemplateType as ResourceTemplate,
+} from "@modelcontextprotocol/server";
 import { ApiError } from "../errors.ts";
 import { checkAssetBytes, resolveAsset } from "../services/assets.ts";
 import type { Context } from "../services/context.ts";
@@ -84,8 +85,8 @@ export async function readResource(uri: string, tc: ToolContext, allowed: Allowe
     if (asset && allowed("download_asset")) {
       const record = await resolveAsset(tc.app, tc.app.assets, `mxc://inboxd/${asset[1]}`);
       if (record.size > RESOURCE_BYTES)
-        throw new McpError(
-          ErrorCode.InvalidParams,
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
           `the file has ${record.size} bytes, more than ${RESOURCE_BYTES}: GET ${serveURL(tc.origin, record)} with the bearer token`,
         );
       await checkAssetBytes(tc.app.assets, record);
@@ -93,11 +94,14 @@ export async function readResource(uri: string, tc: ToolContext, allowed: Allowe
     }
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) throw notFound(uri);
-    if (error instanceof ApiError) throw new McpError(ErrorCode.InvalidParams, error.message);
+    if (error instanceof ApiError) throw new ProtocolError(ProtocolErrorCode.InvalidParams, error.message);
     throw error;
   }
   throw notFound(uri);
 }
 
-/** -32002 is MCP's "resource not found". */
-const notFound = (uri: string) => new McpError(-32002, `Resource not found: ${plain(uri, 200)}`);
+/**
+ * Resource not found: -32602 with `data: { uri }` on every protocol version (2026-07-28 requires it; clients of
+ * 2025-11-25 accept it beside the -32002 of earlier servers).
+ */
+const notFound = (uri: string) => new ResourceNotFoundError(uri, `Resource not found: ${plain(uri, 200)}`);

@@ -3,20 +3,8 @@
  * JSON Schemas of our valibot schemas. What a caller may see and run is decided per request from the token's scopes,
  * which each transport hands over as `authInfo`, so one server (an /v0/sse session) can serve any request.
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-  type ServerNotification,
-  type ServerRequest,
-} from "@modelcontextprotocol/sdk/types.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { ProtocolError, ProtocolErrorCode, Server, type ServerContext } from "@modelcontextprotocol/server";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/server/validators/cf-worker";
 import { VERSION } from "../version.ts";
 import type { EventHub } from "../events/hub.ts";
 import type { Context } from "../services/context.ts";
@@ -43,7 +31,21 @@ export interface ServerEnv {
   signal?: AbortSignal;
 }
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+type Extra = ServerContext;
+
+/**
+ * How long a 2026-07-28 client may reuse a list (the SDK stamps these as `ttlMs` / `cacheScope`). Every answer
+ * depends on the token's scopes, so none is for shared caches. The tools and templates a token sees are fixed for
+ * the life of the process (they change only with --mcp-tools, at a restart): an hour. The resource list names the
+ * most recent chats and resources/read shows messages, which change with every arrival: not cached.
+ */
+export const CACHE_HINTS = {
+  "server/discover": { ttlMs: 3_600_000, cacheScope: "private" },
+  "tools/list": { ttlMs: 3_600_000, cacheScope: "private" },
+  "resources/templates/list": { ttlMs: 3_600_000, cacheScope: "private" },
+  "resources/list": { ttlMs: 0, cacheScope: "private" },
+  "resources/read": { ttlMs: 0, cacheScope: "private" },
+} as const;
 
 export function createMcpServer(env: ServerEnv): Server {
   const server = new Server(
@@ -51,11 +53,12 @@ export function createMcpServer(env: ServerEnv): Server {
     {
       capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
       instructions: INSTRUCTIONS,
+      cacheHints: CACHE_HINTS,
       // The default (ajv) compiles schemas to code, which workerd forbids.
       jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
     },
   );
-  const scopes = (extra: Extra) => extra.authInfo?.scopes ?? [];
+  const scopes = (extra: Extra) => extra.http?.authInfo?.scopes ?? [];
   const allowed =
     (extra: Extra): Allowed =>
     (name) => {
@@ -63,41 +66,44 @@ export function createMcpServer(env: ServerEnv): Server {
       return !!tool && !refusal(tool, env.options.tools, scopes(extra));
     };
 
-  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
+  server.setRequestHandler("tools/list", (_request, extra) => ({
     tools: TOOLS.filter((tool) => !refusal(tool, env.options.tools, scopes(extra))).map(describeTool),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.setRequestHandler("tools/call", async (request, extra) => {
     const tool = TOOLS.find((t) => t.name === request.params.name);
     if (!tool)
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(request.params.name).slice(0, 100)}`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown tool: ${String(request.params.name).slice(0, 100)}`,
+      );
     const why = refusal(tool, env.options.tools, scopes(extra));
-    if (why) throw new McpError(ErrorCode.InvalidParams, `Tool ${tool.name} is not available: ${why}`);
+    if (why) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${tool.name} is not available: ${why}`);
     return callTool(tool, request.params.arguments, toolContext(env, extra), env.options.log);
   });
-  server.setRequestHandler(ListResourcesRequestSchema, (_request, extra) => ({
+  server.setRequestHandler("resources/list", (_request, extra) => ({
     resources: listResources(env.app, allowed(extra)),
   }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, (_request, extra) => ({
+  server.setRequestHandler("resources/templates/list", (_request, extra) => ({
     resourceTemplates: listTemplates(allowed(extra)),
   }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+  server.setRequestHandler("resources/read", (request, extra) =>
     readResource(request.params.uri, toolContext(env, extra), allowed(extra)),
   );
   return server;
 }
 
 function toolContext(env: ServerEnv, extra: Extra): ToolContext {
-  const progressToken = extra._meta?.progressToken;
+  const progressToken = extra.mcpReq._meta?.progressToken;
   return {
     app: env.app,
     events: env.events,
     docs: env.docs,
-    origin: extra.requestInfo?.url?.origin ?? "http://127.0.0.1",
-    signal: env.signal ? AbortSignal.any([extra.signal, env.signal]) : extra.signal,
+    origin: extra.http?.req ? new URL(extra.http.req.url).origin : "http://127.0.0.1",
+    signal: env.signal ? AbortSignal.any([extra.mcpReq.signal, env.signal]) : extra.mcpReq.signal,
     progress: (progress, total, message) =>
       progressToken === undefined
         ? Promise.resolve()
-        : extra.sendNotification({
+        : extra.mcpReq.notify({
             method: "notifications/progress",
             params: { progressToken, progress, total, message },
           }),

@@ -4,13 +4,16 @@
  * The SDK's own SSEServerTransport writes to a Node ServerResponse; this one is a web ReadableStream, so the same
  * code serves the daemon and the Durable Object (whose memory holds the sessions, like the daemon's).
  */
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { JSONRPCMessageSchema, type JSONRPCMessage, type MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
-import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  parseJSONRPCMessage,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type Server,
+  type Transport,
+} from "@modelcontextprotocol/server";
 import { ApiError, badRequest, notFound } from "../errors.ts";
 import type { Principal } from "../http/guard.ts";
-import { tooLong } from "../schema/limits.ts";
+import { readCapped } from "../http/validate.ts";
 import { createMcpServer, type ServerEnv } from "./server.ts";
 import { authInfoOf } from "./streamable.ts";
 import { MCP_BODY_BYTES } from "./upload.ts";
@@ -126,15 +129,14 @@ export class SseSessions {
     return transport.response;
   }
 
-  async post(request: Request, url: URL, sessionId: string, principal: Principal): Promise<Response> {
+  async post(request: Request, sessionId: string, principal: Principal): Promise<Response> {
     const session = this.sessions.get(sessionId);
     // Another token's session is answered like an unknown one: IDs are not disclosed.
     if (!session || session.principalID !== principal.id) throw notFound(`MCP session ${sessionId}`);
-    const body = await readRequestBody(request, MCP_BODY_BYTES);
-    if (body.tooLarge) throw tooLong("request body", MCP_BODY_BYTES, ["body"], 413);
+    const text = await readCapped(request, MCP_BODY_BYTES);
     let message: JSONRPCMessage;
     try {
-      message = JSONRPCMessageSchema.parse(JSON.parse(body.text));
+      message = parseJSONRPCMessage(JSON.parse(text));
     } catch {
       throw badRequest("the body is not one JSON-RPC message", [
         { code: "invalid_json_rpc", message: "expected a JSON-RPC 2.0 message", path: ["body"] },
@@ -142,7 +144,7 @@ export class SseSessions {
     }
     session.transport.receive(message, {
       authInfo: authInfoOf(principal),
-      requestInfo: { headers: Object.fromEntries(request.headers), url },
+      request,
     });
     return new Response(null, { status: 202 });
   }

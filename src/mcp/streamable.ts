@@ -1,15 +1,27 @@
 /**
- * /v0/mcp, Streamable HTTP, stateless: every POST gets a fresh server and transport, so nothing is kept between
- * requests (no session memory on the daemon or in the Durable Object) and each request is judged by its own token.
+ * /v0/mcp, Streamable HTTP, for both protocol generations on one URL, chosen per request as the 2026-07-28
+ * revision describes: a request that carries the per-request `_meta` envelope (protocol version, client info and
+ * capabilities) is answered by the SDK's 2026-07-28 handler (`server/discover`, `subscriptions/listen`, the
+ * Mcp-Method / Mcp-Name header checks, `resultType` and cache fields on results); one without it — `initialize` and
+ * everything a 2025-11-25 client sends — by a stateless 2025 transport. Either way every POST gets a fresh server,
+ * so nothing is kept between requests (no session memory on the daemon or in the Durable Object) and each request
+ * is judged by its own token.
  *
- * Most calls are answered with one JSON body, which costs less than an event stream. A call that may take long
- * (wait_for_message) or asks for progress is answered as server-sent events instead: progress and keep-alives can
- * go out on it, and a client that goes away cancels what the call was waiting for.
+ * The 2025 leg answers most calls with one JSON body, which costs less than an event stream; a call that may take
+ * long (wait_for_message) or asks for progress is answered as server-sent events, where progress and keep-alives
+ * can go out. On both legs a client that goes away cancels what its call was waiting for.
  */
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { readRequestBody, requestBodyTooLargeMessage } from "@modelcontextprotocol/sdk/server/requestBody.js";
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import {
+  createMcpHandler,
+  isJsonContentType,
+  isLegacyRequest,
+  WebStandardStreamableHTTPServerTransport,
+  type AuthInfo,
+  type McpHttpHandler,
+} from "@modelcontextprotocol/server";
+import { ApiError } from "../errors.ts";
 import type { Principal } from "../http/guard.ts";
+import { readCapped } from "../http/validate.ts";
 import { createMcpServer, type ServerEnv } from "./server.ts";
 import { MCP_BODY_BYTES } from "./upload.ts";
 
@@ -23,31 +35,64 @@ export const authInfoOf = (principal: Principal): AuthInfo => ({
 /** Tools that wait: their calls are answered as an event stream. */
 const LONG_TOOLS = new Set(["wait_for_message"]);
 
-export async function handleStreamable(
-  request: Request,
-  principal: Principal,
-  env: Omit<ServerEnv, "signal">,
-): Promise<Response> {
-  const body = await readRequestBody(request, MCP_BODY_BYTES);
-  if (body.tooLarge) return jsonRpcError(413, -32000, requestBodyTooLargeMessage(MCP_BODY_BYTES));
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.text);
-  } catch {
-    return jsonRpcError(400, -32700, "Parse error: Invalid JSON");
+/** Answers /v0/mcp POSTs of both protocol generations, over one set of services. */
+export class StreamableMcp {
+  /** The 2026-07-28 leg: per request, the server built for the request's exchange (its abort signal). */
+  private readonly modern: McpHttpHandler;
+  private readonly gone = new WeakMap<Request, AbortSignal>();
+
+  constructor(private readonly env: Omit<ServerEnv, "signal">) {
+    this.modern = createMcpHandler(
+      (ctx) => createMcpServer({ ...env, signal: ctx.requestInfo && this.gone.get(ctx.requestInfo) }),
+      { legacy: "reject", maxRequestBodySize: MCP_BODY_BYTES },
+    );
   }
-  const gone = new AbortController();
-  const stream = (Array.isArray(parsed) ? parsed : [parsed]).some(isLong);
-  const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: !stream });
-  const server = createMcpServer({ ...env, signal: gone.signal });
-  await server.connect(transport);
-  const response = await transport.handleRequest(request, { authInfo: authInfoOf(principal), parsedBody: parsed });
-  return stream && response.body
-    ? new Response(
-        watched(response.body, () => gone.abort()),
-        response,
-      )
-    : response;
+
+  /** Where a 2026-07-28 client's `subscriptions/listen` streams learn of changes. */
+  get notify() {
+    return this.modern.notify;
+  }
+
+  async handle(request: Request, principal: Principal): Promise<Response> {
+    // Both revisions require a client to accept both answers (a JSON body, or an event stream for a call that waits).
+    const accept = request.headers.get("accept") ?? "";
+    if (!accept.includes("application/json") || !accept.includes("text/event-stream"))
+      return jsonRpcError(406, -32000, "Not Acceptable: Accept must list both application/json and text/event-stream");
+    if (!isJsonContentType(request.headers.get("content-type")))
+      return jsonRpcError(415, -32000, "Unsupported Media Type: Content-Type must be application/json");
+    let text: string;
+    try {
+      text = await readCapped(request, MCP_BODY_BYTES);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 413)
+        return jsonRpcError(413, -32000, `Payload Too Large: the body is over ${MCP_BODY_BYTES} bytes`);
+      throw error;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return jsonRpcError(400, -32700, "Parse error: Invalid JSON");
+    }
+    const gone = new AbortController();
+    const authInfo = authInfoOf(principal);
+    let response: Response;
+    if (await isLegacyRequest(request, parsed)) {
+      const stream = (Array.isArray(parsed) ? parsed : [parsed]).some(isLong);
+      const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: !stream });
+      await createMcpServer({ ...this.env, signal: gone.signal }).connect(transport);
+      response = await transport.handleRequest(request, { authInfo, parsedBody: parsed });
+    } else {
+      this.gone.set(request, gone.signal);
+      response = await this.modern.fetch(request, { authInfo, parsedBody: parsed });
+    }
+    return response.body && response.headers.get("content-type")?.startsWith("text/event-stream")
+      ? new Response(
+          watched(response.body, () => gone.abort()),
+          response,
+        )
+      : response;
+  }
 }
 
 function isLong(message: unknown): boolean {

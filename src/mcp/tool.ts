@@ -4,7 +4,7 @@
  * place that validates arguments and turns a service's ApiError into a tool error the model can act on.
  */
 import * as v from "valibot";
-import type { CallToolResult, ContentBlock, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ContentBlock, Tool } from "@modelcontextprotocol/server";
 import type { EventHub } from "../events/hub.ts";
 import { ApiError, clip } from "../errors.ts";
 import { checkJsonStrings, LIMITS } from "../schema/limits.ts";

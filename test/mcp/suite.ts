@@ -12,6 +12,7 @@ import { listingTests } from "./listing.ts";
 import { readingTests } from "./reading.ts";
 import { writingTests } from "./writing.ts";
 import { arrivalTests } from "./arrival.ts";
+import { generationTests } from "./generations.ts";
 
 /** What the scenario files share; filled in beforeAll. */
 export interface McpEnv {
@@ -146,6 +147,8 @@ export function mcpSuite(name: string, start: Start) {
           }
         });
     });
+
+    generationTests(base);
 
     TRANSPORTS.forEach((kind, lane) =>
       describe(`over ${kind === "streamable" ? "Streamable HTTP (/v0/mcp)" : "HTTP+SSE (/v0/sse)"}`, () => {

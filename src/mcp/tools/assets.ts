@@ -1,6 +1,6 @@
 /** File tools: upload (to send later) and download (images inline, other files as a link). */
 import * as v from "valibot";
-import type { ContentBlock } from "@modelcontextprotocol/sdk/types.js";
+import type { ContentBlock } from "@modelcontextprotocol/server";
 import { Base64Body, UrlBody } from "../../schema/requests/assets.ts";
 import { Upload } from "../../schema/bridges.ts";
 import { checkAssetBytes, mxcURL, openAsset, resolveAsset } from "../../services/assets.ts";
