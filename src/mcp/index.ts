@@ -16,7 +16,7 @@ import { DOCS } from "./docs/readme.generated.ts";
 import { DocsIndex, docsSections, openApiSections } from "./docs/search.ts";
 import { checkToolSelection, type McpOptions } from "./options.ts";
 import type { ServerEnv } from "./server.ts";
-import { SSE_MESSAGES_PATH, SseSessions } from "./sse.ts";
+import { SSE_DEPRECATION, SSE_MESSAGES_PATH, SseSessions } from "./sse.ts";
 import { StreamableMcp } from "./streamable.ts";
 
 export { parseToolSelection, type McpOptions, type ToolSelection } from "./options.ts";
@@ -65,9 +65,12 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
         summary: "MCP (Streamable HTTP)",
         ...common,
         description:
-          "The Model Context Protocol over Streamable HTTP, stateless: POST a JSON-RPC message (or a batch) with `Accept: application/json, " +
-          "text/event-stream`. Quick calls are answered with one JSON body; a call that waits (wait_for_message) or asks for progress, as an " +
-          "event stream. Every tool reads the token's scopes: a read-only token sees only " +
+          "The Model Context Protocol over Streamable HTTP, both revisions on this one URL, chosen per request: a request whose `_meta` carries " +
+          "the 2026-07-28 envelope (`io.modelcontextprotocol/protocolVersion`, `clientInfo`, `clientCapabilities`, with the `Mcp-Method` and " +
+          "`Mcp-Name` headers) is served as 2026-07-28 (`server/discover`, `subscriptions/listen`, `resultType` and cache hints on results); " +
+          "one without it (`initialize` first) as 2025-11-25, statelessly: no session ID is issued. POST a JSON-RPC message (or a 2025-11-25 " +
+          "batch) with `Accept: application/json, text/event-stream`. Quick calls are answered with one JSON body; a call that waits " +
+          "(wait_for_message) or asks for progress, as an event stream. Every tool reads the token's scopes: a read-only token sees only " +
           "read-only tools. Configure an MCP client with this URL and the header `Authorization: Bearer <token>`. GET and DELETE " +
           "answer 405: a stateless server offers no standalone event stream and has no sessions to end.",
         requestBody: {
@@ -129,7 +132,10 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
         ...common,
         description:
           "The 2024-11-05 MCP transport, for clients that still use it: an event stream whose first `endpoint` event names the URL to POST " +
-          `messages to (${SSE_MESSAGES_PATH}?sessionId=…); replies arrive on the stream. The session lives while the stream is open.`,
+          `messages to (${SSE_MESSAGES_PATH}?sessionId=…); replies arrive on the stream. The session lives while the stream is open. ` +
+          `Deprecated by the MCP revision of 2026-07-28 and served until ${SSE_DEPRECATION.sunset} (the \`Sunset\` header of every answer); ` +
+          "use /v0/mcp, which serves 2025-11-25 and 2026-07-28 clients alike.",
+        deprecated: true,
         responses: {
           200: { description: "The session's event stream: `endpoint`, then `message` events.", content: stream },
           503: {
@@ -148,6 +154,7 @@ export function mcpRoutes(api: Api, events: EventHub, options: McpOptions, openA
         operationId: "mcpSseMessage",
         summary: "Post a message to an MCP SSE session",
         ...common,
+        deprecated: true,
         query: v.object({ sessionId: v.pipe(id, v.description("From the stream's endpoint event.")) }),
         description:
           "One JSON-RPC message for the session; its reply goes out on the session's event stream. Only the token that opened the session may post to it.",

@@ -18,6 +18,16 @@ import { createMcpServer, type ServerEnv } from "./server.ts";
 import { authInfoOf } from "./streamable.ts";
 import { MCP_BODY_BYTES } from "./upload.ts";
 
+/**
+ * The HTTP+SSE transport is deprecated by the MCP revision of 2026-07-28, which gives it twelve months: every answer
+ * of /v0/sse says so (`Deprecation`, RFC 9745; `Sunset`, RFC 8594) and names /v0/mcp, which serves both revisions.
+ */
+export const SSE_DEPRECATION = {
+  deprecation: "@1785196800", // 2026-07-28
+  sunset: "Wed, 28 Jul 2027 00:00:00 GMT",
+  link: '</v0/mcp>; rel="successor-version"',
+} as const;
+
 /** Where a session's client POSTs its messages. */
 export const SSE_MESSAGES_PATH = "/v0/sse/messages";
 /** Open sessions a server keeps at most; one more is refused with 503 (each holds a server and a stream). */
@@ -52,6 +62,7 @@ export class WebSseTransport implements Transport {
         "content-type": "text/event-stream",
         "cache-control": "no-cache, no-transform",
         "x-accel-buffering": "no",
+        ...SSE_DEPRECATION,
       },
     });
   }
@@ -146,6 +157,6 @@ export class SseSessions {
       authInfo: authInfoOf(principal),
       request,
     });
-    return new Response(null, { status: 202 });
+    return new Response(null, { status: 202, headers: SSE_DEPRECATION });
   }
 }

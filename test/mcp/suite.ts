@@ -120,7 +120,14 @@ export function mcpSuite(name: string, start: Start) {
         expect(posted).toMatch(/^\/v0\/sse\/messages\?sessionId=[\w-]+$/);
         const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
         expect((await base.api.raw("POST", posted, { token: base.ro, json: ping })).status).toBe(404);
-        expect((await base.api.raw("POST", posted, { json: ping })).status).toBe(202);
+        const accepted = await base.api.raw("POST", posted, { json: ping });
+        expect(accepted.status).toBe(202);
+        // Deprecated by MCP 2026-07-28, with its twelve months: both answers say so and name /v0/mcp.
+        for (const answer of [res, accepted]) {
+          expect(answer.headers.get("deprecation")).toBe("@1785196800");
+          expect(answer.headers.get("sunset")).toBe("Wed, 28 Jul 2027 00:00:00 GMT");
+          expect(answer.headers.get("link")).toBe('</v0/mcp>; rel="successor-version"');
+        }
         while (!text.includes('"id":1')) text += new TextDecoder().decode((await reader.read()).value);
         expect(text).toMatch(/event: message\ndata: \{"result":\{\},"jsonrpc":"2.0","id":1\}/);
         await reader.cancel();

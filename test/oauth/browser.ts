@@ -8,7 +8,8 @@ import BeeperDesktop from "@beeper/desktop-api";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createServer, type Server as HttpServer } from "node:http";
@@ -158,5 +159,80 @@ export function browserSuite(
       await mcp.close();
       await page.context().close();
     });
+
+    it("passes the official conformance suite's authorization-server scenarios (metadata, authorization-code grant with iss)", async () => {
+      // The suite prints the authorization URL for a person to open and waits on its own loopback callback: the
+      // person here is chromium, approving on the consent page as in the tests above.
+      const port = await freePort();
+      const client = await register(new Browser(server.url), [`http://127.0.0.1:${port}/callback`], "Conformance");
+      const out = join(tmpdir(), `inboxd-as-conformance-${process.pid}-${port}`);
+      const suite = spawn(
+        join(ROOT, ".ci/with-node"),
+        [
+          "22",
+          "node",
+          CONFORMANCE,
+          "authorization",
+          "--url",
+          server.url,
+          "--client-id",
+          client.client_id,
+          "--resource",
+          `${server.url}/v0/mcp`,
+          "-p",
+          String(port),
+          "-o",
+          out,
+        ],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      );
+      let output = "";
+      const authorizeURL = new Promise<string>((resolve, reject) => {
+        const seen = (chunk: Buffer) => {
+          output += chunk.toString();
+          const url = output.split("\n").find((line) => line.startsWith(`${server.url}/oauth/authorize?`));
+          if (url) resolve(url.trim());
+        };
+        suite.stdout.on("data", seen);
+        suite.stderr.on("data", seen);
+        suite.on("exit", () => reject(new Error(`the suite ended without an authorization URL:\n${output}`)));
+      });
+      const exited = new Promise<number | null>((resolve) => suite.on("exit", resolve));
+      try {
+        const page = await (await browser.newContext()).newPage();
+        await approveInBrowser(page, await authorizeURL, server.signIn);
+        const code = await exited;
+        await page.context().close();
+        const checks = readdirSync(out).flatMap(
+          (dir) =>
+            JSON.parse(readFileSync(join(out, dir, "checks.json"), "utf8")) as {
+              id: string;
+              status: string;
+              errorMessage?: string;
+            }[],
+        );
+        const status = Object.fromEntries(
+          checks.map((c) => [c.id, `${c.status}${c.errorMessage ? `: ${c.errorMessage}` : ""}`]),
+        );
+        console.log(`authorization-server conformance on ${name}:`, status);
+        expect(status["authorization-server-metadata"]).toBe("SUCCESS");
+        expect(status["authorization-code-grant"]).toBe("SUCCESS");
+        expect(code, output).toBe(0);
+      } finally {
+        suite.kill();
+      }
+    }, 120_000);
   });
 }
+
+/** A loopback port nobody listens on now (the suite's callback server takes it). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((r) => probe.close(() => r()));
+  return port;
+}
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const CONFORMANCE = join(ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
