@@ -8,7 +8,7 @@ import { median, memory, type Daemon } from "./daemon.ts";
 import { connectInspector } from "./inspector.ts";
 import type { RequestSpec } from "./load.ts";
 
-const MCP_HEADERS = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" };
+const MCP_HEADERS = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
 
 /** tools/call search_messages for each word ({n} becomes the JSON-RPC id). */
 export function mcpSearchRequests(words: string[]): RequestSpec[] {
@@ -17,6 +17,24 @@ export function mcpSearchRequests(words: string[]): RequestSpec[] {
     path: "/v0/mcp",
     headers: MCP_HEADERS,
     body: `{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{"name":"search_messages","arguments":{"query":${JSON.stringify(word)}}}}`,
+  }));
+}
+
+/**
+ * The same call as a 2026-07-28 client sends it: no initialize before it, the protocol version, client info and
+ * capabilities in `_meta`, and the method and tool named again in the Mcp-Method / Mcp-Name headers.
+ */
+export function mcpModernSearchRequests(words: string[]): RequestSpec[] {
+  return words.map((word) => ({
+    method: "POST",
+    path: "/v0/mcp",
+    headers: {
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/call",
+      "mcp-name": "search_messages",
+    },
+    body: `{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{"name":"search_messages","arguments":{"query":${JSON.stringify(word)}},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
   }));
 }
 
@@ -143,14 +161,19 @@ export async function measureSseSessionMemory(
 }
 
 /** One call before the measurement: a tool error answers 200 too, so the load generator would not see it. */
-export async function checkMcpSearch(url: string, token: string, word: string): Promise<void> {
-  const [spec] = mcpSearchRequests([word]);
+export async function checkMcpSearch(url: string, token: string, word: string, modern = false): Promise<void> {
+  const [spec] = (modern ? mcpModernSearchRequests : mcpSearchRequests)([word]);
   const res = await fetch(url + spec.path, {
     method: "POST",
     headers: { ...spec.headers, authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: spec.body!.replace("{n}", "1"),
   });
   const text = await res.text();
-  if (res.status !== 200 || !text.includes('"structuredContent":{"items":[{') || text.includes('"isError":true'))
+  if (
+    res.status !== 200 ||
+    !text.includes('"structuredContent":{"items":[{') ||
+    text.includes('"isError":true') ||
+    (modern && !text.includes('"resultType":"complete"'))
+  )
     throw new Error(`MCP search_messages for "${word}" answered ${res.status}: ${text.slice(0, 300)}`);
 }

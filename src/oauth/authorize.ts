@@ -61,7 +61,12 @@ export async function readAuthorizeRequest(
   params: URLSearchParams,
 ): Promise<{ ok: AuthorizeRequest } | { page: Response } | { redirect: Response }> {
   const client = await store.client(params.get("client_id") ?? "");
-  if (!client) return { page: errorPage("This app is not registered with inboxd.") };
+  if (!client)
+    return {
+      page: errorPage(
+        "This app is not registered with inboxd, or its registration was removed. Sign in from the app again: it registers itself anew.",
+      ),
+    };
   const redirectURI = params.get("redirect_uri") ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0] : "");
   if (!redirectURIMatches(client.redirect_uris, redirectURI))
     return { page: errorPage("The app asked to return to an address it did not register.") };

@@ -259,6 +259,15 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
       async ({ req }) => {
         const fields = await readForm(req as unknown as Request);
         const grant = fields.get("grant_type");
+        // invalid_client is what makes an MCP client drop its stored registration and register again: a client
+        // whose registration is gone (a new data directory, a removed app) would otherwise retry the same ID forever.
+        const clientID = fields.get("client_id");
+        if (clientID !== null && !(await store.client(clientID)))
+          throw oauthError(
+            401,
+            "invalid_client",
+            "this client_id is not registered here (the registration may have been removed): register again at /oauth/register",
+          );
         if (grant === "authorization_code") return json(await exchangeCode(grants, fields));
         if (grant === "refresh_token") return json(await refreshGrant(grants, fields));
         throw oauthError(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token");

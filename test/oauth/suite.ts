@@ -211,6 +211,28 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
       ).toBe(400);
     });
 
+    it("answers an unknown client_id with invalid_client, the error after which an MCP client registers again", async () => {
+      const { tokens } = await flow();
+      for (const fields of [
+        { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: "client-that-was-removed" },
+        {
+          grant_type: "authorization_code",
+          code: "x",
+          code_verifier: "y".repeat(43),
+          client_id: "client-that-was-removed",
+        },
+      ]) {
+        const answer = await exchange(app, fields);
+        expect(answer.status, fields.grant_type).toBe(401);
+        expect(answer.json.error, fields.grant_type).toBe("invalid_client");
+        expect(answer.json.error_description).toMatch(/register again at \/oauth\/register/);
+      }
+      const page = await app.request(
+        `/oauth/authorize?response_type=code&client_id=client-that-was-removed&code_challenge=${"a".repeat(43)}&code_challenge_method=S256`,
+      );
+      expect(page.text).toMatch(/not registered with inboxd, or its registration was removed/);
+    });
+
     it("revokes a token (RFC 7009); introspection then says inactive, as for unknown tokens", async () => {
       const { tokens } = await flow();
       expect(
