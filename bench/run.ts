@@ -11,6 +11,7 @@ import {
   createToken,
   daemonNodeVersion,
   killAll,
+  median,
   memory,
   runCli,
   startBaseline,
@@ -238,6 +239,8 @@ const IDLE_SETTLE_MS = 2000;
 const IDLE_ROUNDS = 5;
 /** Measured rounds of opening and closing the /v0/sse sessions (the median is reported). */
 const MCP_SESSION_ROUNDS = 3;
+/** Alternating pairs of the 2025-11-25 and 2026-07-28 MCP calls (the median ratio is reported). */
+const MCP_PAIRS = 3;
 /** After the last fan-out send: how long events may still arrive before they count as lost. */
 const FANOUT_DRAIN_S = 2;
 /** A fan-out window during which other processes used more than this (% of one core) is measured again... */
@@ -679,26 +682,38 @@ async function main() {
     const words = work.rareWords.map((w) => w.word);
     await checkMcpSearch(daemon.url, token, words[0]);
     await checkMcpSearch(daemon.url, token, words[0], true);
-    const mcpSearch = await measure(
-      "MCP tools/call search_messages, 2025-11-25 (after initialize): one rare word",
-      daemon.pid,
-      daemon.url,
-      mcpSearchRequests(words),
-      readConcurrency,
-    );
-    add(mcpSearch, "p95 ≤ 20 ms", p95(20)(mcpSearch.result));
-    // The 2026-07-28 call carries its envelope on every request instead of a handshake before it; the target is
-    // its p50 within 1.2× of the 2025-11-25 call's, measured just before on the same daemon and words.
-    const modernSearch = await measure(
-      "MCP tools/call search_messages, 2026-07-28 (stateless, _meta envelope): the same words",
-      daemon.pid,
-      daemon.url,
-      mcpModernSearchRequests(words),
-      readConcurrency,
-    );
-    const ratio = modernSearch.result.p50 / mcpSearch.result.p50;
+    // The 2026-07-28 call carries its envelope on every request instead of a handshake before it. The target is its
+    // p50 within 1.2x of the 2025-11-25 call's on the same daemon and words; on a noisy machine the later of two
+    // phases is often the faster, so they run in MCP_PAIRS pairs of alternating order and the ratio is the pairs'
+    // median.
+    const legacyName = "MCP tools/call search_messages, 2025-11-25 (after initialize): one rare word";
+    const modernName = "MCP tools/call search_messages, 2026-07-28 (stateless, _meta envelope): the same words";
+    const pairs: { legacy: Row; modern: Row; ratio: number }[] = [];
+    const measured = daemon;
+    for (let pair = 0; pair < MCP_PAIRS; pair++) {
+      const run = (modern: boolean) =>
+        measure(
+          modern ? modernName : legacyName,
+          measured.pid,
+          measured.url,
+          (modern ? mcpModernSearchRequests : mcpSearchRequests)(words),
+          readConcurrency,
+        );
+      const first = await run(pair % 2 === 1);
+      const second = await run(pair % 2 === 0);
+      const [legacy, modern] = pair % 2 === 1 ? [second, first] : [first, second];
+      pairs.push({ legacy, modern, ratio: modern.result!.p50 / legacy.result!.p50 });
+    }
+    const ratio = median(pairs.map((p) => p.ratio));
+    const middle = pairs.find((p) => p.ratio === ratio) ?? pairs[0];
+    const mcpSearch = middle.legacy;
+    const modernSearch = middle.modern;
+    add(mcpSearch, "p95 ≤ 20 ms", p95(20)(mcpSearch.result!));
     add(modernSearch, "p50 ≤ 1.2× the 2025-11-25 call", ratio <= 1.2);
-    scalars.push({ name: "  2026-07-28 / 2025-11-25 p50", value: `${ratio.toFixed(2)}×` });
+    scalars.push({
+      name: `  2026-07-28 / 2025-11-25 p50, median of ${MCP_PAIRS} alternating pairs (the pair shown above)`,
+      value: `${ratio.toFixed(2)}× (pairs: ${pairs.map((p) => p.ratio.toFixed(2)).join(" / ")})`,
+    });
     if (!sections.has("endpoints"))
       loads.push(
         await measure(
@@ -727,7 +742,12 @@ async function main() {
     );
     json.mcp = {
       search: { words: words.length, ...mcpSearch.result, serverCpuPct: mcpSearch.cpuPct },
-      modernSearch: { ...modernSearch.result, serverCpuPct: modernSearch.cpuPct, p50Ratio: ratio },
+      modernSearch: {
+        ...modernSearch.result,
+        serverCpuPct: modernSearch.cpuPct,
+        p50Ratio: ratio,
+        pairRatios: pairs.map((p) => p.ratio),
+      },
       sessions,
     };
     await daemon.stop();

@@ -21,8 +21,8 @@ import { listMessagesTool } from "./tools/messages.ts";
 import { plain } from "./format.ts";
 import type { ToolContext } from "./tool.ts";
 
-const UNREAD = "inboxd://unread";
-const chatURI = (chatID: string) => `inboxd://chats/${encodeURIComponent(chatID)}/messages`;
+export const UNREAD_URI = "inboxd://unread";
+export const chatResourceURI = (chatID: string) => `inboxd://chats/${encodeURIComponent(chatID)}/messages`;
 const RECENT_CHATS = 20;
 
 /** Which resource kinds the caller may read: named by the tool that shows the same data. */
@@ -32,7 +32,7 @@ export function listResources(app: Context, allowed: Allowed): Resource[] {
   const out: Resource[] = [];
   if (allowed("list_unread"))
     out.push({
-      uri: UNREAD,
+      uri: UNREAD_URI,
       name: "unread",
       title: "Unread overview",
       mimeType: "text/markdown",
@@ -41,7 +41,7 @@ export function listResources(app: Context, allowed: Allowed): Resource[] {
   if (allowed("list_messages"))
     for (const chat of pageOfChats(app, { limit: RECENT_CHATS }).items)
       out.push({
-        uri: chatURI(chat.id),
+        uri: chatResourceURI(chat.id),
         name: `chat-${chat.localChatID}`,
         title: plain(chat.title),
         mimeType: "text/markdown",
@@ -72,7 +72,7 @@ export function listTemplates(allowed: Allowed): ResourceTemplate[] {
 
 export async function readResource(uri: string, tc: ToolContext, allowed: Allowed): Promise<ReadResourceResult> {
   try {
-    if (uri === UNREAD && allowed("list_unread")) {
+    if (uri === UNREAD_URI && allowed("list_unread")) {
       const { text } = await unreadOverview(tc.app, { includeMuted: false, limit: 10, messagesPerChat: 5 });
       return { contents: [{ uri, mimeType: "text/markdown", text }] };
     }

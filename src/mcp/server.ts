@@ -47,11 +47,19 @@ export const CACHE_HINTS = {
   "resources/read": { ttlMs: 0, cacheScope: "private" },
 } as const;
 
-export function createMcpServer(env: ServerEnv): Server {
+/**
+ * `era`: a 2026-07-28 server (per request, under createMcpHandler) offers resource subscriptions through
+ * subscriptions/listen (src/mcp/streamable.ts feeds them); a 2025 one is stateless here, so it has no session to
+ * keep a resources/subscribe in and offers none.
+ */
+export function createMcpServer(env: ServerEnv, era: "legacy" | "modern" = "legacy"): Server {
   const server = new Server(
     { name: "inboxd", title: "inboxd", version: VERSION },
     {
-      capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
+      capabilities: {
+        tools: { listChanged: false },
+        resources: era === "modern" ? { subscribe: true, listChanged: true } : { listChanged: false },
+      },
       instructions: INSTRUCTIONS,
       cacheHints: CACHE_HINTS,
       // The default (ajv) compiles schemas to code, which workerd forbids.

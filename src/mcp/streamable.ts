@@ -13,15 +13,20 @@
  */
 import {
   createMcpHandler,
+  InMemoryServerEventBus,
   isJsonContentType,
   isLegacyRequest,
+  PROTOCOL_VERSION_META_KEY,
   WebStandardStreamableHTTPServerTransport,
   type AuthInfo,
   type McpHttpHandler,
 } from "@modelcontextprotocol/server";
 import { ApiError } from "../errors.ts";
+import type { EventSink } from "../events/hub.ts";
+import type { DomainEvent } from "../schema/events.ts";
 import type { Principal } from "../http/guard.ts";
 import { readCapped } from "../http/validate.ts";
+import { chatResourceURI, UNREAD_URI } from "./resources.ts";
 import { createMcpServer, type ServerEnv } from "./server.ts";
 import { MCP_BODY_BYTES } from "./upload.ts";
 
@@ -42,15 +47,33 @@ export class StreamableMcp {
   private readonly gone = new WeakMap<Request, AbortSignal>();
 
   constructor(private readonly env: Omit<ServerEnv, "signal">) {
+    const bus = new InMemoryServerEventBus();
     this.modern = createMcpHandler(
-      (ctx) => createMcpServer({ ...env, signal: ctx.requestInfo && this.gone.get(ctx.requestInfo) }),
-      { legacy: "reject", maxRequestBodySize: MCP_BODY_BYTES },
+      (ctx) => createMcpServer({ ...env, signal: ctx.requestInfo && this.gone.get(ctx.requestInfo) }, "modern"),
+      { legacy: "reject", maxRequestBodySize: MCP_BODY_BYTES, bus },
     );
-  }
-
-  /** Where a 2026-07-28 client's `subscriptions/listen` streams learn of changes. */
-  get notify() {
-    return this.modern.notify;
+    // What a 2026-07-28 client's subscriptions/listen stream hears: a message or chat change updates the unread
+    // overview and that chat's messages; a chat's change may change the resource list (it names the newest chats).
+    // Nothing is built while no stream is open. Only URIs go out; reading them takes the reader's own token.
+    const sink: EventSink = {
+      wants: () => bus.listenerCount > 0,
+      deliver: (events: DomainEvent[]) => {
+        const chats = new Set<string>();
+        let chatsChanged = false;
+        for (const event of events) {
+          if (event.body.startsWith('"type":"message.')) chats.add(event.chatID);
+          else if (event.body.startsWith('"type":"chat.')) {
+            chats.add(event.chatID);
+            chatsChanged = true;
+          }
+        }
+        if (chats.size === 0) return;
+        this.modern.notify.resourceUpdated(UNREAD_URI);
+        for (const chatID of chats) this.modern.notify.resourceUpdated(chatResourceURI(chatID));
+        if (chatsChanged) this.modern.notify.resourcesChanged();
+      },
+    };
+    env.events.add(sink);
   }
 
   async handle(request: Request, principal: Principal): Promise<Response> {
@@ -77,7 +100,9 @@ export class StreamableMcp {
     const gone = new AbortController();
     const authInfo = authInfoOf(principal);
     let response: Response;
-    if (await isLegacyRequest(request, parsed)) {
+    if (
+      (eraOf(parsed, request.headers) ?? ((await isLegacyRequest(request, parsed)) ? "legacy" : "modern")) === "legacy"
+    ) {
       const stream = (Array.isArray(parsed) ? parsed : [parsed]).some(isLong);
       const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: !stream });
       await createMcpServer({ ...this.env, signal: gone.signal }).connect(transport);
@@ -93,6 +118,25 @@ export class StreamableMcp {
         )
       : response;
   }
+}
+
+/**
+ * The era of a plain JSON-RPC request that the SDK's classification would find without doubt, so that it runs only
+ * once (inside the modern handler) or not at all: a request other than initialize that carries the envelope's
+ * protocol version is 2026-07-28; one whose `_meta` has none of the envelope's keys, with no MCP-Protocol-Version
+ * header or a 2025-or-earlier one, is 2025. Anything else — batches, notifications, initialize, mixed signals — is
+ * left to isLegacyRequest, the SDK's own decision.
+ */
+function eraOf(parsed: unknown, headers: Headers): "legacy" | "modern" | undefined {
+  const m = parsed as { id?: unknown; method?: unknown; params?: { _meta?: Record<string, unknown> } } | null;
+  if (typeof m !== "object" || m === null || Array.isArray(m) || m.id === undefined || typeof m.method !== "string")
+    return undefined;
+  const meta = m.params?._meta;
+  if (m.method !== "initialize" && meta && PROTOCOL_VERSION_META_KEY in meta) return "modern";
+  const header = headers.get("mcp-protocol-version")?.trim();
+  const envelopeKeys = meta && Object.keys(meta).some((key) => key.startsWith("io.modelcontextprotocol/"));
+  if (!envelopeKeys && (header === undefined || /^202[45]-/.test(header))) return "legacy";
+  return undefined;
 }
 
 function isLong(message: unknown): boolean {

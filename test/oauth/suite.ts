@@ -213,7 +213,7 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
 
     it("answers an unknown client_id with invalid_client, the error after which an MCP client registers again", async () => {
       const { tokens } = await flow();
-      for (const fields of [
+      const attempts: Record<string, string>[] = [
         { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: "client-that-was-removed" },
         {
           grant_type: "authorization_code",
@@ -221,7 +221,8 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
           code_verifier: "y".repeat(43),
           client_id: "client-that-was-removed",
         },
-      ]) {
+      ];
+      for (const fields of attempts) {
         const answer = await exchange(app, fields);
         expect(answer.status, fields.grant_type).toBe(401);
         expect(answer.json.error, fields.grant_type).toBe("invalid_client");
