@@ -56,11 +56,16 @@ function parse(uri: string): URL | undefined {
 }
 
 /** Checks the authorization request: an unknown app or redirect URI is shown as an error, never redirected to. */
+/** A client by its ID: registered, or read from its metadata document (`refused` says why that could not be used). */
+export type ClientLookup = (clientID: string) => Promise<ClientRecord | { refused: string } | null | undefined>;
+
 export async function readAuthorizeRequest(
-  store: OAuthStore,
+  clientOf: ClientLookup,
   params: URLSearchParams,
 ): Promise<{ ok: AuthorizeRequest } | { page: Response } | { redirect: Response }> {
-  const client = await store.client(params.get("client_id") ?? "");
+  const client = await clientOf(params.get("client_id") ?? "");
+  if (client && "refused" in client)
+    return { page: errorPage(`This app's metadata document cannot be used: ${client.refused}.`) };
   if (!client)
     return {
       page: errorPage(
@@ -191,7 +196,12 @@ export function sameOrigin(request: Request): Response | undefined {
   return undefined;
 }
 
-export async function consentDecision(store: OAuthStore, request: Request, now: () => number): Promise<Response> {
+export async function consentDecision(
+  store: OAuthStore,
+  clientOf: ClientLookup,
+  request: Request,
+  now: () => number,
+): Promise<Response> {
   const foreign = sameOrigin(request);
   if (foreign) return foreign;
   const form = await readForm(request);
@@ -199,7 +209,7 @@ export async function consentDecision(store: OAuthStore, request: Request, now: 
   if (!session) return signInPage("/oauth/signed-in", "Sign in again, then ask the app to start over.", 401);
   if (!sameSecret(form.get("csrf") ?? "", session.csrf))
     return errorPage("This form did not come from this server's consent page.", 403);
-  const read = await readAuthorizeRequest(store, form);
+  const read = await readAuthorizeRequest(clientOf, form);
   if ("page" in read) return read.page;
   if ("redirect" in read) return read.redirect;
   const { ok } = read;

@@ -12,11 +12,19 @@ import {
   SESSION_COOKIE,
   signIn,
   signInPage,
+  type ClientLookup,
 } from "./authorize.ts";
 import { oauthError, readForm } from "./form.ts";
 import { exchangeCode, introspect, OWNER, refreshGrant, revoke, type GrantOptions } from "./grants.ts";
 import { page } from "./pages.ts";
 import { OAuthStore } from "./store.ts";
+import {
+  CLIENT_METADATA_TTL_MS,
+  ClientMetadataError,
+  clientFromMetadata,
+  isClientMetadataURL,
+  type FetchClientMetadata,
+} from "./client-metadata.ts";
 
 export { OAuthError, oauthErrorResponse } from "./form.ts";
 export { OAuthStore } from "./store.ts";
@@ -30,7 +38,12 @@ export interface OAuthOptions {
   storage: Storage;
   now: () => number;
   accessTokenTtlMs?: number;
+  /** How a client's metadata URL is fetched; by default fetch, without following redirects. */
+  fetchClientMetadata?: FetchClientMetadata;
 }
+
+const fetchWithoutRedirects: FetchClientMetadata = (url, init) =>
+  fetch(url, { ...init, redirect: "manual", headers: { accept: "application/json" } });
 
 const tag = "OAuth";
 const form = { "application/x-www-form-urlencoded": null };
@@ -52,6 +65,22 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
   };
   const json = (body: unknown, status = 200) =>
     Response.json(body, { status, headers: { "cache-control": "no-store" } });
+  const fetchMetadata = options.fetchClientMetadata ?? fetchWithoutRedirects;
+  /** A registered client, or one whose client_id is its metadata URL: read again once its copy is an hour old. */
+  const clientOf: ClientLookup = async (clientID) => {
+    const stored = await store.client(clientID);
+    if (!isClientMetadataURL(clientID)) return stored;
+    if (stored?.metadataFetchedAt !== undefined && options.now() - stored.metadataFetchedAt < CLIENT_METADATA_TTL_MS)
+      return stored;
+    try {
+      const client = await clientFromMetadata(clientID, fetchMetadata, options.now);
+      await store.saveClient(client);
+      return client;
+    } catch (error) {
+      if (error instanceof ClientMetadataError) return { refused: error.message };
+      throw error;
+    }
+  };
 
   api
     .add(
@@ -155,7 +184,7 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
         extension: true,
       },
       async ({ rc, req }) => {
-        const read = await readAuthorizeRequest(store, rc.url.searchParams);
+        const read = await readAuthorizeRequest(clientOf, rc.url.searchParams);
         if (!("ok" in read)) return "page" in read ? read.page : read.redirect;
         const session = await store.session(cookie(req as unknown as Request, SESSION_COOKIE));
         if (!session) return signInPage(rc.url.pathname + rc.url.search);
@@ -174,7 +203,7 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
         responses: { 303: { description: "Back to the app, with a code or an error" } },
         extension: true,
       },
-      ({ req }) => consentDecision(store, req as unknown as Request, options.now),
+      ({ req }) => consentDecision(store, clientOf, req as unknown as Request, options.now),
     )
     .add(
       {
@@ -354,6 +383,7 @@ export function authorizationServerMetadata(issuer: string) {
     introspection_endpoint_auth_methods_supported: ["none"],
     revocation_endpoint_auth_methods_supported: ["none"],
     authorization_response_iss_parameter_supported: true,
+    client_id_metadata_document_supported: true,
   };
 }
 

@@ -12,6 +12,8 @@ export interface ClientRecord {
   client_name: string;
   redirect_uris: string[];
   createdAt: string;
+  /** A client whose client_id is its metadata URL (src/oauth/client-metadata.ts): when the document was read. */
+  metadataFetchedAt?: number;
 }
 
 export interface CodeRecord {

@@ -160,7 +160,7 @@ export function browserSuite(
       await page.context().close();
     });
 
-    it("passes the official conformance suite's authorization-server scenarios (metadata, authorization-code grant with iss)", async () => {
+    it("passes the official conformance suite's authorization-server scenarios (metadata with CIMD, authorization-code grant with iss)", async () => {
       // The suite prints the authorization URL for a person to open and waits on its own loopback callback: the
       // person here is chromium, approving on the consent page as in the tests above.
       const port = await freePort();
@@ -216,6 +216,7 @@ export function browserSuite(
         );
         console.log(`authorization-server conformance on ${name}:`, status);
         expect(status["authorization-server-metadata"]).toBe("SUCCESS");
+        expect(status["authorization-server-metadata-cimd"]).toBe("SUCCESS");
         expect(status["authorization-code-grant"]).toBe("SUCCESS");
         expect(code, output).toBe(0);
       } finally {

@@ -4,6 +4,8 @@
  * attack of issue 12 as a test of its own.
  */
 import BeeperDesktop from "@beeper/desktop-api";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approve, authorizeQuery, Browser, consentFields, exchange, pkce, register, type Server } from "./kit.ts";
 
@@ -232,6 +234,82 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
         `/oauth/authorize?response_type=code&client_id=client-that-was-removed&code_challenge=${"a".repeat(43)}&code_challenge_method=S256`,
       );
       expect(page.text).toMatch(/not registered with inboxd, or its registration was removed/);
+    });
+
+    describe("Client ID Metadata Documents", () => {
+      // The app's metadata, served from a loopback http server (https is required anywhere else).
+      const documents = new Map<string, (url: string) => { status: number; body: string; headers?: object }>();
+      const docServer = createServer((req, res) => {
+        const url = `http://127.0.0.1:${(docServer.address() as AddressInfo).port}${req.url}`;
+        const answer = documents.get(req.url ?? "")?.(url) ?? { status: 404, body: "" };
+        res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers }).end(answer.body);
+      });
+      let base = "";
+      beforeAll(async () => {
+        await new Promise<void>((resolve) => docServer.listen(0, "127.0.0.1", resolve));
+        base = `http://127.0.0.1:${(docServer.address() as AddressInfo).port}`;
+      });
+      afterAll(() => new Promise((resolve) => docServer.close(resolve)));
+      const metadataFor = (url: string, extra: object = {}) => ({
+        status: 200,
+        body: JSON.stringify({ client_id: url, client_name: "Metadata App", redirect_uris: [redirectURI], ...extra }),
+      });
+
+      it("advertises the support, and runs the code flow for a client_id that is its metadata URL", async () => {
+        const meta = await app.request("/.well-known/oauth-authorization-server");
+        expect(meta.json.client_id_metadata_document_supported).toBe(true);
+        documents.set("/app/client.json", (url) => metadataFor(url));
+        const clientID = `${base}/app/client.json`;
+        const { verifier, challenge } = await pkce();
+        const back = await approve(owner, server, { clientID, redirectURI, challenge });
+        expect(back.searchParams.get("iss")).toBe(server.url);
+        const token = await exchange(app, {
+          grant_type: "authorization_code",
+          code: back.searchParams.get("code")!,
+          code_verifier: verifier,
+          client_id: clientID,
+          redirect_uri: redirectURI,
+        });
+        expect(token.status, token.text).toBe(200);
+        expect((await app.request("/v1/accounts", { token: token.json.access_token })).status).toBe(200);
+      });
+
+      it("refuses a document that redirects, is too big, names another client, or a URL on a private address", async () => {
+        documents.set("/redirects.json", () => ({
+          status: 302,
+          body: "",
+          headers: { location: "http://169.254.169.254/latest/meta-data" },
+        }));
+        documents.set("/big.json", (url) =>
+          metadataFor(url, { client_name: "x".repeat(150), padding: "y".repeat(6000) }),
+        );
+        documents.set("/other.json", () => metadataFor("https://elsewhere.example/client.json"));
+        const page = async (clientID: string) => {
+          const { challenge } = await pkce();
+          const answer = await owner.request(
+            authorizeQuery({
+              response_type: "code",
+              client_id: clientID,
+              redirect_uri: redirectURI,
+              code_challenge: challenge,
+              code_challenge_method: "S256",
+            }),
+          );
+          expect(answer.headers.get("location"), clientID).toBeNull();
+          return answer.text;
+        };
+        expect(await page(`${base}/redirects.json`)).toMatch(/redirects, and redirects are not followed/);
+        expect(await page(`${base}/big.json`)).toMatch(/over 5120 bytes/);
+        expect(await page(`${base}/other.json`)).toMatch(/names another client_id/);
+        expect(await page(`${base}/missing.json`)).toMatch(/answered HTTP 404/);
+        // Not fetched at all: plain http off loopback, and private or link-local addresses.
+        for (const id of [
+          "http://app.example/client.json",
+          "https://10.0.0.7/client.json",
+          "https://169.254.169.254/x",
+        ])
+          expect(await page(id), id).toMatch(/not registered with inboxd/);
+      });
     });
 
     it("revokes a token (RFC 7009); introspection then says inactive, as for unknown tokens", async () => {

@@ -20,7 +20,8 @@ import type { AccountRecord } from "../../store/records.ts";
 import { describeEndpoint, openConnection, type XmppTransport } from "./connection.ts";
 import { inboundMessage, locate, translate, type InboundContext } from "./inbound.ts";
 import { isArchiveResult, queryArchive } from "./mam.ts";
-import { fetchMedia, isPrivateHost, mediaURL } from "./media.ts";
+import { fetchMedia, mediaURL } from "./media.ts";
+import { isPrivateHost } from "../../util/hosts.ts";
 import { applyOccupantPresence, inviteToRoom, joinRoom, roomTitle, type Room } from "./muc.ts";
 import { addToRoster, fetchRoster, rosterUser } from "./roster.ts";
 import {

@@ -1,6 +1,6 @@
 import xml from "@xmpp/xml";
 import { describe, expect, it } from "vitest";
-import { isPrivateHost } from "./media.ts";
+import { isPrivateHost } from "../../util/hosts.ts";
 import type { Room } from "./muc.ts";
 import { translate, type InboundContext } from "./inbound.ts";
 import { NS, parseMessage } from "./stanzas.ts";
