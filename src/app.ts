@@ -120,6 +120,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     storage: options.storage,
     now,
     accessTokenTtlMs: options.accessTokenTtlMs,
+    fetchClientMetadata: options.fetchClientMetadata,
   });
   pipeline.seal();
 

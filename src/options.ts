@@ -9,6 +9,7 @@ import type { RateLimitOptions } from "./http/rate-limit.ts";
 import type { McpOptions } from "./mcp/index.ts";
 import type { ServerInfo } from "./routes/info.ts";
 import type { AssetOptions } from "./services/assets.ts";
+import type { FetchClientMetadata } from "./oauth/client-metadata.ts";
 
 /**
  * Everything a runtime hands `createApp` (src/app.ts): the storage, what only it can do (timers, transports, the
@@ -60,6 +61,8 @@ export interface AppOptions extends GuardOptions {
   mcp?: Pick<McpOptions, "tools">;
   /** How long an OAuth access token lives (default 1 hour). */
   accessTokenTtlMs?: number;
+  /** How an OAuth client's metadata URL is fetched (the daemon pins checked addresses); default fetch. */
+  fetchClientMetadata?: FetchClientMetadata;
   /** Per-token request budgets and failed-authentication throttling (src/http/rate-limit.ts); false turns them off. */
   rateLimit?: RateLimitOptions | false;
   /** The client's network address, as the runtime knows it (for throttling failed authentication). */

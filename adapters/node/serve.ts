@@ -28,6 +28,7 @@ import { UsageError } from "./usage-error.ts";
 import { badRequest } from "../../src/errors.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
 import type { IncomingMessage } from "node:http";
+import { fetchClientMetadataPinned } from "./client-metadata-fetch.ts";
 
 export interface ServeOptions {
   port: number;
@@ -282,6 +283,7 @@ async function startApp(
     mcp: options.mcp,
     rateLimit: options.rateLimit,
     accessTokenTtlMs: options.accessTokenTtlMs,
+    fetchClientMetadata: fetchClientMetadataPinned,
     eventLog: options.eventLog,
     clientAddress: peerAddress,
     xmpp: { transports: [xmppOverTCP], firstBackfill: options.tuning?.xmppFirstBackfill },

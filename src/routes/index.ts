@@ -20,6 +20,7 @@ import { messageRoutes } from "./messages.ts";
 import { tokenRoutes } from "./tokens.ts";
 import { typingRoutes } from "./typing.ts";
 import { webhookRoutes } from "./webhooks.ts";
+import type { FetchClientMetadata } from "../oauth/client-metadata.ts";
 
 export interface RouteDeps {
   info: ServerInfo;
@@ -29,6 +30,7 @@ export interface RouteDeps {
   storage: Storage;
   now: () => number;
   accessTokenTtlMs?: number;
+  fetchClientMetadata?: FetchClientMetadata;
 }
 
 /**
@@ -51,7 +53,12 @@ export function addRoutes(api: Api, deps: RouteDeps): void {
   const openApi = lazyDocument(api, { version: VERSION, errorBodies: v0ErrorBodies, components: v0Components });
   mcpRoutes(api, deps.hub, deps.mcp, openApi);
   specRoutes(api, openApi);
-  oauthRoutes(api, { storage: deps.storage, now: deps.now, accessTokenTtlMs: deps.accessTokenTtlMs });
+  oauthRoutes(api, {
+    storage: deps.storage,
+    now: deps.now,
+    accessTokenTtlMs: deps.accessTokenTtlMs,
+    fetchClientMetadata: deps.fetchClientMetadata,
+  });
   tokenRoutes(api, { storage: deps.storage, now: deps.now });
   webRoutes(api);
 }
