@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { ApiError, badRequest, clip, type Issue } from "../errors.ts";
 import { checkJsonStrings, LIMITS, tooLong, utf8Length } from "../schema/limits.ts";
+import { readAtMost } from "../util/read-at-most.ts";
 
 /**
  * Query strings as the official clients encode them (wire-compat §3): `+` is a space, form-style (the Python SDK's
@@ -134,25 +135,8 @@ export async function readCapped(request: Request, limit: number): Promise<strin
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
   if (!request.body) return "";
-  const reader = request.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read().catch(bodyReadFailed);
-    if (done) break;
-    size += value.length;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLong("request body", limit, ["body"], 413);
-    }
-    parts.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.length;
-  }
+  const all = await readAtMost(request.body, limit).catch(bodyReadFailed);
+  if (!all) throw tooLong("request body", limit, ["body"], 413);
   return new TextDecoder().decode(all);
 }
 

@@ -42,8 +42,9 @@ const LONG_TOOLS = new Set(["wait_for_message"]);
 
 /** Answers /v0/mcp POSTs of both protocol generations, over one set of services. */
 export class StreamableMcp {
-  /** The 2026-07-28 leg: per request, the server built for the request's exchange (its abort signal). */
+  /** The 2026-07-28 leg: the SDK's handler, which builds a server per request. */
   private readonly modern: McpHttpHandler;
+  /** Per request of that leg, what cancels its calls when the client goes away (handed to the server it builds). */
   private readonly gone = new WeakMap<Request, AbortSignal>();
 
   constructor(private readonly env: Omit<ServerEnv, "signal">) {

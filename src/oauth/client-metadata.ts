@@ -13,6 +13,7 @@
  */
 import * as v from "valibot";
 import { isLoopbackHost, isPrivateHost } from "../util/hosts.ts";
+import { readAtMost } from "../util/read-at-most.ts";
 import { redirectURIAllowed } from "./authorize.ts";
 import type { ClientRecord } from "./store.ts";
 
@@ -102,31 +103,15 @@ export async function clientFromMetadata(
 }
 
 async function readLimited(response: Response, limit: number): Promise<string> {
+  const tooBig = () => new ClientMetadataError(`the app's metadata is over ${limit} bytes`);
   if (Number(response.headers.get("content-length") ?? 0) > limit) {
     await response.body?.cancel().catch(() => undefined);
-    throw new ClientMetadataError(`the app's metadata is over ${limit} bytes`);
+    throw tooBig();
   }
-  const reader = response.body?.getReader();
-  if (!reader) return "";
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read().catch(() => {
-      throw new ClientMetadataError("the app's metadata could not be read to its end");
-    });
-    if (done) break;
-    size += value.length;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new ClientMetadataError(`the app's metadata is over ${limit} bytes`);
-    }
-    parts.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    all.set(part, at);
-    at += part.length;
-  }
-  return new TextDecoder().decode(all);
+  if (!response.body) return "";
+  const bytes = await readAtMost(response.body, limit).catch(() => {
+    throw new ClientMetadataError("the app's metadata could not be read to its end");
+  });
+  if (!bytes) throw tooBig();
+  return new TextDecoder().decode(bytes);
 }

@@ -2,6 +2,7 @@ import { imageSize } from "image-size";
 import { NetworkError, type NetworkMedia, type OutgoingFile } from "../../bridges/connector.ts";
 import type { MatrixHttp } from "./http.ts";
 import { seg } from "./http.ts";
+import { readAtMost } from "../../util/read-at-most.ts";
 
 const MXC = /^mxc:\/\/([A-Za-z0-9.:[\]-]+)\/([A-Za-z0-9_-]+)$/;
 
@@ -96,7 +97,9 @@ export async function thumbnailFor(
       query: { width: THUMBNAIL.width, height: THUMBNAIL.height, method: "scale" },
       timeoutMs: 30_000,
     });
-    const bytes = await readAtMost(response, MAX_THUMBNAIL_BYTES);
+    // Too large, or no body: no thumbnail, as for any other failure here.
+    const bytes = response.body && (await readAtMost(response.body, MAX_THUMBNAIL_BYTES));
+    if (!bytes) return undefined;
     const { width, height } = imageSize(bytes);
     const mimetype = response.headers.get("content-type")?.split(";")[0] || "image/jpeg";
     if (!width || !height) return undefined;
@@ -109,23 +112,6 @@ export async function thumbnailFor(
   } catch {
     return undefined;
   }
-}
-
-async function readAtMost(response: Response, max: number): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > max) throw new Error("thumbnail too large");
-    chunks.push(chunk);
-  }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
 }
 
 /** Node's fetch sends the Content-Length given with a stream; workerd needs a FixedLengthStream for it. */
