@@ -14,7 +14,7 @@ import { addRoutes } from "./routes/index.ts";
 import type { ServerInfo } from "./routes/info.ts";
 import { presentAccount } from "./services/accounts.ts";
 import { assetConfig } from "./services/assets.ts";
-import { completeLogin, saveAccountState, syncLoginAccounts } from "./services/bridges.ts";
+import { accountRecords, completeLogin, saveAccountState, syncLoginAccounts } from "./services/bridges.ts";
 import type { Context } from "./services/context.ts";
 import { ingest } from "./services/ingest.ts";
 import { TokenVerifier } from "./services/tokens.ts";
@@ -79,6 +79,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       emit: (account, event) => ingest(context, account, event),
       saveState: (account, state) => saveAccountState(context, account, state),
       setLoginAccounts: (account, accounts) => syncLoginAccounts(context, account, accounts),
+      records: (account) => accountRecords(context, account),
     }),
     sessions: new LoginSessions({
       ttlMs: options.loginSessionTtlMs,

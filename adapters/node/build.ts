@@ -23,12 +23,17 @@ import { join } from "node:path";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 export const BUILT_CLI = join(root, "dist/node/inboxd.mjs");
 
-/** Native SQLite and what loads it: left to node_modules (adapters/node/sqlite-binding.ts picks one at run time). */
-const SQLITE_BINDINGS = [
+/**
+ * Packages the bundle leaves to node_modules: native SQLite and what loads it (adapters/node/sqlite-binding.ts picks
+ * one at run time), and packages that read files from beside their own modules.
+ */
+const LEFT_IN_NODE_MODULES = [
   "better-sqlite3",
   "inboxd-sqlite-node20",
   "db0/connectors/better-sqlite3",
   "db0/connectors/node-sqlite",
+  // matrix-sdk-crypto reads its wasm file from beside its own module (adapters/node/matrix-crypto.ts).
+  "@matrix-org/matrix-sdk-crypto-wasm",
   // ws's optional native helpers: absent unless installed, and ws works without them.
   "bufferutil",
   "utf-8-validate",
@@ -60,7 +65,7 @@ const result = await build({
   platform: "node",
   format: "esm",
   target: "node20",
-  external: SQLITE_BINDINGS,
+  external: LEFT_IN_NODE_MODULES,
   plugins: [webAssetsBeside],
   banner: {
     js: 'import { createRequire as __inboxdRequire } from "node:module"; const require = __inboxdRequire(import.meta.url);',

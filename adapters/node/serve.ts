@@ -5,6 +5,7 @@ import { createApp, type App, type AppOptions } from "../../src/app.ts";
 import { limitHeapGrowth } from "./heap-growth.ts";
 import { xmppOverTCP } from "./xmpp-tcp.ts";
 import { openUpstreamSocket } from "./upstream-socket.ts";
+import { loadMatrixCrypto } from "./matrix-crypto.ts";
 import { arrival, peerAddress, requestFor, type NodeRequest } from "./peer.ts";
 import { LOOPBACK_PROXIES, trustedProxies, type ProxyTrust } from "./forwarded.ts";
 import { baseURL, signInLink } from "./open-command.ts";
@@ -287,7 +288,7 @@ async function startApp(
     eventLog: options.eventLog,
     clientAddress: peerAddress,
     xmpp: { transports: [xmppOverTCP], firstBackfill: options.tuning?.xmppFirstBackfill },
-    matrix: { firstBackfill: options.tuning?.matrixFirstBackfill },
+    matrix: { firstBackfill: options.tuning?.matrixFirstBackfill, loadCrypto: loadMatrixCrypto },
     desktopApi: { openSocket: openUpstreamSocket, firstBackfill: options.tuning?.desktopApiFirstBackfill },
     loginSessionTtlMs: options.tuning?.loginSessionTtlMs,
     sandboxQrDelayMs: options.tuning?.sandboxQrDelayMs,

@@ -14,6 +14,7 @@ import { frameFor, handleClientFrame, readyMessage, type ConnectionState } from 
 import type { DomainEvent } from "../../src/schema/events.ts";
 import { replayLog } from "../../src/events/replay.ts";
 import { eventLogSettings } from "../../src/events/log.ts";
+import { loadMatrixCrypto } from "./matrix-crypto.ts";
 import { openUpstreamSocket } from "./upstream-socket.ts";
 
 /** What a socket carries across hibernation (see upgrade()). */
@@ -288,7 +289,7 @@ export class InboxObject {
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
-      matrix: { firstBackfill: optionalNumber(this.env.INBOXD_MATRIX_FIRST_BACKFILL) },
+      matrix: { firstBackfill: optionalNumber(this.env.INBOXD_MATRIX_FIRST_BACKFILL), loadCrypto: loadMatrixCrypto },
       desktopApi: {
         openSocket: openUpstreamSocket,
         firstBackfill: optionalNumber(this.env.INBOXD_DESKTOP_API_FIRST_BACKFILL),

@@ -132,6 +132,11 @@ export type TypingState = "typing" | "paused";
 export type InboundEvent =
   | { type: "message"; networkChatID: string; message: InboundMessage }
   /**
+   * A message already handed over, as it reads now: its type, text, attachments and reply replace what is stored,
+   * without marking it edited (a Matrix message whose room key arrived after it: it was stored as waiting for it).
+   */
+  | { type: "revision"; networkChatID: string; message: InboundMessage }
+  /**
    * `senderID`, where the network says who made the change: the host applies it only to that sender's message (a
    * network that lets anyone send a correction must not let one person rewrite another's words).
    */
@@ -199,6 +204,23 @@ export interface ConnectorHost {
    * stored.
    */
   setLoginAccounts(accounts: LoginResult["accounts"]): Promise<void>;
+  /**
+   * Records this account keeps beside its state, for what is too large or changes too often to rewrite as one value
+   * (Matrix's end-to-end encryption store): parts numbered 0 to ACCOUNT_RECORD_PARTS - 1. A `put` is written with
+   * the store's next commit, all of that commit's writes at once; the parts are removed with the account.
+   */
+  records: AccountRecords;
+}
+
+/** How many record parts an account has (ConnectorHost.records). */
+export const ACCOUNT_RECORD_PARTS = 256;
+
+export interface AccountRecords {
+  get(part: number): Promise<unknown>;
+  /** `null` removes the part. */
+  put(part: number, value: unknown): void;
+  /** Resolves once every put made before it is durable. */
+  commit(): Promise<void>;
 }
 
 export interface NetworkClient {

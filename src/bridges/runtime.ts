@@ -1,6 +1,6 @@
 import { ApiError } from "../errors.ts";
 import type { AccountRecord } from "../store/records.ts";
-import type { InboundEvent, NetworkClient, NetworkConnector } from "./connector.ts";
+import type { AccountRecords, InboundEvent, NetworkClient, NetworkConnector } from "./connector.ts";
 import type { LoginResult } from "./login.ts";
 
 /**
@@ -11,6 +11,7 @@ export interface AccountReports {
   emit(account: AccountRecord, event: InboundEvent): Promise<void>;
   saveState(account: AccountRecord, state: Record<string, unknown>): Promise<void>;
   setLoginAccounts(account: AccountRecord, accounts: LoginResult["accounts"]): Promise<void>;
+  records(account: AccountRecord): AccountRecords;
 }
 
 /** Holds the connectors and one live client per account, and hands what each client reports to `reports`. */
@@ -37,6 +38,7 @@ export class BridgeRuntime {
       emit: (event) => this.reports.emit(account, event),
       saveState: (state) => this.reports.saveState(account, state),
       setLoginAccounts: (accounts) => this.reports.setLoginAccounts(account, accounts),
+      records: this.reports.records(account),
     });
     this.clients.set(account.accountID, client);
     const connecting = client.connect();

@@ -1,8 +1,8 @@
-import type { NetworkConnector } from "../bridges/connector.ts";
+import { ACCOUNT_RECORD_PARTS, type AccountRecords, type NetworkConnector } from "../bridges/connector.ts";
 import type { LoginCapable, LoginResult } from "../bridges/login.ts";
 import type { LoginSession } from "../bridges/login-sessions.ts";
 import { ApiError, badRequest, clip, notFound } from "../errors.ts";
-import type { AccountRecord, LoginRecord } from "../store/records.ts";
+import { keys, type AccountRecord, type LoginRecord } from "../store/records.ts";
 import { presentAccount } from "./accounts.ts";
 import { callNetwork, type Context } from "./context.ts";
 
@@ -289,10 +289,30 @@ function newAccount(connector: Bridgeable, loginID: string, a: LoginResult["acco
   };
 }
 
-/** Removing accounts deletes their chats and messages from this device: they go from every list and search. */
+/**
+ * Removing accounts deletes their chats and messages from this device: they go from every list and search. Their
+ * connector records (a Matrix account's encryption keys) go with them.
+ */
 async function dropChatsOf(ctx: Context, accounts: AccountRecord[]) {
   for (const chat of [...ctx.db.chats.all()])
     if (accounts.some((a) => a.accountID === chat.accountID)) await ctx.db.dropChat(chat);
+  for (const account of accounts)
+    for (let part = 0; part < ACCOUNT_RECORD_PARTS; part++)
+      ctx.db.kv.remove(keys.accountRecord(account.accountID, part));
+}
+
+/** ConnectorHost.records: an account's numbered parts, written through the store's commits like everything else. */
+export function accountRecords(ctx: Context, account: AccountRecord): AccountRecords {
+  const key = (part: number) => {
+    if (!Number.isInteger(part) || part < 0 || part >= ACCOUNT_RECORD_PARTS)
+      throw new RangeError(`an account record part is 0 to ${ACCOUNT_RECORD_PARTS - 1}, not ${part}`);
+    return keys.accountRecord(account.accountID, part);
+  };
+  return {
+    get: (part) => ctx.db.kv.get(key(part)),
+    put: (part, value) => ctx.db.kv.put(key(part), value),
+    commit: () => ctx.db.commit(),
+  };
 }
 
 /**

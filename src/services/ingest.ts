@@ -1,4 +1,4 @@
-import type { InboundEvent, NetworkChat } from "../bridges/connector.ts";
+import type { InboundEvent, InboundMessage, NetworkChat } from "../bridges/connector.ts";
 import {
   HISTORY_ROOM,
   firstSeqOf,
@@ -67,6 +67,7 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
       db.kv.put(keys.networkMessage(chat.no, m.networkMessageID), record.seq);
       return;
     }
+    if (event.type === "revision") return reviseMessage(ctx, chat, event.message);
     if (event.type === "delete" && (await removeNetworkReaction(ctx, chat, event.networkMessageID, event.senderID)))
       return;
     const seq = await db.kv.get<number>(keys.networkMessage(chat.no, event.networkMessageID));
@@ -114,6 +115,25 @@ export async function ingest(ctx: Context, account: AccountRecord, event: Inboun
     await db.putMessage(chat.no, message);
   });
   await db.commit();
+}
+
+/**
+ * A stored message's content as the network reads it now (a Matrix message decrypted once its key came): the new
+ * text is searchable; what other events changed since (reactions, deletion, an edit's time) stays. Caller holds the
+ * chat's lock.
+ */
+async function reviseMessage(ctx: Context, chat: ChatRecord, m: InboundMessage) {
+  const { db } = ctx;
+  const seq = await db.kv.get<number>(keys.networkMessage(chat.no, m.networkMessageID));
+  const message = seq === undefined ? undefined : await db.message(chat.no, seq);
+  if (!message || message.deleted) return;
+  const now = await inboundRecord(ctx, chat, m);
+  message.type = now.type;
+  message.text = now.text;
+  message.attachments = now.attachments;
+  message.linkedMessageID = now.linkedMessageID;
+  db.index.add(termsOf(message), [message.ts, chat.no, message.seq]);
+  await db.putMessage(chat.no, message);
 }
 
 /** Creates the chat on first sight, or refreshes title and participants. */

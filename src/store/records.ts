@@ -164,6 +164,8 @@ export const keys = {
   segment: (term: string, id: number) => `ixs:${term}:${id}`,
   segmentPage: (term: string, id: number) => `ixd:${term}:${id}`,
   token: (hash: string) => `tok:${hash}`,
+  /** One part of an account's connector records (ConnectorHost.records). */
+  accountRecord: (accountID: string, part: number) => `acr:${encodeKeyPart(accountID)}:${part}`,
   tokenPrefix: "tok:",
 };
 

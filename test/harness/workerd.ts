@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import { Miniflare, type MiniflareOptions } from "miniflare";
 
 export interface WorkerdServer {
@@ -34,6 +34,8 @@ export async function workerOptions(outdir: string) {
     },
     r2Buckets: ["ASSETS"],
     r2Persist: false,
+    // A .wasm import is a compiled module, as wrangler's default rules make it (bundleWorker copies the file).
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
     host: "127.0.0.1",
     port: 0,
   } satisfies MiniflareOptions;
@@ -52,8 +54,24 @@ export async function bundleWorker(outdir: string): Promise<void> {
     conditions: ["workerd", "worker", "browser"],
     target: "es2022",
     external: ["cloudflare:*"],
+    plugins: [wasmBeside(outdir)],
     logLevel: "silent",
   });
+}
+
+/** A .wasm import stays an import of a file beside the bundle (workerd compiles it at load), as wrangler does it. */
+function wasmBeside(outdir: string): Plugin {
+  return {
+    name: "wasm-beside",
+    setup(b) {
+      b.onResolve({ filter: /\.wasm$/ }, async (args) => {
+        const source = join(args.resolveDir, args.path);
+        const name = basename(source);
+        await copyFile(source, join(outdir, name));
+        return { path: `./${name}`, external: true };
+      });
+    },
+  };
 }
 
 /**

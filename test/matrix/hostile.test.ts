@@ -135,6 +135,7 @@ describe("the Matrix client against a hostile homeserver", () => {
         emit: async (e) => void events.push(e),
         saveState: async (s) => void saved.push(structuredClone(s)),
         setLoginAccounts: async () => undefined,
+        records: { get: async () => undefined, put: () => undefined, commit: async () => undefined },
       },
       { firstBackfill: 10 },
     );

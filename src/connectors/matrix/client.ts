@@ -23,7 +23,9 @@ import { readState, USER_ID, type MatrixState } from "./state.ts";
 import { HeldRelations } from "./held-relations.ts";
 import { SyncProcessor, type SyncResponse } from "./sync.ts";
 import { parseEvent } from "./event.ts";
-import { translate } from "./timeline.ts";
+import { translate, UNREADABLE } from "./timeline.ts";
+import { ENCRYPTED_TYPE, MatrixCrypto, newStoreKey, type LoadCrypto } from "./crypto/machine.ts";
+import type { MatrixEvent } from "./event.ts";
 
 /** Messages of each room a first sync loads (older ones load when a client pages back). */
 export const FIRST_BACKFILL = 50;
@@ -39,10 +41,16 @@ const EVERYTHING: ChatCapabilities = {
   attachments: true,
   multipleReactions: true,
 };
-const ENCRYPTED: ChatCapabilities = {
+/** An encrypted room where this account's device cannot encrypt (a token login: the device is another client's). */
+const ENCRYPTED_READ_ONLY: ChatCapabilities = {
   ...{ edits: false, deletes: true, reactions: false, replies: false, attachments: false, multipleReactions: true },
-  readOnly: "this room is end-to-end encrypted, and inboxd cannot encrypt Matrix messages yet",
+  readOnly:
+    "this room is end-to-end encrypted, and this account's device cannot encrypt (sign in with a password, which gives inboxd a device of its own)",
 };
+/** Encrypted rooms: everything but attachments (encrypted media is not sent yet). */
+const ENCRYPTED: ChatCapabilities = { ...EVERYTHING, attachments: false };
+/** The most encrypted events kept waiting for their keys (the oldest are given up first). */
+const MAX_WAITING = 2000;
 
 /**
  * One Matrix account: a /sync long-poll loop (reconnecting on its own with backoff), whose position (`since`) is
@@ -67,12 +75,16 @@ export class MatrixClient implements NetworkClient {
   private authenticatedMedia?: boolean;
   /** Edits and reactions still waiting for their (older) message; lives in the state, saved with it. */
   private readonly held: HeldRelations;
+  /** End-to-end encryption, once the device's store is open (see openCrypto). */
+  private crypto?: MatrixCrypto;
+  private readonly loadCrypto?: LoadCrypto;
 
   constructor(
     private readonly account: AccountRecord,
     private readonly host: ConnectorHost,
-    options: { firstBackfill: number },
+    options: { firstBackfill: number; loadCrypto?: LoadCrypto },
   ) {
+    this.loadCrypto = options.loadCrypto;
     this.state = readState(account.state ?? {});
     this.http = new MatrixHttp(this.state.homeserver, this.state.accessToken);
     this.held = new HeldRelations(((this.state.synced ??= {}).held ??= {}));
@@ -88,6 +100,7 @@ export class MatrixClient implements NetworkClient {
       hold: (roomID, event) => this.held.hold(roomID, event, "newer"),
       historyStarts: (roomID, mark) =>
         void ((this.state.synced ??= {}).history = { ...this.state.synced.history, [roomID]: mark }),
+      decrypt: (roomID, events) => this.decrypted(roomID, events),
     });
   }
 
@@ -106,6 +119,86 @@ export class MatrixClient implements NetworkClient {
     this.stopped = true;
     this.aborter.abort();
     await Promise.race([this.loop, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    const crypto = this.crypto;
+    this.crypto = undefined;
+    if (crypto) {
+      await crypto.checkpoint(true).catch(() => undefined);
+      crypto.close();
+    }
+  }
+
+  /**
+   * Opens the device's encryption store, for a device inboxd made (a password login): a token's device belongs to
+   * another client, whose keys inboxd does not have. Without it encrypted rooms show what they cannot read.
+   */
+  private async openCrypto(): Promise<void> {
+    if (this.crypto || !this.loadCrypto || !this.state.ownDevice) return;
+    if (!this.state.cryptoStoreKey) {
+      this.state.cryptoStoreKey = newStoreKey();
+      await this.host.saveState(this.state as unknown as Record<string, unknown>);
+    }
+    this.crypto = await MatrixCrypto.open({
+      lib: await this.loadCrypto(),
+      userID: this.state.userID,
+      deviceID: this.state.deviceID,
+      storeName: `inboxd-matrix-${this.account.accountID}-${this.state.deviceID}`,
+      storeKey: this.state.cryptoStoreKey,
+      records: this.host.records,
+      http: this.http,
+    });
+  }
+
+  /** A room's encrypted events in the clear where they can be; the others marked, and remembered if worth waiting. */
+  private async decrypted(roomID: string, events: MatrixEvent[]): Promise<MatrixEvent[]> {
+    const crypto = this.crypto;
+    if (!crypto) return events;
+    return Promise.all(
+      events.map(async (event) => {
+        if (event.type !== ENCRYPTED_TYPE) return event;
+        const result = await crypto.decrypt(roomID, event);
+        if ("type" in result) return result;
+        if (result.waiting && result.sessionID) this.wait(result.sessionID, roomID, event.event_id);
+        return { ...event, unsigned: { ...event.unsigned, [UNREADABLE]: result.waiting ? "waiting" : "failed" } };
+      }),
+    );
+  }
+
+  private wait(sessionID: string, roomID: string, eventID: string) {
+    const waiting = ((this.state.synced ??= {}).waiting ??= {});
+    const list = (waiting[sessionID] ??= []);
+    if (!list.some(([, id]) => id === eventID)) list.push([roomID, eventID]);
+    let total = Object.values(waiting).reduce((n, l) => n + l.length, 0);
+    for (const session of Object.keys(waiting)) {
+      if (total <= MAX_WAITING) break;
+      total -= waiting[session].length;
+      delete waiting[session];
+    }
+  }
+
+  /**
+   * Events that waited for room keys which have now arrived: read again and handed over — a message as a revision
+   * of the notice stored for it, an edit or reaction as itself.
+   */
+  private async readArrived(): Promise<void> {
+    const waiting = this.state.synced?.waiting;
+    if (!this.crypto || !waiting) return;
+    for (const sessionID of this.crypto.takeArrivedKeys()) {
+      const events = waiting[sessionID];
+      if (!events) continue;
+      delete waiting[sessionID];
+      for (const [roomID, eventID] of events) {
+        const room = this.rooms.get(roomID);
+        const raw = await this.http
+          .request("GET", `/_matrix/client/v3/rooms/${seg(roomID)}/event/${seg(eventID)}`)
+          .catch(() => undefined);
+        const event = raw && parseEvent(raw, roomID);
+        if (!room || !event) continue;
+        const [clear] = await this.decrypted(roomID, [event]);
+        if (clear.type === ENCRYPTED_TYPE) continue; // still unreadable (and waiting again if worth it)
+        for (const e of translate(clear, { room, selfID: this.state.userID }))
+          await this.host.emit(e.type === "message" ? { ...e, type: "revision" } : e);
+      }
+    }
   }
 
   async logout() {
@@ -119,6 +212,7 @@ export class MatrixClient implements NetworkClient {
       const since = this.state.synced?.since;
       try {
         if (fullState) await this.status("backfilling", since ? "Catching up" : "Loading chats and history");
+        await this.openCrypto();
         const response = await this.http.request<SyncResponse>("GET", "/_matrix/client/v3/sync", {
           query: {
             since,
@@ -135,7 +229,12 @@ export class MatrixClient implements NetworkClient {
         if (this.stopped) return;
         if (typeof response.next_batch !== "string")
           throw new NetworkError("unavailable", "the homeserver's /sync answer has no next_batch", "bad_answer");
+        // Keys first: a room key that came with this batch decrypts the batch's own messages.
+        await this.crypto?.receiveSync(response);
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
+        await this.readArrived();
+        // What the crypto store changed commits with the position after it (a replay would not find it again).
+        await this.crypto?.checkpoint();
         this.state.synced = { ...this.state.synced, since: response.next_batch };
         await this.host.saveState(this.state as unknown as Record<string, unknown>);
         await this.status("connected"); // also after a long gap's progress reports
@@ -181,7 +280,8 @@ export class MatrixClient implements NetworkClient {
   /** An invited room is joined by the first thing sent to it (accepting the invitation, as answering does). */
   private async writable(networkChatID: string): Promise<Room> {
     const room = this.room(networkChatID);
-    if (room.encrypted) throw new NetworkError("unsupported", ENCRYPTED.readOnly!, "encrypted_room");
+    if (room.encrypted && !this.crypto)
+      throw new NetworkError("unsupported", ENCRYPTED_READ_ONLY.readOnly!, "encrypted_room");
     if (room.membership === "invite") {
       await this.http.request("POST", `/_matrix/client/v3/join/${seg(networkChatID)}`, { body: {} });
       room.membership = "join";
@@ -195,6 +295,12 @@ export class MatrixClient implements NetworkClient {
    */
   private async sendEvent(roomID: string, type: string, content: Record<string, unknown>): Promise<string> {
     const txn = `inboxd.${crypto.randomUUID()}`;
+    // Encrypted once, before the first attempt: a repeated PUT carries the same ciphertext under the same txn.
+    const room = this.rooms.get(roomID);
+    if (room?.encrypted && this.crypto) {
+      content = await this.crypto.encrypt(room, type, content);
+      type = ENCRYPTED_TYPE;
+    }
     this.txns.add(txn);
     if (this.txns.size > 5000) this.txns.delete(this.txns.values().next().value!);
     for (let attempt = 1; ; attempt++) {
@@ -215,11 +321,18 @@ export class MatrixClient implements NetworkClient {
   }
 
   capabilities(chat: NetworkChat): ChatCapabilities {
-    return this.rooms.get(chat.networkChatID)?.encrypted ? ENCRYPTED : EVERYTHING;
+    if (!this.rooms.get(chat.networkChatID)?.encrypted) return EVERYTHING;
+    return this.crypto ? ENCRYPTED : ENCRYPTED_READ_ONLY;
   }
 
   async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
-    await this.writable(networkChatID);
+    const room = await this.writable(networkChatID);
+    if (room.encrypted && message.attachment)
+      throw new NetworkError(
+        "unsupported",
+        "attachments cannot be sent to encrypted Matrix rooms yet",
+        "encrypted_room",
+      );
     let content: Record<string, unknown>;
     if (message.attachment) {
       const { info } = message.attachment;
@@ -394,9 +507,11 @@ export class MatrixClient implements NetworkClient {
         },
       );
       const chunk = Array.isArray(page.chunk) ? page.chunk : [];
-      for (const raw of chunk) {
-        const event = parseEvent(raw, networkChatID);
-        if (!event) continue;
+      const events = await this.decrypted(
+        networkChatID,
+        chunk.map((raw) => parseEvent(raw, networkChatID)).filter((e): e is MatrixEvent => e !== undefined),
+      );
+      for (const event of events) {
         for (const e of translate(event, { room, selfID: this.state.userID })) {
           if (e.type === "message") messages.push(this.held.attach(networkChatID, e.message));
           else this.held.hold(networkChatID, e, "older");

@@ -3,10 +3,16 @@ import type { BridgeFacts, LoginCapable } from "../../bridges/login.ts";
 import type { AccountRecord } from "../../store/records.ts";
 import { FIRST_BACKFILL, MatrixClient } from "./client.ts";
 import { createMatrixLogin, matrixFlows } from "./login.ts";
+import type { LoadCrypto } from "./crypto/machine.ts";
 
 export interface MatrixOptions {
   /** How many messages of each room a first sync loads (default 50; older ones load when a client pages back). */
   firstBackfill?: number;
+  /**
+   * Loads matrix-sdk-crypto (the runtime's part: the wasm is loaded differently on Node and in workerd). Without it
+   * encrypted rooms are shown but not read.
+   */
+  loadCrypto?: LoadCrypto;
 }
 
 /**
@@ -18,13 +24,15 @@ export class MatrixConnector implements NetworkConnector, LoginCapable {
   readonly displayName = "Matrix";
   readonly bridge: BridgeFacts = { maxAccounts: 10, capabilities: matrixCapabilities };
   private readonly firstBackfill: number;
+  private readonly loadCrypto?: LoadCrypto;
 
   constructor(options: MatrixOptions = {}) {
     this.firstBackfill = options.firstBackfill ?? FIRST_BACKFILL;
+    this.loadCrypto = options.loadCrypto;
   }
 
   loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient {
-    return new MatrixClient(account, host, { firstBackfill: this.firstBackfill });
+    return new MatrixClient(account, host, { firstBackfill: this.firstBackfill, loadCrypto: this.loadCrypto });
   }
 
   loginFlows() {

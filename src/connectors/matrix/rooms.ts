@@ -16,6 +16,10 @@ export interface Room {
   canonicalAlias?: string;
   avatarURL?: string;
   encrypted: boolean;
+  /** The m.room.encryption content (algorithm, rotation periods), once the room is encrypted. */
+  encryption?: Record<string, unknown>;
+  /** m.room.history_visibility: who an encrypted message's key is shared with ("joined": joined members only). */
+  historyVisibility?: string;
   /** The room that replaced this one (m.room.tombstone). */
   replacement?: string;
   members: Map<string, Member>;
@@ -54,7 +58,14 @@ export function applyState(room: Room, event: MatrixEvent, selfID: string): void
       room.avatarURL = text("url")?.startsWith("mxc://") ? text("url") : undefined;
       break;
     case "m.room.encryption":
-      if (text("algorithm")) room.encrypted = true;
+      // Encryption cannot be turned off again: a later event only changes its settings.
+      if (text("algorithm")) {
+        room.encrypted = true;
+        room.encryption = content;
+      }
+      break;
+    case "m.room.history_visibility":
+      room.historyVisibility = text("history_visibility");
       break;
     case "m.room.tombstone":
       room.replacement = text("replacement_room")?.startsWith("!") ? text("replacement_room") : undefined;

@@ -13,6 +13,11 @@ export interface MatrixState {
   /** The device was made by inboxd's password login (a token login uses a session the user made elsewhere). */
   ownDevice?: boolean;
   /**
+   * The key of the device's end-to-end encryption store (crypto/machine.ts): every value the store keeps in the
+   * account's records is encrypted with it. Made when the store is first opened.
+   */
+  cryptoStoreKey?: string;
+  /**
    * Sync progress. Kept under `synced`, which a reconnect of the login leaves alone (services/bridges.ts), so
    * signing in again resumes where the account stopped instead of loading everything again.
    */
@@ -28,6 +33,8 @@ export interface MatrixState {
     history?: Record<string, HistoryMark>;
     /** Edits and reactions of messages not loaded yet (held-relations.ts). */
     held?: HeldRelationsState;
+    /** Encrypted events waiting for their room key: Megolm session ID → [room ID, event ID] (read once it comes). */
+    waiting?: Record<string, [string, string][]>;
   };
 }
 
@@ -44,10 +51,12 @@ export function readState(state: Record<string, unknown>): MatrixState {
     deviceID: String(s.deviceID ?? ""),
     accessToken: String(s.accessToken ?? ""),
     ...(s.ownDevice === true ? { ownDevice: true } : {}),
+    ...(typeof s.cryptoStoreKey === "string" ? { cryptoStoreKey: s.cryptoStoreKey } : {}),
     synced: {
       since: typeof s.synced?.since === "string" ? s.synced.since : undefined,
       history: historyMarks(s.synced?.history),
       held: heldState(s.synced?.held),
+      waiting: waitingState(s.synced?.waiting),
     },
   };
 }
@@ -78,4 +87,15 @@ function heldState(value: unknown): HeldRelationsState {
       Object.values(room.reactions ?? {}).every((r) => Array.isArray(r) && r.every(Array.isArray)),
   );
   return valid ? rooms : {};
+}
+
+function waitingState(value: unknown): Record<string, [string, string][]> {
+  const waiting: Record<string, [string, string][]> = {};
+  if (!value || typeof value !== "object") return waiting;
+  for (const [session, events] of Object.entries(value as Record<string, unknown>))
+    if (Array.isArray(events))
+      waiting[session] = events.filter(
+        (e): e is [string, string] => Array.isArray(e) && typeof e[0] === "string" && typeof e[1] === "string",
+      );
+  return waiting;
 }

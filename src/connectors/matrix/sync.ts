@@ -5,9 +5,10 @@ import { applyState, memberName, newRoom, roomChat, type Room } from "./rooms.ts
 import type { HistoryMark } from "./state.ts";
 import { parseEvent, type MatrixEvent } from "./event.ts";
 import { translate } from "./timeline.ts";
+import type { CryptoSync } from "./crypto/machine.ts";
 
 /** The parts of a /sync answer the connector reads (everything is checked before use: servers can send anything). */
-export interface SyncResponse {
+export interface SyncResponse extends CryptoSync {
   next_batch?: unknown;
   account_data?: { events?: unknown[] };
   rooms?: {
@@ -41,6 +42,8 @@ export interface SyncDeps {
   hold?(roomID: string, event: InboundEvent): void;
   /** A first load's oldest message of a room and the token before it, where paging back goes on (state.ts). */
   historyStarts?(roomID: string, mark: HistoryMark): void;
+  /** Encrypted events of a room read in the clear, where the account's device can (the others as they came). */
+  decrypt?(roomID: string, events: MatrixEvent[]): Promise<MatrixEvent[]>;
 }
 
 /** Events per /messages page when filling a gap or loading history (what costs a homeserver least per event). */
@@ -179,9 +182,12 @@ export class SyncProcessor {
       if (event?.type === "m.tag" && event.content?.tags && typeof event.content.tags === "object")
         room.tags = event.content.tags as Record<string, unknown>;
     }
-    const timeline = (data.timeline?.events ?? [])
-      .map((raw) => parseEvent(raw, roomID))
-      .filter((e): e is MatrixEvent => e !== undefined);
+    const timeline = await this.decrypted(
+      roomID,
+      (data.timeline?.events ?? [])
+        .map((raw) => parseEvent(raw, roomID))
+        .filter((e): e is MatrixEvent => e !== undefined),
+    );
     for (const event of timeline) {
       const name =
         event.type === "m.room.member" && event.state_key && typeof event.content.displayname === "string"
@@ -252,11 +258,12 @@ export class SyncProcessor {
         },
       );
       const chunk = Array.isArray(page.chunk) ? page.chunk : [];
+      const events = await this.decrypted(
+        room.id,
+        chunk.map((raw) => parseEvent(raw, room.id)).filter((e): e is MatrixEvent => e !== undefined),
+      );
       await this.stored();
-      for (const raw of chunk) {
-        const event = parseEvent(raw, room.id);
-        if (event) this.timelineEvent(room, event, emit);
-      }
+      for (const event of events) this.timelineEvent(room, event, emit);
       filled += chunk.length;
       if (typeof page.end !== "string" || chunk.length === 0 || page.end === token) return;
       if (filled >= GAP_PAGE)
@@ -288,7 +295,12 @@ export class SyncProcessor {
       if (typeof page.end !== "string" || chunk.length === 0 || page.end === token) break;
       token = page.end;
     }
-    return { events: events.reverse(), token };
+    return { events: await this.decrypted(roomID, events.reverse()), token };
+  }
+
+  private decrypted(roomID: string, events: MatrixEvent[]): Promise<MatrixEvent[]> {
+    if (!this.deps.decrypt || !events.some((e) => e.type === "m.room.encrypted")) return Promise.resolve(events);
+    return this.deps.decrypt(roomID, events);
   }
 
   /** `loaded`: on a first load, the events it loaded; a relation to any other (older) event is also held. */

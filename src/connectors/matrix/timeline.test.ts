@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { applyState, MAX_PARTICIPANTS, newRoom, roomChat, roomTitle } from "./rooms.ts";
 import { parseEvent, type MatrixEvent } from "./event.ts";
-import { translate } from "./timeline.ts";
+import { translate, UNREADABLE } from "./timeline.ts";
 
 const SELF = "@alice:example.org";
 const ROOM = "!room:example.org";
@@ -205,10 +205,26 @@ describe("Matrix events in the common model", () => {
     expect(badURL[0]).toMatchObject({ message: { type: "FILE", attachments: [] } });
   });
 
-  it("shows encrypted events as a notice saying they cannot be read yet", () => {
-    expect(
-      one(event({ type: "m.room.encrypted", content: { algorithm: "m.megolm.v1.aes-sha2", ciphertext: "x" } }))[0],
-    ).toMatchObject({ message: { type: "NOTICE", text: expect.stringMatching(/encrypted/) } });
+  it("shows an event it could not decrypt as a notice saying why, and a still-encrypted edit or reaction as nothing", () => {
+    const encrypted = (unsigned?: Record<string, unknown>, content: Record<string, unknown> = {}) =>
+      event({
+        type: "m.room.encrypted",
+        content: { algorithm: "m.megolm.v1.aes-sha2", ciphertext: "x", session_id: "S", ...content },
+        ...(unsigned ? { unsigned } : {}),
+      });
+    expect(one(encrypted())[0]).toMatchObject({
+      message: { type: "NOTICE", text: expect.stringMatching(/cannot decrypt it .*password login/) },
+    });
+    expect(one(encrypted({ [UNREADABLE]: "waiting" }))[0]).toMatchObject({
+      message: { type: "NOTICE", text: expect.stringMatching(/Waiting for this message's key/) },
+    });
+    expect(one(encrypted({ [UNREADABLE]: "failed" }))[0]).toMatchObject({
+      message: { type: "NOTICE", text: expect.stringMatching(/cannot be decrypted on this device/) },
+    });
+    for (const rel_type of ["m.replace", "m.annotation"])
+      expect(
+        one(encrypted({ [UNREADABLE]: "waiting" }, { "m.relates_to": { rel_type, event_id: "$m", key: "👍" } })),
+      ).toEqual([]);
   });
 
   it("shows membership and room changes as notices, and skips what Element does not show", () => {

@@ -4,6 +4,18 @@ import { htmlToText, stripReplyFallback } from "./formatting.ts";
 import type { MatrixEvent } from "./event.ts";
 import { memberName, type Room } from "./rooms.ts";
 
+/**
+ * Set in an encrypted event's `unsigned` by the client when it could not decrypt it: "waiting" for its room key
+ * (the message is revised once the key arrives), or "failed".
+ */
+export const UNREADABLE = "inboxd.unreadable";
+const UNREADABLE_TEXT: Record<string, string> = {
+  waiting: "🔒 Waiting for this message's key: it shows here once the key arrives from the sender's devices.",
+  failed: "🔒 This encrypted message cannot be decrypted on this device.",
+};
+const NO_CRYPTO =
+  "🔒 This message is end-to-end encrypted, and this account's device cannot decrypt it (end-to-end encryption needs a password login, which gives inboxd a device of its own).";
+
 /** The longest text kept from one event; a homeserver caps events at 64 KiB, a hostile one might not. */
 const MAX_TEXT = 64 * 1024;
 
@@ -46,6 +58,9 @@ export function translate(event: MatrixEvent, ctx: TimelineContext): InboundEven
     case "m.sticker":
     case "m.room.encrypted": {
       if (isRedacted(event)) return [];
+      // An edit or reaction still encrypted has nothing to show: it applies once it can be read.
+      if (event.type === "m.room.encrypted" && (rel?.rel_type === "m.replace" || rel?.rel_type === "m.annotation"))
+        return [];
       if (rel?.rel_type === "m.replace" && typeof rel.event_id === "string") {
         const replacement = event.content["m.new_content"];
         if (!replacement || typeof replacement !== "object") return [];
@@ -112,7 +127,7 @@ function messageOf(event: MatrixEvent, ctx: TimelineContext): InboundMessage | u
   if (event.type === "m.room.encrypted")
     return base(event, ctx, {
       type: "NOTICE",
-      text: "🔒 This message is end-to-end encrypted and cannot be read yet: inboxd does not decrypt Matrix messages so far.",
+      text: UNREADABLE_TEXT[String(event.unsigned?.[UNREADABLE])] ?? NO_CRYPTO,
     });
   const rel = relation(c);
   const reply = (rel?.["m.in_reply_to"] as { event_id?: unknown } | undefined)?.event_id;

@@ -1,0 +1,203 @@
+import {
+  ClientEvent,
+  createClient,
+  MatrixEventEvent,
+  RoomEvent,
+  type MatrixClient,
+  type MatrixEvent,
+} from "matrix-js-sdk";
+import { logger, type Logger } from "matrix-js-sdk/lib/logger.js";
+import type { SynapseServer } from "../harness/synapse.ts";
+
+const DEFAULT_WAIT_MS = 20_000;
+
+const quiet = () => undefined;
+const SILENT: Logger = {
+  trace: quiet,
+  debug: quiet,
+  info: quiet,
+  warn: quiet,
+  error: quiet,
+  getChild: () => SILENT,
+};
+
+/** A decrypted room event as the peer saw it. */
+export interface Seen {
+  roomID: string;
+  eventID: string;
+  type: string;
+  sender: string;
+  content: Record<string, any>;
+  /** The event was encrypted on the wire. */
+  encrypted: boolean;
+}
+
+/**
+ * Another person with an end-to-end encrypting client: matrix-js-sdk with its Rust crypto (what Element runs), in
+ * this process, keys in memory. It makes encrypted rooms, sends into them and hands over what it decrypted.
+ */
+export class EncryptedPeer {
+  private readonly seen: Seen[] = [];
+  private readonly waiters = new Set<() => void>();
+
+  private constructor(
+    readonly client: MatrixClient,
+    readonly userID: string,
+  ) {}
+
+  static async start(
+    server: SynapseServer,
+    registered: { userID: string; accessToken: string; deviceID: string },
+  ): Promise<EncryptedPeer> {
+    // The module-wide logger (loglevel underneath) too: parts of the SDK log through it rather than the client's.
+    (logger as unknown as { setLevel(level: string): void }).setLevel("silent");
+    const client = createClient({
+      logger: SILENT, // the SDK logs every sync and key operation
+      baseUrl: server.url,
+      userId: registered.userID,
+      accessToken: registered.accessToken,
+      deviceId: registered.deviceID,
+    });
+    await client.initRustCrypto({ useIndexedDB: false });
+    const peer = new EncryptedPeer(client, registered.userID);
+    client.on(RoomEvent.Timeline, (event, room) => {
+      if (!room) return;
+      if (event.isBeingDecrypted() || event.shouldAttemptDecryption())
+        event.once(MatrixEventEvent.Decrypted, () => peer.note(event, room.roomId));
+      else peer.note(event, room.roomId);
+    });
+    client.on(RoomEvent.MyMembership, (room, membership) => {
+      if (membership === "invite") void client.joinRoom(room.roomId).catch(() => undefined);
+    });
+    const ready = new Promise<void>((resolve) =>
+      client.on(ClientEvent.Sync, (state) => state === "PREPARED" && resolve()),
+    );
+    await client.startClient({ initialSyncLimit: 10 });
+    await ready;
+    return peer;
+  }
+
+  private note(event: MatrixEvent, roomID: string) {
+    if (event.isDecryptionFailure()) return;
+    this.seen.push({
+      roomID,
+      eventID: event.getId() ?? "",
+      type: event.getType(),
+      sender: event.getSender() ?? "",
+      content: event.getContent(),
+      encrypted: event.isEncrypted(),
+    });
+    for (const wake of this.waiters) wake();
+  }
+
+  /** A new encrypted room (a DM when `direct`), with the others invited. */
+  async createEncryptedRoom(invite: string[], options: { name?: string; direct?: boolean } = {}): Promise<string> {
+    const { room_id } = await this.client.createRoom({
+      invite,
+      is_direct: options.direct,
+      preset: "private_chat" as never,
+      ...(options.name ? { name: options.name } : {}),
+      initial_state: [
+        { type: "m.room.encryption", state_key: "", content: { algorithm: "m.megolm.v1.aes-sha2" } },
+        { type: "m.room.history_visibility", state_key: "", content: { history_visibility: "shared" } },
+      ],
+    });
+    await this.waitForRoom(room_id);
+    return room_id;
+  }
+
+  async waitForRoom(roomID: string): Promise<void> {
+    await this.until(`room ${roomID}`, () => this.client.getRoom(roomID)?.getMyMembership() === "join");
+  }
+
+  /** Waits until `userID` is a joined member of the room as this client sees it (so keys are shared with them). */
+  async waitForMember(roomID: string, userID: string): Promise<void> {
+    await this.until(
+      `${userID} joined ${roomID}`,
+      () => this.client.getRoom(roomID)?.getMember(userID)?.membership === "join",
+    );
+  }
+
+  async text(roomID: string, body: string): Promise<string> {
+    return (await this.client.sendTextMessage(roomID, body)).event_id;
+  }
+
+  async reply(roomID: string, to: string, body: string): Promise<string> {
+    return (
+      await this.client.sendEvent(
+        roomID,
+        "m.room.message" as never,
+        {
+          msgtype: "m.text",
+          body,
+          "m.relates_to": { "m.in_reply_to": { event_id: to } },
+        } as never,
+      )
+    ).event_id;
+  }
+
+  async edit(roomID: string, eventID: string, body: string): Promise<string> {
+    return (
+      await this.client.sendEvent(
+        roomID,
+        "m.room.message" as never,
+        {
+          msgtype: "m.text",
+          body: `* ${body}`,
+          "m.new_content": { msgtype: "m.text", body },
+          "m.relates_to": { rel_type: "m.replace", event_id: eventID },
+        } as never,
+      )
+    ).event_id;
+  }
+
+  async react(roomID: string, eventID: string, key: string): Promise<string> {
+    return (
+      await this.client.sendEvent(
+        roomID,
+        "m.reaction" as never,
+        {
+          "m.relates_to": { rel_type: "m.annotation", event_id: eventID, key },
+        } as never,
+      )
+    ).event_id;
+  }
+
+  /** The first event (seen or to come) that matches; fails after the wait, listing what was seen. */
+  async waitFor(what: string, match: (seen: Seen) => boolean, timeoutMs = DEFAULT_WAIT_MS): Promise<Seen> {
+    let found: Seen | undefined;
+    await this.until(
+      what,
+      () => (found = this.seen.find(match)) !== undefined,
+      timeoutMs,
+      () => this.seen.slice(-10).map((s) => `${s.type} ${JSON.stringify(s.content).slice(0, 200)}`),
+    );
+    return found!;
+  }
+
+  private until(what: string, ok: () => boolean, timeoutMs = DEFAULT_WAIT_MS, seen?: () => string[]) {
+    return new Promise<void>((resolve, reject) => {
+      if (ok()) return resolve();
+      const check = () => {
+        if (!ok()) return;
+        cleanup();
+        resolve();
+      };
+      const poll = setInterval(check, 100);
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`${this.userID} waited ${timeoutMs} ms for ${what}; saw:\n${(seen?.() ?? []).join("\n")}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearInterval(poll);
+        clearTimeout(timer);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.client.stopClient();
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * End-to-end encryption in the Matrix connector, against a real Synapse: inboxd signs in as alice (a password login,
+ * so the device is inboxd's own) and matrix-js-sdk with its Rust crypto — what Element runs — acts as bob and carol.
+ * Every message here is encrypted on the wire; the tests check what each side reads in the clear. Tests run in
+ * order and build on each other.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startSynapse, type SynapseServer } from "../harness/synapse.ts";
+import {
+  Client,
+  describeWithSynapse,
+  enc,
+  MATRIX_BRIDGE,
+  randomToken,
+  waitFor,
+  type MatrixTarget,
+  type Runtime,
+} from "./kit.ts";
+import { EncryptedPeer } from "./encrypted-peer.ts";
+import { Peer } from "./peer.ts";
+
+export function encryptedSuite(target: MatrixTarget) {
+  describeWithSynapse(`Matrix end-to-end encryption on ${target.name}, against a real Synapse`, () => {
+    let server: SynapseServer;
+    let runtime: Runtime;
+    let api: Client;
+    let bob: EncryptedPeer;
+    let carol: EncryptedPeer;
+    let phone: Peer; // alice's other session (plain HTTP, no keys): joins rooms for her
+    let accountID: string;
+    let dmRoom: string;
+    let dmChat: string;
+    const password = (user: string) => `${user}-secret-${user.length * 7}`;
+    const inboxdDeviceKeys = async () => {
+      const answer = await phone.request("POST", "/_matrix/client/v3/keys/query", {
+        device_keys: { [phone.userID]: [] },
+      });
+      const devices = answer.device_keys[phone.userID] as Record<string, { keys: Record<string, string> }>;
+      return Object.fromEntries(Object.entries(devices).map(([id, d]) => [id, d.keys]));
+    };
+
+    beforeAll(async () => {
+      server = await startSynapse();
+      const registered = {
+        alice: await server.register("alice", password("alice"), { displayName: "Alice" }),
+        bob: await server.register("bob", password("bob"), { displayName: "Bob" }),
+        carol: await server.register("carol", password("carol"), { displayName: "Carol" }),
+      };
+      phone = await Peer.from(server, registered.alice);
+      bob = await EncryptedPeer.start(server, registered.bob);
+      carol = await EncryptedPeer.start(server, registered.carol);
+      runtime = await target.start(randomToken(), { firstBackfill: 20 });
+      api = new Client(runtime);
+    }, 120_000);
+
+    afterAll(async () => {
+      await Promise.all([bob, carol, phone].map((p) => p?.close().catch(() => undefined)));
+      await runtime?.stop();
+      await server?.close();
+    });
+
+    it("signs in with a password and uploads the device's keys", async () => {
+      const session = await api.login(
+        { username: `@alice:${server.serverName}`, password: password("alice"), homeserver: server.url },
+        undefined,
+        { bridgeID: MATRIX_BRIDGE, flowID: "password" },
+      );
+      expect(session.status).toBe("complete");
+      accountID = session.accountID;
+      await api.accountStatus(accountID, "connected", undefined, 60_000);
+      const devices = await waitFor("inboxd's device keys on the server", async () => {
+        const keys = await inboxdDeviceKeys();
+        return Object.keys(keys).length > 0 ? keys : undefined;
+      });
+      const [deviceID, keys] = Object.entries(devices)[0];
+      expect(keys[`ed25519:${deviceID}`]).toMatch(/^[A-Za-z0-9+/]{43}$/);
+      expect(keys[`curve25519:${deviceID}`]).toMatch(/^[A-Za-z0-9+/]{43}$/);
+    });
+
+    it("reads bob's encrypted DM, and bob reads alice's answer (encrypted on the wire both ways)", async () => {
+      dmRoom = await bob.createEncryptedRoom([phone.userID], { direct: true });
+      await phone.join(dmRoom);
+      await bob.waitForMember(dmRoom, phone.userID);
+      const first = await bob.text(dmRoom, "a secret hello");
+      const wire = await phone.request("GET", `/_matrix/client/v3/rooms/${enc(dmRoom)}/event/${enc(first)}`);
+      expect(wire.type).toBe("m.room.encrypted");
+      const chat = await api.chatTitled(accountID, "Bob");
+      dmChat = chat.id;
+      const got = await api.messageWith(dmChat, (m) => m.text === "a secret hello", "bob's decrypted message", 30_000);
+      expect(got).toMatchObject({ senderID: bob.userID, isSender: false });
+      const sent = await api.sdk.messages.send(dmChat, { text: "hello **bob**, secretly" });
+      const answer = await bob.waitFor("alice's encrypted answer", (s) => s.content.body === "hello **bob**, secretly");
+      expect(answer).toMatchObject({ encrypted: true, sender: phone.userID, type: "m.room.message" });
+      expect(answer.content.formatted_body).toBe("hello <strong>bob</strong>, secretly");
+      await api.messageWith(
+        dmChat,
+        (m) => m.id === sent.pendingMessageID && m.sendStatus?.status === "SUCCESS",
+        "alice's own message",
+      );
+      // Nothing doubled by the echo of alice's encrypted send.
+      const texts = (await api.messages(dmChat)).map((m) => m.text);
+      expect(texts.filter((t) => t === "hello **bob**, secretly")).toHaveLength(1);
+    });
+
+    it("passes a reply, an edit and a reaction both ways in the encrypted DM", async () => {
+      const target = await bob.text(dmRoom, "reply to me, encrypted");
+      const message = await api.messageWith(dmChat, (m) => m.text === "reply to me, encrypted", "bob's message");
+      await api.sdk.messages.send(dmChat, { text: "an encrypted reply", replyToMessageID: message.id });
+      const reply = await bob.waitFor("alice's reply", (s) => s.content.body === "an encrypted reply");
+      expect(reply.encrypted).toBe(true);
+      expect(reply.content["m.relates_to"]).toMatchObject({ "m.in_reply_to": { event_id: target } });
+      await api.sdk.chats.messages.reactions.add(message.id, { chatID: dmChat, reactionKey: "🔐" });
+      const reaction = await bob.waitFor(
+        "alice's reaction",
+        (s) => s.type === "m.reaction" && s.sender === phone.userID,
+      );
+      expect(reaction.encrypted).toBe(true);
+      expect(reaction.content["m.relates_to"]).toMatchObject({ rel_type: "m.annotation", event_id: target, key: "🔐" });
+      const mine = await api.messageWith(dmChat, (m) => m.text === "an encrypted reply", "alice's reply");
+      await api.sdk.messages.update(mine.id, { chatID: dmChat, text: "an encrypted reply, edited" });
+      const edit = await bob.waitFor(
+        "alice's edit",
+        (s) => s.sender === phone.userID && s.content["m.relates_to"]?.rel_type === "m.replace",
+      );
+      expect(edit.encrypted).toBe(true);
+      expect(edit.content["m.new_content"]).toMatchObject({ body: "an encrypted reply, edited" });
+
+      await bob.reply(dmRoom, target, "bob answers himself");
+      const bobsReply = await api.messageWith(dmChat, (m) => m.text === "bob answers himself", "bob's reply");
+      expect(bobsReply.linkedMessageID).toBe(message.id);
+      await bob.edit(dmRoom, target, "reply to me, encrypted and edited");
+      await api.messageWith(dmChat, (m) => m.text === "reply to me, encrypted and edited", "bob's edit");
+      await bob.react(dmRoom, target, "👍");
+      await waitFor("bob's reaction", async () =>
+        (await api.messages(dmChat))
+          .find((m) => m.id === message.id)
+          ?.reactions?.some((r) => r.participantID === bob.userID && r.reactionKey === "👍"),
+      );
+    });
+
+    it("talks in an encrypted group of three", async () => {
+      const room = await bob.createEncryptedRoom([phone.userID, carol.userID], { name: "Secret three" });
+      await phone.join(room);
+      await carol.waitForRoom(room);
+      await bob.waitForMember(room, phone.userID);
+      await bob.waitForMember(room, carol.userID);
+      await bob.text(room, "bob to the three");
+      const chat = await api.chatTitled(accountID, "Secret three");
+      await api.messageWith(chat.id, (m) => m.text === "bob to the three", "bob's group message", 30_000);
+      await carol.waitForMember(room, phone.userID);
+      await carol.text(room, "carol to the three");
+      await api.messageWith(chat.id, (m) => m.text === "carol to the three", "carol's group message", 30_000);
+      await api.sdk.messages.send(chat.id, { text: "alice to the three" });
+      for (const peer of [bob, carol]) {
+        const seen = await peer.waitFor("alice's group message", (s) => s.content.body === "alice to the three");
+        expect(seen.encrypted).toBe(true);
+      }
+    });
+
+    it("restarts in the middle of the conversation: same device, same keys, nothing left unreadable", async () => {
+      const before = await inboxdDeviceKeys();
+      await runtime.restart(async () => {
+        for (let i = 1; i <= 3; i++) await bob.text(dmRoom, `while inboxd was down ${i}`);
+      });
+      await api.accountStatus(accountID, "connected", undefined, 60_000);
+      for (let i = 1; i <= 3; i++)
+        await api.messageWith(dmChat, (m) => m.text === `while inboxd was down ${i}`, `offline message ${i}`, 30_000);
+      await bob.text(dmRoom, "after the restart");
+      await api.messageWith(dmChat, (m) => m.text === "after the restart", "bob's message after the restart", 30_000);
+      await api.sdk.messages.send(dmChat, { text: "alice after the restart" });
+      await bob.waitFor("alice's message after the restart", (s) => s.content.body === "alice after the restart");
+      expect(await inboxdDeviceKeys()).toEqual(before);
+      const unreadable = (await api.messages(dmChat)).filter((m) => /🔒/.test(m.text ?? ""));
+      expect(unreadable).toEqual([]);
+    });
+  });
+}
