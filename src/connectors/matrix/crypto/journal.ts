@@ -50,6 +50,8 @@ interface Part {
 
 /** Writes to watched databases: database name → record IDs (or "*" for a store rewritten whole). */
 const dirtyByDatabase = new Map<string, Set<string>>();
+/** Every open connection, by database: a store that failed to open leaves its connections behind (see restore). */
+const connectionsByDatabase = new Map<string, Set<IDBDatabase>>();
 let patched = false;
 
 /** Makes fake-indexeddb the runtime's IndexedDB (the Rust store looks it up on the global object) and watches writes. */
@@ -77,6 +79,23 @@ export function installIndexedDB(): void {
   const mark = (store: IDBObjectStore, key: IDBValidKey | "*") => {
     const dirty = dirtyByDatabase.get(store.transaction.db.name);
     dirty?.add(key === "*" ? `${store.name}\u0000*` : recordID(store.name, key));
+  };
+  const factory = IDBFactory.prototype;
+  const originalOpen = factory.open;
+  factory.open = function (this: IDBFactory, name: string, version?: number) {
+    const request = original(this, name, version);
+    request.addEventListener("success", () => {
+      const connections = connectionsByDatabase.get(name) ?? new Set();
+      connectionsByDatabase.set(name, connections.add(request.result));
+    });
+    return request;
+  };
+  const original = (f: IDBFactory, name: string, version?: number) =>
+    version === undefined ? originalOpen.call(f, name) : originalOpen.call(f, name, version);
+  const originalClose = IDBDatabase.prototype.close;
+  IDBDatabase.prototype.close = function (this: IDBDatabase) {
+    connectionsByDatabase.get(this.name)?.delete(this);
+    return originalClose.call(this);
   };
   const proto = IDBObjectStore.prototype;
   for (const method of ["put", "add"] as const) {
@@ -173,9 +192,14 @@ export class IndexedDBJournal {
         if (!byDatabase.has(database)) byDatabase.set(database, []);
         byDatabase.get(database)!.push([id.slice(split + 1), value]);
       }
-    for (const [name, schema] of Object.entries(schemas)) {
-      // A database left over in memory (an account loaded again in the same process) is replaced by what is stored.
+    // A database left over in memory (an account loaded again in the same process) is replaced by what is stored.
+    // Connections still open to it are dead: the crypto store closes its own when it closes, but not when it fails
+    // to open (a store key that does not fit), and the deletion would wait for them for ever.
+    for (const name of ours) {
+      for (const connection of connectionsByDatabase.get(name) ?? []) connection.close();
       await request(indexedDB.deleteDatabase(name));
+    }
+    for (const [name, schema] of Object.entries(schemas)) {
       const open = indexedDB.open(name, schema.version);
       open.onupgradeneeded = () => {
         for (const [storeName, store] of Object.entries(schema.stores)) {
