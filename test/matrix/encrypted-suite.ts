@@ -17,6 +17,7 @@ import {
   type Runtime,
 } from "./kit.ts";
 import { EncryptedPeer } from "./encrypted-peer.ts";
+import { HeldKeySender } from "./held-key-sender.ts";
 import { Peer } from "./peer.ts";
 
 export function encryptedSuite(target: MatrixTarget) {
@@ -26,7 +27,10 @@ export function encryptedSuite(target: MatrixTarget) {
     let api: Client;
     let bob: EncryptedPeer;
     let carol: EncryptedPeer;
+    let dave: HeldKeySender; // sends a message first and its room key later
     let phone: Peer; // alice's other session (plain HTTP, no keys): joins rooms for her
+    let lateRoom: string;
+    let lateChat: string;
     let accountID: string;
     let dmRoom: string;
     let dmChat: string;
@@ -45,16 +49,18 @@ export function encryptedSuite(target: MatrixTarget) {
         alice: await server.register("alice", password("alice"), { displayName: "Alice" }),
         bob: await server.register("bob", password("bob"), { displayName: "Bob" }),
         carol: await server.register("carol", password("carol"), { displayName: "Carol" }),
+        dave: await server.register("dave", password("dave"), { displayName: "Dave" }),
       };
       phone = await Peer.from(server, registered.alice);
       bob = await EncryptedPeer.start(server, registered.bob);
       carol = await EncryptedPeer.start(server, registered.carol);
+      dave = await HeldKeySender.start(server, registered.dave);
       runtime = await target.start(randomToken(), { firstBackfill: 20 });
       api = new Client(runtime);
     }, 120_000);
 
     afterAll(async () => {
-      await Promise.all([bob, carol, phone].map((p) => p?.close().catch(() => undefined)));
+      await Promise.all([bob, carol, dave, phone].map((p) => p?.close().catch(() => undefined)));
       await runtime?.stop();
       await server?.close();
     });
@@ -157,21 +163,60 @@ export function encryptedSuite(target: MatrixTarget) {
       }
     });
 
+    const waitingNotice = (chatID: string, what: string) =>
+      api.messageWith(
+        chatID,
+        (m) => m.senderID === dave.userID && m.type === "NOTICE" && /Waiting for this message's key/.test(m.text ?? ""),
+        what,
+        30_000,
+      );
+
+    it("shows a message whose key comes late as waiting, and fills it in where it is when the key arrives", async () => {
+      lateRoom = await dave.peer.createRoom({ name: "Late keys", invite: [phone.userID], encrypted: true });
+      await phone.join(lateRoom);
+      lateChat = (await api.chatTitled(accountID, "Late keys")).id;
+      const held = await dave.sendHoldingKey(lateRoom, [phone.userID], "a secret that waited for its key");
+      const waiting = await waitingNotice(lateChat, "the message waiting for its key");
+      await held.release();
+      const filled = await api.messageWith(
+        lateChat,
+        (m) => m.id === waiting.id && m.text === "a secret that waited for its key",
+        "the message filled in once its key came",
+        30_000,
+      );
+      expect(filled).toMatchObject({ type: "TEXT", senderID: dave.userID, sortKey: waiting.sortKey });
+      const texts = (await api.messages(lateChat)).map((m) => m.text);
+      expect(texts.filter((t) => t === "a secret that waited for its key")).toHaveLength(1);
+      expect(texts.filter((t) => /🔒/.test(t ?? ""))).toEqual([]);
+    });
+
     it("restarts in the middle of the conversation: same device, same keys, nothing left unreadable", async () => {
       const before = await inboxdDeviceKeys();
+      // A message still waiting for its key when inboxd stops, whose key comes while it is down.
+      const held = await dave.sendHoldingKey(lateRoom, [phone.userID], "its key came while inboxd was down");
+      const waiting = await waitingNotice(lateChat, "the message waiting across the restart");
       await runtime.restart(async () => {
         for (let i = 1; i <= 3; i++) await bob.text(dmRoom, `while inboxd was down ${i}`);
+        await held.release();
       });
       await api.accountStatus(accountID, "connected", undefined, 60_000);
       for (let i = 1; i <= 3; i++)
         await api.messageWith(dmChat, (m) => m.text === `while inboxd was down ${i}`, `offline message ${i}`, 30_000);
+      await api.messageWith(
+        lateChat,
+        (m) => m.id === waiting.id && m.text === "its key came while inboxd was down",
+        "the message whose key came during the restart",
+        30_000,
+      );
       await bob.text(dmRoom, "after the restart");
       await api.messageWith(dmChat, (m) => m.text === "after the restart", "bob's message after the restart", 30_000);
       await api.sdk.messages.send(dmChat, { text: "alice after the restart" });
       await bob.waitFor("alice's message after the restart", (s) => s.content.body === "alice after the restart");
       expect(await inboxdDeviceKeys()).toEqual(before);
-      const unreadable = (await api.messages(dmChat)).filter((m) => /🔒/.test(m.text ?? ""));
-      expect(unreadable).toEqual([]);
+      for (const chat of [dmChat, lateChat]) {
+        const unreadable = (await api.messages(chat)).filter((m) => /🔒/.test(m.text ?? ""));
+        expect(unreadable).toEqual([]);
+      }
     });
   });
 }
