@@ -7,6 +7,7 @@ import {
   type MatrixEvent,
 } from "matrix-js-sdk";
 import { logger, type Logger } from "matrix-js-sdk/lib/logger.js";
+import { decryptAttachment, encryptAttachment, type IEncryptedFile } from "matrix-encrypt-attachment";
 import type { SynapseServer } from "../harness/synapse.ts";
 
 const DEFAULT_WAIT_MS = 20_000;
@@ -161,6 +162,45 @@ export class EncryptedPeer {
         } as never,
       )
     ).event_id;
+  }
+
+  /**
+   * Sends an image to an encrypted room the way Element does: encrypted with matrix-encrypt-attachment (Element's
+   * own library, on Node's crypto), the ciphertext uploaded, the key in the event's `file` object.
+   */
+  async sendEncryptedImage(
+    roomID: string,
+    bytes: Uint8Array,
+    image: { name: string; mimeType: string; width: number; height: number },
+  ): Promise<{ eventID: string; file: IEncryptedFile & { url: string } }> {
+    const plain = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    const { data, info } = await encryptAttachment(plain);
+    const { content_uri } = await this.client.uploadContent(new Uint8Array(data) as never, {
+      type: "application/octet-stream",
+      includeFilename: false,
+    });
+    const file = { ...info, url: content_uri };
+    const { event_id } = await this.client.sendEvent(
+      roomID,
+      "m.room.message" as never,
+      {
+        msgtype: "m.image",
+        body: image.name,
+        filename: image.name,
+        file,
+        info: { mimetype: image.mimeType, size: bytes.byteLength, w: image.width, h: image.height },
+      } as never,
+    );
+    return { eventID: event_id, file };
+  }
+
+  /** Downloads the file of an encrypted message and opens it with the key its event carries. */
+  async openEncryptedFile(file: IEncryptedFile & { url: string }): Promise<Uint8Array> {
+    const url = this.client.mxcUrlToHttp(file.url);
+    if (!url) throw new Error(`not an mxc URL: ${file.url}`);
+    const response = await fetch(url, { headers: { authorization: `Bearer ${this.client.getAccessToken()}` } });
+    if (!response.ok) throw new Error(`${this.userID}: downloading ${file.url} answered ${response.status}`);
+    return new Uint8Array(await decryptAttachment(await response.arrayBuffer(), file));
   }
 
   /** The first event (seen or to come) that matches; fails after the wait, listing what was seen. */

@@ -10,6 +10,7 @@ import {
   Client,
   describeWithSynapse,
   enc,
+  imageBytes,
   MATRIX_BRIDGE,
   randomToken,
   waitFor,
@@ -142,6 +143,65 @@ export function encryptedSuite(target: MatrixTarget) {
           .find((m) => m.id === message.id)
           ?.reactions?.some((r) => r.participantID === bob.userID && r.reactionKey === "👍"),
       );
+    });
+
+    it("passes an image both ways in the encrypted DM, byte-exact, with its key never in the API", async () => {
+      const bytes = imageBytes();
+      const serve = async (id: string) => {
+        const served = await fetch(`${runtime.url}/v1/assets/serve?url=${enc(id)}`, {
+          headers: { authorization: `Bearer ${runtime.token}` },
+        });
+        expect(served.status).toBe(200);
+        return Buffer.from(await served.arrayBuffer());
+      };
+      const sent = await bob.sendEncryptedImage(dmRoom, bytes, {
+        name: "secret-cat.png",
+        mimeType: "image/png",
+        width: 1,
+        height: 1,
+      });
+      const key = sent.file.key.k as string;
+      const wire = await phone.request("GET", `/_matrix/client/v3/rooms/${enc(dmRoom)}/event/${enc(sent.eventID)}`);
+      expect(wire.type).toBe("m.room.encrypted");
+      const got = await api.messageWith(
+        dmChat,
+        (m) => m.type === "IMAGE" && m.attachments?.[0]?.fileName === "secret-cat.png",
+        "bob's encrypted image",
+        30_000,
+      );
+      const attachment = got.attachments![0];
+      expect(attachment).toMatchObject({ type: "img", mimeType: "image/png", size: { width: 1, height: 1 } });
+      expect((await serve(attachment.id!)).equals(Buffer.from(bytes))).toBe(true);
+
+      const upload = await api.sdk.assets.upload({
+        file: new File([Buffer.from(bytes)], "secret-dog.png", { type: "image/png" }),
+      });
+      await api.sdk.messages.send(dmChat, { attachment: { uploadID: upload.uploadID! } });
+      const image = await bob.waitFor(
+        "alice's encrypted image",
+        (s) => s.sender === phone.userID && s.content.msgtype === "m.image",
+      );
+      expect(image.encrypted).toBe(true);
+      expect(image.content.url).toBeUndefined(); // only `file`: the server never sees the image
+      expect(image.content).toMatchObject({
+        filename: "secret-dog.png",
+        info: { mimetype: "image/png", size: bytes.length, w: 1, h: 1 },
+      });
+      expect(Buffer.from(await bob.openEncryptedFile(image.content.file)).equals(Buffer.from(bytes))).toBe(true);
+      const stored = await fetch(
+        `${server.url}/_matrix/media/v3/download/${(image.content.file.url as string).slice("mxc://".length)}`,
+      );
+      expect(Buffer.from(await stored.arrayBuffer()).equals(Buffer.from(bytes))).toBe(false);
+      // alice's own image, as the API lists it, is served from the same encrypted file.
+      const mine = await api.messageWith(
+        dmChat,
+        (m) => m.isSender === true && m.attachments?.[0]?.fileName === "secret-dog.png" && !!m.attachments[0].id,
+        "alice's image in the list",
+      );
+      expect((await serve(mine.attachments![0].id!)).equals(Buffer.from(bytes))).toBe(true);
+      // Neither file's key is anywhere in what the API answers.
+      const listed = JSON.stringify(await api.messages(dmChat));
+      for (const k of [key, image.content.file.key.k as string]) expect(listed).not.toContain(k);
     });
 
     it("talks in an encrypted group of three", async () => {

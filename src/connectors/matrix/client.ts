@@ -8,6 +8,7 @@ import {
   type NetworkChat,
   type NetworkClient,
   type NetworkMedia,
+  type OutgoingFile,
   type OutgoingMessage,
   type SendReceipt,
   type TypingState,
@@ -17,7 +18,9 @@ import type { AccountRecord } from "../../store/records.ts";
 import { Backoff, sleep } from "../../util/backoff.ts";
 import { markdownToHTML } from "./formatting.ts";
 import { MatrixError, MatrixHttp, seg } from "./http.ts";
-import { downloadMedia, msgtypeFor, thumbnailFor, uploadMedia } from "./media.ts";
+import { downloadMedia, downloadMediaBytes, msgtypeFor, thumbnailFor, uploadBytes, uploadMedia } from "./media.ts";
+import { findEncryptedFile, MAX_ENCRYPTED_MEDIA_BYTES, parseEncryptedMediaID } from "./encrypted-media.ts";
+import { readAtMost } from "../../util/read-at-most.ts";
 import { memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
 import { readState, USER_ID, type MatrixState } from "./state.ts";
 import { HeldRelations } from "./held-relations.ts";
@@ -41,14 +44,16 @@ const EVERYTHING: ChatCapabilities = {
   attachments: true,
   multipleReactions: true,
 };
+const NO_DEVICE =
+  "this room is end-to-end encrypted, and this account's device cannot encrypt (sign in with a password, which gives inboxd a device of its own)";
 /** An encrypted room where this account's device cannot encrypt (a token login: the device is another client's). */
 const ENCRYPTED_READ_ONLY: ChatCapabilities = {
   ...{ edits: false, deletes: true, reactions: false, replies: false, attachments: false, multipleReactions: true },
-  readOnly:
-    "this room is end-to-end encrypted, and this account's device cannot encrypt (sign in with a password, which gives inboxd a device of its own)",
+  readOnly: NO_DEVICE,
 };
-/** Encrypted rooms: everything but attachments (encrypted media is not sent yet). */
-const ENCRYPTED: ChatCapabilities = { ...EVERYTHING, attachments: false };
+/** Encrypted rooms where this device encrypts: everything (files go up encrypted, see encrypted-media.ts). */
+const ENCRYPTED: ChatCapabilities = EVERYTHING;
+const TOO_LARGE = `files in encrypted rooms are at most ${MAX_ENCRYPTED_MEDIA_BYTES / 1024 / 1024} MiB here (they are encrypted in memory)`;
 /** The most encrypted events kept waiting for their keys (the oldest are given up first). */
 const MAX_WAITING = 2000;
 
@@ -327,31 +332,29 @@ export class MatrixClient implements NetworkClient {
 
   async send(networkChatID: string, message: OutgoingMessage): Promise<SendReceipt> {
     const room = await this.writable(networkChatID);
-    if (room.encrypted && message.attachment)
-      throw new NetworkError(
-        "unsupported",
-        "attachments cannot be sent to encrypted Matrix rooms yet",
-        "encrypted_room",
-      );
     let content: Record<string, unknown>;
     if (message.attachment) {
       const { info } = message.attachment;
-      const url = await uploadMedia(this.http, message.attachment);
       const fileName = info.fileName ?? "file";
       this.authenticatedMedia ??= await this.offersAuthenticatedMedia();
+      // In an encrypted room the file goes up encrypted, named by `file` (with its key) instead of `url`; the server
+      // cannot make a thumbnail of ciphertext, so it has none.
+      const where: { file: Record<string, unknown> } | { url: string } = room.encrypted
+        ? { file: await this.uploadEncrypted(message.attachment) }
+        : { url: await uploadMedia(this.http, message.attachment) };
       const details = {
         ...(info.mimeType ? { mimetype: info.mimeType } : {}),
         ...(info.fileSize !== undefined ? { size: info.fileSize } : {}),
         ...(info.size ? { w: info.size.width, h: info.size.height } : {}),
         ...(info.duration !== undefined ? { duration: Math.round(info.duration * 1000) } : {}),
-        ...(await thumbnailFor(this.http, url, info, this.authenticatedMedia)),
+        ...("url" in where ? await thumbnailFor(this.http, where.url, info, this.authenticatedMedia) : {}),
       };
       // A caption goes in `body` with the name in `filename` (spec 1.10); without one, `body` is the name.
       content = {
         msgtype: msgtypeFor(info.mimeType),
         body: message.text ?? fileName,
         filename: fileName,
-        url,
+        ...where,
         info: details,
       };
       if (message.text) Object.assign(content, formatted(message.text));
@@ -629,7 +632,65 @@ export class MatrixClient implements NetworkClient {
 
   async downloadMedia(url: string): Promise<NetworkMedia | null> {
     this.authenticatedMedia ??= await this.offersAuthenticatedMedia();
+    const encrypted = parseEncryptedMediaID(url);
+    if (encrypted) return this.downloadEncrypted(encrypted);
     return downloadMedia(this.http, url, this.authenticatedMedia);
+  }
+
+  /** Encrypts a file and uploads the ciphertext; resolves with the event's `file` object (its URL and key). */
+  private async uploadEncrypted(attachment: OutgoingFile): Promise<Record<string, unknown>> {
+    if (!this.crypto) throw new NetworkError("unsupported", NO_DEVICE, "encrypted_room");
+    const bytes = await readAtMost(attachment.open(), MAX_ENCRYPTED_MEDIA_BYTES);
+    if (!bytes) throw new NetworkError("rejected", TOO_LARGE, "file_too_large");
+    const { ciphertext, file } = this.crypto.encryptFile(bytes);
+    const url = await uploadBytes(this.http, ciphertext, "encrypted", "application/octet-stream");
+    return { ...file, url };
+  }
+
+  /**
+   * A file of an encrypted room: its key is read again from the event that sent it (decrypted with the room key),
+   * then the ciphertext is downloaded, checked against its hash and opened.
+   */
+  private async downloadEncrypted(ref: { mxc: string; roomID: string; eventID: string }): Promise<NetworkMedia | null> {
+    if (!this.rooms.get(ref.roomID)) return null; // not a room of this account: another account may serve it
+    if (!this.crypto) throw new NetworkError("unavailable", NO_DEVICE, "encrypted_room");
+    const raw = await this.http.request<MatrixEvent>(
+      "GET",
+      `/_matrix/client/v3/rooms/${seg(ref.roomID)}/event/${seg(ref.eventID)}`,
+    );
+    const event = raw.type === ENCRYPTED_TYPE ? await this.crypto.decrypt(ref.roomID, raw) : raw;
+    if (!("type" in event))
+      throw new NetworkError("unavailable", "the key of the message that sent this file has not arrived", "waiting");
+    const file = findEncryptedFile(event.content, ref.mxc);
+    if (!file) throw new NetworkError("not_found", "the message has no such encrypted file");
+    const ciphertext = await downloadMediaBytes(
+      this.http,
+      ref.mxc,
+      this.authenticatedMedia ?? false,
+      MAX_ENCRYPTED_MEDIA_BYTES,
+    );
+    if (ciphertext === null) return null;
+    if (!ciphertext) throw new NetworkError("rejected", TOO_LARGE, "file_too_large");
+    let bytes: Uint8Array;
+    try {
+      bytes = this.crypto.decryptFile(ciphertext, file as unknown as Record<string, unknown>);
+    } catch {
+      throw new NetworkError("rejected", "the encrypted file does not match its key or hash", "bad_file");
+    }
+    const c = event.content;
+    const info = c.info && typeof c.info === "object" ? (c.info as Record<string, unknown>) : {};
+    const isThumbnail = (c.file as { url?: unknown } | undefined)?.url !== ref.mxc;
+    const mimeType = isThumbnail
+      ? ((info.thumbnail_info as { mimetype?: unknown } | undefined)?.mimetype as string | undefined)
+      : (info.mimetype as string | undefined);
+    const fileName = typeof c.filename === "string" ? c.filename : typeof c.body === "string" ? c.body : undefined;
+    return {
+      content: (async function* () {
+        yield bytes;
+      })(),
+      ...(fileName && !isThumbnail ? { fileName: fileName.slice(0, 255) } : {}),
+      ...(typeof mimeType === "string" ? { mimeType } : {}),
+    };
   }
 
   private async offersAuthenticatedMedia(): Promise<boolean> {

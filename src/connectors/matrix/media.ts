@@ -41,6 +41,18 @@ export async function downloadMedia(
   };
 }
 
+/** The whole file behind an mxc:// URL in memory, up to `limit` bytes (undefined past it; null as downloadMedia). */
+export async function downloadMediaBytes(
+  http: MatrixHttp,
+  url: string,
+  authenticated: boolean,
+  limit: number,
+): Promise<Uint8Array | undefined | null> {
+  const media = await downloadMedia(http, url, authenticated);
+  // downloadMedia's content is the response's body stream, typed for the host as an iterable.
+  return media && readAtMost(media.content as unknown as ReadableStream<Uint8Array>, limit);
+}
+
 /** Uploads a file to the homeserver's media repository; resolves with its mxc:// URL. */
 export async function uploadMedia(http: MatrixHttp, file: OutgoingFile): Promise<string> {
   const { info } = file;
@@ -51,6 +63,11 @@ export async function uploadMedia(http: MatrixHttp, file: OutgoingFile): Promise
     contentType: info.mimeType ?? "application/octet-stream",
     length: info.fileSize,
   });
+}
+
+/** Uploads bytes already in memory (an encrypted file's ciphertext); resolves with their mxc:// URL. */
+export function uploadBytes(http: MatrixHttp, bytes: Uint8Array, fileName: string, contentType: string) {
+  return upload(http, () => bytes, { fileName, contentType, length: bytes.byteLength });
 }
 
 async function upload(

@@ -1,6 +1,7 @@
 import type { InboundEvent, InboundMessage } from "../../bridges/connector.ts";
 import type { Attachment } from "../../schema/wire.ts";
 import { htmlToText, stripReplyFallback } from "./formatting.ts";
+import { encryptedFileOf, encryptedMediaID } from "./encrypted-media.ts";
 import type { MatrixEvent } from "./event.ts";
 import { memberName, type Room } from "./rooms.ts";
 
@@ -170,7 +171,7 @@ function messageOf(event: MatrixEvent, ctx: TimelineContext): InboundMessage | u
     const text = bodyText(c);
     return text === undefined ? undefined : base(event, ctx, { ...common, text });
   }
-  const attachment = attachmentOf(c, media.attachment, msgtype === "m.sticker");
+  const attachment = attachmentOf(c, media.attachment, msgtype === "m.sticker", event.event_id, ctx.room.id);
   const fileName = typeof c.filename === "string" ? c.filename : undefined;
   // With `filename` set, `body` is a caption (spec 1.10); otherwise it is the file's name.
   const caption = fileName && typeof c.body === "string" && c.body !== fileName ? bodyText(c) : undefined;
@@ -183,9 +184,20 @@ function messageOf(event: MatrixEvent, ctx: TimelineContext): InboundMessage | u
   });
 }
 
-function attachmentOf(c: Record<string, unknown>, type: Attachment["type"], sticker: boolean): Attachment | undefined {
-  // Encrypted media (`file`) needs the room's keys: not readable until end-to-end encryption exists.
-  const url = typeof c.url === "string" && /^mxc:\/\/[^/]+\/[^/?#]+$/.test(c.url) ? c.url : undefined;
+function attachmentOf(
+  c: Record<string, unknown>,
+  type: Attachment["type"],
+  sticker: boolean,
+  eventID: string,
+  roomID: string,
+): Attachment | undefined {
+  // An encrypted file (`file`) is named with the event that holds its key (encrypted-media.ts), not with the key.
+  const file = encryptedFileOf(c.file);
+  const url = file
+    ? encryptedMediaID(file.url, roomID, eventID)
+    : typeof c.url === "string" && /^mxc:\/\/[^/]+\/[^/?#]+$/.test(c.url)
+      ? c.url
+      : undefined;
   if (!url) return undefined;
   const info = c.info && typeof c.info === "object" ? (c.info as Record<string, unknown>) : {};
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined);
