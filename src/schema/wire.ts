@@ -68,7 +68,7 @@ export const Account = v.pipe(
         v.strictObject({ bridge: BridgeRef, accountID: v.string(), servers: v.array(v.string()) }),
         v.metadata(
           extension(
-            "for an account served through another Desktop API server: its bridge and account ID there, and the instance IDs of the inboxd servers it passed through, nearest first.",
+            "for an account that comes through another account: through another Desktop API server, its bridge and account ID there, and the instance IDs of the inboxd servers it passed through, nearest first; for a network bridged into Matrix, the bridge (`type`: the bridged protocol) and the ID of the Matrix account it comes through (`servers` empty).",
           ),
         ),
       ),

@@ -75,6 +75,13 @@ export function matrixSuite(target: MatrixTarget) {
     const login = (f: Record<string, string>, reconnect?: { loginID: string }, flowID = "password") =>
       api.login(f, reconnect, { bridgeID: MATRIX_BRIDGE, flowID });
     let session2: Peer; // the alice session the account uses after the reconnect
+    let whatsappBot: Peer; // a bridge's bot, as a WhatsApp bridge has one
+    let bridgedAccounts: string[] = []; // the accounts of the networks bridged into alice's Matrix account
+    const accountsOfLogin = async () =>
+      (await api.sdk.accounts.list())
+        .filter((a) => (a as { loginID?: string }).loginID === loginID)
+        .map((a) => a.accountID)
+        .sort();
     let admin: Peer;
 
     beforeAll(async () => {
@@ -85,7 +92,11 @@ export function matrixSuite(target: MatrixTarget) {
         carol: await server.register("carol", password("carol"), { displayName: "Carol" }),
         dave: await server.register("dave", password("dave"), { displayName: "Dave" }),
         admin: await server.register("admin", password("admin"), { admin: true }),
+        whatsappbot: await server.register("whatsappbot", password("whatsappbot"), {
+          displayName: "WhatsApp bridge bot",
+        }),
       };
+      whatsappBot = track(await Peer.from(server, registered.whatsappbot));
       admin = track(await Peer.from(server, registered.admin));
       bob = track(await Peer.from(server, registered.bob));
       carol = track(await Peer.from(server, registered.carol));
@@ -816,6 +827,99 @@ export function matrixSuite(target: MatrixTarget) {
       expect(left.event.sender).toBe(phone.userID);
     });
 
+    it("shows bridged networks' rooms under an account per network, the bridge bot's room archived there", async () => {
+      const bridgeState = (type: string, protocol: string, displayname: string) => ({
+        type,
+        state_key: `inboxd.test://${protocol}/chan`,
+        content: {
+          bridgebot: whatsappBot.userID,
+          creator: bob.userID,
+          protocol: { id: protocol, displayname },
+          channel: { id: "chan" },
+        },
+      });
+      const waRoom = await bob.createRoom({
+        name: "Family (WhatsApp)",
+        invite: [phone.userID],
+        initialState: [bridgeState("m.bridge", "whatsapp", "WhatsApp")],
+      });
+      await phone.join(waRoom);
+      const signalRoom = await bob.createRoom({
+        name: "Climbing (Signal)",
+        invite: [phone.userID],
+        initialState: [
+          {
+            ...bridgeState("uk.half-shot.bridge", "signal", "Signal"),
+            content: { protocol: { id: "signal", displayname: "Signal" } },
+          },
+        ],
+      });
+      await phone.join(signalRoom);
+      const botRoom = await whatsappBot.createRoom({ invite: [phone.userID], isDirect: true });
+      await phone.join(botRoom);
+      await whatsappBot.text(botRoom, "Bridge status: connected");
+
+      const { whatsapp, signal } = await waitFor("an account for each bridged network", async () => {
+        const accounts = await api.sdk.accounts.list();
+        const find = (network: string) => accounts.find((a) => (a as { network?: string }).network === network);
+        const [whatsapp, signal] = [find("WhatsApp"), find("Signal")];
+        return whatsapp && signal ? { whatsapp, signal } : undefined;
+      });
+      for (const [account, type] of [
+        [whatsapp, "whatsapp"],
+        [signal, "signal"],
+      ] as const)
+        expect(account).toMatchObject({
+          loginID,
+          user: { id: phone.userID },
+          bridge: { id: MATRIX_BRIDGE, provider: "self-hosted", type },
+          via: { accountID, servers: [] },
+        });
+      const waChat = await api.chatTitled(whatsapp.accountID, "Family (WhatsApp)");
+      const signalChat = await api.chatTitled(signal.accountID, "Climbing (Signal)");
+      const shownUnderMatrix = async () =>
+        (await api.sdk.chats.search({ accountIDs: [accountID], inbox: "primary", limit: 200 })).items.map(
+          (c) => c.title,
+        );
+      expect(await shownUnderMatrix()).not.toContain("Family (WhatsApp)");
+      expect(await shownUnderMatrix()).not.toContain("Climbing (Signal)");
+
+      // Messages both ways, through the Matrix account's sync and session.
+      await bob.text(waRoom, "hello from the family group");
+      await api.messageWith(waChat.id, (m) => m.text === "hello from the family group", "bob's bridged message");
+      await api.ok("POST", `/v1/chats/${enc(waChat.id)}/messages`, { text: "hello back, through the bridge" });
+      await bob.waitForEvent(
+        (e, room) =>
+          room === waRoom && e.sender === phone.userID && e.content?.body === "hello back, through the bridge",
+      );
+
+      // The bot's room: the WhatsApp account's, archived (out of the inbox), its messages there.
+      const botChat = await waitFor("the bridge bot's room", async () =>
+        (await api.sdk.chats.list({ accountIDs: [whatsapp.accountID] })).items.find((c) => c.id !== waChat.id),
+      );
+      expect(botChat.isArchived).toBe(true);
+      await api.messageWith(botChat.id, (m) => m.text === "Bridge status: connected", "the bot's notice");
+      const inbox = await api.sdk.chats.search({ accountIDs: [whatsapp.accountID], inbox: "primary" });
+      expect(inbox.items.map((c) => c.id)).toEqual([waChat.id]);
+
+      // A restart keeps every room with its account.
+      await runtime.restart();
+      await api.accountStatus(accountID, "connected", undefined, 30_000);
+      await bob.text(signalRoom, "after the restart");
+      await api.messageWith(
+        signalChat.id,
+        (m) => m.text === "after the restart",
+        "the Signal room after a restart",
+        30_000,
+      );
+      bridgedAccounts = [whatsapp.accountID, signal.accountID];
+      expect(await accountsOfLogin()).toEqual([accountID, ...bridgedAccounts].sort());
+      expect((await api.sdk.chats.list({ accountIDs: [whatsapp.accountID] })).items.map((c) => c.id).sort()).toEqual(
+        [waChat.id, botChat.id].sort(),
+      );
+      expect(await shownUnderMatrix()).not.toContain("Family (WhatsApp)");
+    });
+
     it("asks for sign-in again when the session is signed out elsewhere", async () => {
       const devices = await phone.request("GET", "/_matrix/client/v3/devices");
       const device = devices.devices.find((d: { display_name?: string }) => d.display_name === "inboxd");
@@ -847,6 +951,9 @@ export function matrixSuite(target: MatrixTarget) {
       expect(again).toMatchObject({ status: "complete", accountID });
       await api.accountStatus(accountID, "connected", undefined, 30_000);
       expect((await api.messages(dmChat)).some((m) => m.text === "sent while you were away")).toBe(true);
+      // The bridged networks' accounts stay with the login, and stand as it does.
+      expect(await accountsOfLogin()).toEqual([accountID, ...bridgedAccounts].sort());
+      for (const id of bridgedAccounts) await api.accountStatus(id, "connected", undefined, 30_000);
     });
 
     it("logs the session out on the server when the account is removed", async () => {
@@ -858,7 +965,7 @@ export function matrixSuite(target: MatrixTarget) {
       await api.ok("POST", `/v1/bridges/${MATRIX_BRIDGE}/logins/${enc(loginID)}/remove`, {});
       // The token the account used is dead now: the device is gone from the server.
       expect((await whoami()).status).toBe(401);
-      expect((await api.sdk.accounts.list()).map((a) => a.accountID)).not.toContain(accountID);
+      expect(await accountsOfLogin()).toEqual([]); // the bridged networks' accounts went with it
     });
   });
 }

@@ -4,6 +4,7 @@ import {
   type ChatFlags,
   type ConnectorHost,
   type HistoryPage,
+  type InboundEvent,
   type InboundMessage,
   type NetworkChat,
   type NetworkClient,
@@ -19,6 +20,7 @@ import { Backoff, sleep } from "../../util/backoff.ts";
 import { markdownToHTML } from "./formatting.ts";
 import { MatrixError, MatrixHttp, seg } from "./http.ts";
 import { downloadMedia, downloadMediaBytes, msgtypeFor, thumbnailFor, uploadBytes, uploadMedia } from "./media.ts";
+import { assignRooms, emptyBridges, type LoginHosts } from "./bridged.ts";
 import { findEncryptedFile, MAX_ENCRYPTED_MEDIA_BYTES, parseEncryptedMediaID } from "./encrypted-media.ts";
 import { readAtMost } from "../../util/read-at-most.ts";
 import { memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
@@ -54,6 +56,8 @@ const ENCRYPTED_READ_ONLY: ChatCapabilities = {
 /** Encrypted rooms where this device encrypts: everything (files go up encrypted, see encrypted-media.ts). */
 const ENCRYPTED: ChatCapabilities = EVERYTHING;
 const TOO_LARGE = `files in encrypted rooms are at most ${MAX_ENCRYPTED_MEDIA_BYTES / 1024 / 1024} MiB here (they are encrypted in memory)`;
+/** How long a sync waits for a bridged network's account to start before giving up on it (bridged.ts). */
+const NETWORK_ACCOUNT_WAIT_MS = 15_000;
 /** The most encrypted events kept waiting for their keys (the oldest are given up first). */
 const MAX_WAITING = 2000;
 
@@ -83,14 +87,24 @@ export class MatrixClient implements NetworkClient {
   /** End-to-end encryption, once the device's store is open (see openCrypto). */
   private crypto?: MatrixCrypto;
   private readonly loadCrypto?: LoadCrypto;
+  /** The accounts of bridged networks under this login (bridged.ts); absent where the connector has none. */
+  private readonly logins?: LoginHosts;
+  /** The bridged networks whose accounts were last asked for (once per run, then on every change). */
+  private requestedNetworks?: string;
+  private lastStatus: InboundEvent & { type: "status" } = { type: "status", status: "connecting" };
 
   constructor(
     private readonly account: AccountRecord,
     private readonly host: ConnectorHost,
-    options: { firstBackfill: number; loadCrypto?: LoadCrypto },
+    options: { firstBackfill: number; loadCrypto?: LoadCrypto; logins?: LoginHosts },
   ) {
     this.loadCrypto = options.loadCrypto;
+    this.logins = options.logins;
     this.state = readState(account.state ?? {});
+    const synced = (this.state.synced ??= {});
+    // An account that synced before bridged networks had accounts keeps all its rooms (see bridged.ts).
+    if (synced.bridges === undefined) synced.bridges = synced.since ? null : emptyBridges();
+    this.logins?.onJoin(account.loginID, (host) => void host.emit(this.lastStatus).catch(() => undefined));
     this.http = new MatrixHttp(this.state.homeserver, this.state.accessToken);
     this.held = new HeldRelations(((this.state.synced ??= {}).held ??= {}));
     this.sync = new SyncProcessor({
@@ -98,7 +112,7 @@ export class MatrixClient implements NetworkClient {
       self: () => this.self,
       rooms: this.rooms,
       http: this.http,
-      emit: (event) => this.host.emit(event),
+      emit: (event) => this.emit(event),
       ownEcho: (txn) => this.txns.has(txn),
       firstBackfill: options.firstBackfill,
       progress: (text) => this.status("backfilling", text),
@@ -201,7 +215,7 @@ export class MatrixClient implements NetworkClient {
         const [clear] = await this.decrypted(roomID, [event]);
         if (clear.type === ENCRYPTED_TYPE) continue; // still unreadable (and waiting again if worth it)
         for (const e of translate(clear, { room, selfID: this.state.userID }))
-          await this.host.emit(e.type === "message" ? { ...e, type: "revision" } : e);
+          await this.emit(e.type === "message" ? { ...e, type: "revision" } : e);
       }
     }
   }
@@ -236,6 +250,7 @@ export class MatrixClient implements NetworkClient {
           throw new NetworkError("unavailable", "the homeserver's /sync answer has no next_batch", "bad_answer");
         // Keys first: a room key that came with this batch decrypts the batch's own messages.
         await this.crypto?.receiveSync(response);
+        await this.placeRooms(response, since);
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
         await this.readArrived();
         // What the crypto store changed commits with the position after it (a replay would not find it again).
@@ -271,8 +286,107 @@ export class MatrixClient implements NetworkClient {
   }
 
   private async status(status: AccountRecord["status"], statusText?: string) {
+    if (this.lastStatus.status === status && this.lastStatus.statusText === statusText) return;
+    this.lastStatus = { type: "status", status, statusText };
+    // The bridged networks' accounts stand as the login does: their rooms come through this sync.
+    for (const host of this.logins?.members(this.account.loginID) ?? [])
+      await host.emit(this.lastStatus).catch(() => undefined);
     if (this.account.status === status && this.account.statusText === statusText) return;
-    await this.host.emit({ type: "status", status, statusText });
+    await this.host.emit(this.lastStatus);
+  }
+
+  /**
+   * Hands an event to the account that shows its room: a bridged network's (bridged.ts) or this one. A room whose
+   * account is not running yet fails the batch, which is then read again.
+   */
+  private emit(event: InboundEvent): Promise<void> {
+    const roomID =
+      event.type === "chat" ? event.chat.networkChatID : "networkChatID" in event ? event.networkChatID : undefined;
+    const bridges = this.state.synced?.bridges;
+    const network = roomID && bridges ? bridges.rooms[roomID] : undefined;
+    if (!network || !this.logins) return this.host.emit(event);
+    const host = this.logins.host(this.account.loginID, network);
+    if (!host)
+      return Promise.reject(
+        new NetworkError("unavailable", `the ${bridges!.networks[network]?.name ?? network} account is not running`),
+      );
+    if (event.type === "chat" && bridges!.management.includes(event.chat.networkChatID)) {
+      // A bridge bot's room is kept out of the inbox: archived when first shown (a person may bring it back).
+      bridges!.management = bridges!.management.filter((id) => id !== event.chat.networkChatID);
+      return host.emit({ ...event, chat: { ...event.chat, isArchived: true } });
+    }
+    return host.emit(event);
+  }
+
+  /**
+   * Before a batch is applied: which account shows each room it brings for the first time, and the accounts of the
+   * bridged networks it needs, added to the login (and waited for) where they are new.
+   */
+  private async placeRooms(response: SyncResponse, since: string | undefined): Promise<void> {
+    const bridges = this.state.synced?.bridges;
+    if (!bridges || !this.logins) return;
+    const before = new Set(Object.keys(bridges.rooms));
+    const invitedBefore = (roomID: string) => this.rooms.get(roomID)?.membership === "invite";
+    const touched = assignRooms(bridges, (response.rooms?.join ?? {}) as Record<string, never>, {
+      selfID: this.state.userID,
+      firstSync: !since,
+      known: (roomID) => this.rooms.get(roomID)?.membership,
+    });
+    const added = Object.keys(bridges.rooms).filter((id) => !before.has(id));
+    const wanted = [...new Set(Object.values(bridges.rooms))].sort();
+    if (wanted.join(",") !== this.requestedNetworks) {
+      await this.host.setLoginAccounts(this.loginAccounts(wanted));
+      this.requestedNetworks = wanted.join(",");
+    }
+    for (const network of touched) {
+      if (await this.logins.wait(this.account.loginID, network, NETWORK_ACCOUNT_WAIT_MS)) continue;
+      const rooms = Object.keys(bridges.rooms).filter((id) => bridges.rooms[id] === network);
+      // A network with rooms shown before has an account: it is late, and the batch is read again.
+      if (rooms.some((id) => before.has(id)))
+        throw new NetworkError(
+          "unavailable",
+          `the ${bridges.networks[network]?.name ?? network} account did not start`,
+        );
+      // A new one that was not added (the bridge's account limit): its rooms stay with this account.
+      bridges.refused.push(network);
+      for (const id of rooms) delete bridges.rooms[id];
+      bridges.management = bridges.management.filter((id) => bridges.rooms[id]);
+      this.requestedNetworks = undefined;
+    }
+    // An invitation shown here before the room was joined: that chat is done with, the room's account shows it now.
+    for (const roomID of added)
+      if (bridges.rooms[roomID] && invitedBefore(roomID)) {
+        const room = this.rooms.get(roomID)!;
+        await this.host.emit({
+          type: "chat",
+          chat: { ...roomChat(room, this.state.userID, this.self, false), isArchived: true },
+        });
+      }
+  }
+
+  /** The login's accounts: this one, and one per bridged network that has rooms. */
+  private loginAccounts(networks: string[]) {
+    const bridges = this.state.synced!.bridges!;
+    const user = this.account.user;
+    return [
+      {
+        remoteID: this.state.userID,
+        user,
+        networkName: this.account.networkName,
+        state: this.state as unknown as Record<string, unknown>,
+      },
+      ...networks.map((id) => ({
+        remoteID: `${this.state.userID}#${id}`,
+        user,
+        networkName: bridges.networks[id]?.name ?? id,
+        state: { bridgedNetwork: id },
+        origin: {
+          bridge: { id: `matrix-${id}`, provider: "self-hosted" as const, type: id },
+          accountID: this.account.accountID,
+          servers: [],
+        },
+      })),
+    ];
   }
 
   private room(networkChatID: string): Room {

@@ -3,6 +3,8 @@ import type { BridgeFacts, LoginCapable } from "../../bridges/login.ts";
 import type { AccountRecord } from "../../store/records.ts";
 import { FIRST_BACKFILL, MatrixClient } from "./client.ts";
 import { createMatrixLogin, matrixFlows } from "./login.ts";
+import { LoginHosts } from "./bridged.ts";
+import { BridgedNetworkClient } from "./bridged-client.ts";
 import type { LoadCrypto } from "./crypto/machine.ts";
 
 export interface MatrixOptions {
@@ -22,9 +24,13 @@ export interface MatrixOptions {
 export class MatrixConnector implements NetworkConnector, LoginCapable {
   readonly network = "matrix";
   readonly displayName = "Matrix";
-  readonly bridge: BridgeFacts = { maxAccounts: 10, capabilities: matrixCapabilities };
+  /** Accounts of all logins together, bridged networks' included (a Matrix account may carry a dozen). */
+  readonly bridge: BridgeFacts = { maxAccounts: 50, capabilities: matrixCapabilities };
   private readonly firstBackfill: number;
   private readonly loadCrypto?: LoadCrypto;
+  /** Each login's Matrix account, through which its bridged networks' accounts work (bridged.ts). */
+  private readonly matrixClients = new Map<string, MatrixClient>();
+  private readonly logins = new LoginHosts();
 
   constructor(options: MatrixOptions = {}) {
     this.firstBackfill = options.firstBackfill ?? FIRST_BACKFILL;
@@ -32,7 +38,15 @@ export class MatrixConnector implements NetworkConnector, LoginCapable {
   }
 
   loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient {
-    return new MatrixClient(account, host, { firstBackfill: this.firstBackfill, loadCrypto: this.loadCrypto });
+    if (account.state?.bridgedNetwork)
+      return new BridgedNetworkClient(account, host, this.logins, () => this.matrixClients.get(account.loginID));
+    const client = new MatrixClient(account, host, {
+      firstBackfill: this.firstBackfill,
+      loadCrypto: this.loadCrypto,
+      logins: this.logins,
+    });
+    this.matrixClients.set(account.loginID, client);
+    return client;
   }
 
   loginFlows() {

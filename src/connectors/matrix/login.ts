@@ -35,11 +35,14 @@ export function createMatrixLogin(
 ): LoginProcess {
   if (flowID !== "password" && flowID !== "token")
     throw new NetworkError("not_found", `Matrix has no login flow ${flowID}`);
-  const previous = reauth?.[0]?.state ? readState(reauth[0].state) : undefined;
+  // A login's bridged networks have accounts of their own (bridged.ts): the Matrix account is the one with a session.
+  const bridged = (reauth ?? []).filter((a) => a.state?.bridgedNetwork);
+  const matrix = (reauth ?? []).find((a) => a.state && !a.state.bridgedNetwork);
+  const previous = matrix?.state ? readState(matrix.state) : undefined;
   // Every session this device holds, the reconnected one first: signing in again as one of those users takes up
   // its device instead of adding another (one inboxd device per Matrix user).
-  const known = [...(reauth ?? []), ...signedIn]
-    .flatMap((a) => (a.state ? [readState(a.state)] : []))
+  const known = [...(matrix ? [matrix] : []), ...signedIn]
+    .flatMap((a) => (a.state && !a.state.bridgedNetwork ? [readState(a.state)] : []))
     .filter((s) => s.userID && s.deviceID);
   const homeserverField = {
     id: "homeserver",
@@ -95,6 +98,16 @@ export function createMatrixLogin(
           user,
           accounts: [
             { remoteID: state.userID, user, networkName: "Matrix", state: state as unknown as Record<string, unknown> },
+            // Reconnecting keeps the bridged networks' accounts with the login (the same user signed in again).
+            ...(previous?.userID === state.userID
+              ? bridged.map((a) => ({
+                  remoteID: a.remoteID!,
+                  user,
+                  networkName: a.networkName,
+                  state: a.state!,
+                  ...(a.origin ? { origin: a.origin } : {}),
+                }))
+              : []),
           ],
         },
       };

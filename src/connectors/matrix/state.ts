@@ -1,3 +1,4 @@
+import { readBridgesState, type BridgesState } from "./bridged.ts";
 import type { HeldRelationsState } from "./held-relations.ts";
 
 /**
@@ -35,6 +36,11 @@ export interface MatrixState {
     held?: HeldRelationsState;
     /** Encrypted events waiting for their room key: Megolm session ID → [room ID, event ID] (read once it comes). */
     waiting?: Record<string, [string, string][]>;
+    /**
+     * Bridged networks and which of their accounts shows each room (bridged.ts); null for an account that synced
+     * before bridged networks had accounts of their own (its rooms stay where they are).
+     */
+    bridges?: BridgesState | null;
   };
 }
 
@@ -57,6 +63,7 @@ export function readState(state: Record<string, unknown>): MatrixState {
       history: historyMarks(s.synced?.history),
       held: heldState(s.synced?.held),
       waiting: waitingState(s.synced?.waiting),
+      bridges: readBridgesState(s.synced?.bridges),
     },
   };
 }
