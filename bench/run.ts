@@ -32,6 +32,7 @@ import { RateLimiter } from "../src/http/rate-limit.ts";
 import { formatXmpp } from "./xmpp-report.ts";
 import { killMatrix, runMatrixBench } from "./matrix.ts";
 import { formatMatrix } from "./matrix-report.ts";
+import { formatE2ee, killE2ee, runE2eeBench } from "./matrix-e2ee.ts";
 import { killUpstream, runUpstreamBench } from "./upstream.ts";
 import { formatUpstream } from "./upstream-report.ts";
 import { runWebBench, webRows } from "./web.ts";
@@ -65,7 +66,9 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      matrix (a real Synapse 1.67: backfill of one room's messages at login, send → other client
                      latency, catch-up of messages sent while the daemon was down, one sync of 1,000 events
                      ingested (timed at a proxy), RSS of an idle connected account; each beside a plain Matrix
-                     client doing the same work),
+                     client doing the same work), matrix-e2ee (the same Synapse work in an encrypted room beside
+                     a plain one: catch-up of --matrix-messages messages sent while the daemon was down, and send
+                     → the other client, matrix-js-sdk with its Rust crypto),
                      upstream (the desktop-api connector against a second inboxd with one sandbox chat of
                      --upstream-messages: its backfill at login and paging back through fetchHistory, each beside a
                      plain client paging the upstream's API, and send → Echo's answer on /v1/ws through inboxd beside
@@ -213,12 +216,13 @@ const SECTIONS = [
   "assets",
   "xmpp",
   "matrix",
+  "matrix-e2ee",
   "upstream",
   "events",
   "relay",
 ];
 /** Sections that need neither the seeded data set nor its daemon. */
-const STANDALONE = ["bindings", "xmpp", "matrix", "upstream", "events", "relay"];
+const STANDALONE = ["bindings", "xmpp", "matrix", "matrix-e2ee", "upstream", "events", "relay"];
 const onlyList = opts.only?.split(",").map((s) => s.trim());
 /** Scale mode (--scale, or --only scale / worker-scale): its own run (bench/scale.ts), none of the sections above. */
 const scaleParts =
@@ -295,6 +299,7 @@ function cleanup() {
   fanoutGenerator?.close();
   killXmpp();
   killMatrix();
+  killE2ee();
   killUpstream();
   killRelay();
   cleanupScale();
@@ -371,6 +376,30 @@ async function main() {
       json.matrix = result;
     }
   }
+  let e2eeReport: string | undefined;
+  if (sections.has("matrix-e2ee")) {
+    if (opts.node) useNode(opts.node);
+    const result = await runE2eeBench({
+      messages: matrixMessages,
+      rounds: opts.quick ? 1 : 2,
+      sends: matrixSends,
+      warmupSends: MATRIX_WARMUP_SENDS,
+      command,
+      log,
+    }).catch((error: Error) => {
+      // As the matrix section: without Synapse a full run goes on without it; --only fails.
+      if (
+        opts.only ||
+        !/Synapse 1\.67\.0 source is needed|INBOXD_SYNAPSE_SOURCE|Missing for Synapse/.test(error.message)
+      )
+        throw error;
+      e2eeReport = `Matrix end-to-end encryption: not measured: ${error.message}`;
+    });
+    if (result) {
+      e2eeReport = formatE2ee(result);
+      json.matrixE2ee = result;
+    }
+  }
   let upstreamReport: string | undefined;
   if (sections.has("upstream")) {
     if (opts.node) useNode(opts.node);
@@ -425,12 +454,13 @@ async function main() {
     json.relay = result;
   }
   if ([...sections].every((s) => STANDALONE.includes(s))) {
-    if (xmppReport || matrixReport || upstreamReport || eventsReport || relayReport)
+    if (xmppReport || matrixReport || e2eeReport || upstreamReport || eventsReport || relayReport)
       console.log(
         `\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`,
       );
     if (xmppReport) console.log(`\n${xmppReport}`);
     if (matrixReport) console.log(`\n${matrixReport}`);
+    if (e2eeReport) console.log(`\n${e2eeReport}`);
     if (upstreamReport) console.log(`\n${upstreamReport}`);
     if (eventsReport) console.log(`\n${eventsReport}`);
     if (relayReport) console.log(`\n${relayReport}`);
@@ -895,6 +925,7 @@ async function main() {
   console.log(formatReport(loads, scalars, live));
   if (xmppReport) console.log(`\n${xmppReport}`);
   if (matrixReport) console.log(`\n${matrixReport}`);
+  if (e2eeReport) console.log(`\n${e2eeReport}`);
   if (upstreamReport) console.log(`\n${upstreamReport}`);
   if (eventsReport) console.log(`\n${eventsReport}`);
   if (relayReport) console.log(`\n${relayReport}`);

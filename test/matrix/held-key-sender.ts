@@ -75,6 +75,34 @@ export class HeldKeySender {
     };
   }
 
+  /**
+   * Sends many texts to the room encrypted with one room key, shared (not held back) first, `concurrency` sends in
+   * flight: what a busy sender's client does (the benchmark's seeding). The key does not rotate meanwhile.
+   */
+  async sendMany(roomID: string, members: string[], texts: string[], concurrency = 16): Promise<void> {
+    const room = new Crypto.RoomId(roomID);
+    const users = () => members.map((m) => new Crypto.UserId(m));
+    await this.machine.updateTrackedUsers(users());
+    await this.sendOutgoing();
+    const claim = await this.machine.getMissingSessions(users());
+    if (claim) await this.send(claim);
+    await this.machine.invalidateGroupSession(room);
+    const settings = new Crypto.EncryptionSettings();
+    settings.rotationPeriodMessages = BigInt(texts.length + 1);
+    settings.rotationPeriod = BigInt(7 * 24 * 3600 * 1_000_000); // microseconds
+    for (const share of await this.machine.shareRoomKey(room, users(), settings)) await this.send(share);
+    const contents: string[] = [];
+    for (const text of texts)
+      contents.push(
+        await this.machine.encryptRoomEvent(room, "m.room.message", JSON.stringify({ msgtype: "m.text", body: text })),
+      );
+    let next = 0;
+    const lane = async () => {
+      while (next < contents.length) await this.peer.send(roomID, JSON.parse(contents[next++]), "m.room.encrypted");
+    };
+    await Promise.all(Array.from({ length: concurrency }, lane));
+  }
+
   private async sendOutgoing() {
     for (const request of (await this.machine.outgoingRequests()) as Outgoing[]) await this.send(request);
   }
