@@ -79,6 +79,9 @@ export function killE2ee(): void {
 
 export async function runE2eeBench(options: E2eeBenchOptions): Promise<E2eeResult> {
   const { log } = options;
+  // bob's matrix-js-sdk logs its Rust crypto's tracing to the console: kept out of the report (log() is stderr).
+  const quiet = { log: console.log, info: console.info, debug: console.debug, warn: console.warn };
+  Object.assign(console, { log: () => {}, info: () => {}, debug: () => {}, warn: () => {} });
   const loadBefore = os.loadavg();
   synapse = await startSynapse({ lean: true });
   const server = synapse;
@@ -182,6 +185,7 @@ export async function runE2eeBench(options: E2eeBenchOptions): Promise<E2eeResul
       latency: { sends: options.sends, plain: percentiles(samples.plain), encrypted: percentiles(samples.encrypted) },
     };
   } finally {
+    Object.assign(console, quiet);
     await Promise.all(peers.map((p) => p.close().catch(() => undefined)));
     await daemon?.stop();
     daemon = undefined;
@@ -214,7 +218,9 @@ export function formatE2ee(r: E2eeResult): string {
   const ms = (x: number) => `${x.toFixed(1)} ms`;
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
   const verdict = (x: number) => (x <= 3 ? "met" : "MISS");
-  const catchRatio = r.encryptedMedianMs / r.plainMedianMs;
+  // Rounds are pairs (plain, then encrypted), each room as large as the other: compare within a pair.
+  const pairs = r.catchUp.flatMap((c, i) => (c.room === "encrypted" && i > 0 ? [c.ms / r.catchUp[i - 1].ms] : []));
+  const catchRatio = Math.max(...pairs);
   const p99Ratio = r.latency.encrypted.p99 / r.latency.plain.p99;
   const rows = r.catchUp.map((c, i) => [
     String(Math.floor(i / 2) + 1),
@@ -229,7 +235,7 @@ export function formatE2ee(r: E2eeResult): string {
     "",
     `Catch-up of ${r.messages.toLocaleString("en")} messages sent while the daemon was down (ready → the last served):`,
     table(["round", "room", "catch-up", "rate", "seeding", "stored"], rows, [0, 2, 3, 4]),
-    `median: encrypted ${Math.round(r.encryptedMedianMs)} ms, plain ${Math.round(r.plainMedianMs)} ms: ${ratio(r.encryptedMedianMs, r.plainMedianMs)} (target ≤ 3×: ${verdict(catchRatio)})`,
+    `encrypted / plain, round by round: ${pairs.map((x) => `${x.toFixed(2)}×`).join(", ")} (target ≤ 3×: ${verdict(catchRatio)})`,
     "",
     `Send → bob's client (matrix-js-sdk, Rust crypto), ${r.latency.sends} each, alternating:`,
     table(
