@@ -14,7 +14,7 @@ import { frameFor, handleClientFrame, readyMessage, type ConnectionState } from 
 import type { DomainEvent } from "../../src/schema/events.ts";
 import { replayLog } from "../../src/events/replay.ts";
 import { eventLogSettings } from "../../src/events/log.ts";
-import { loadMatrixCrypto } from "./matrix-crypto.ts";
+import { loadMatrixCrypto } from "#worker-matrix-crypto";
 import { openUpstreamSocket } from "./upstream-socket.ts";
 
 /** What a socket carries across hibernation (see upgrade()). */
