@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { assignRooms, bridgedNetworkOf, emptyBridges, readBridgesState } from "./bridged.ts";
+import { assignRooms, bridgedNetworkOf, emptyBridges, MAX_NETWORKS, readBridgesState } from "./bridged.ts";
 
 const self = "@alice:example.org";
 const bot = "@whatsappbot:example.org";
@@ -70,6 +70,16 @@ describe("bridged networks", () => {
     bridges.rooms["!joined:x"] = "whatsapp";
     assignRooms(bridges, { "!joined:x": room([bridge("m.bridge", { id: "signal" })], [member(self)]) }, options);
     expect(bridges.rooms["!joined:x"]).toBe("whatsapp");
+  });
+
+  it("give at most MAX_NETWORKS networks an account of their own", () => {
+    const bridges = emptyBridges();
+    const joined = Object.fromEntries(
+      Array.from({ length: MAX_NETWORKS + 5 }, (_, i) => [`!r${i}:x`, room([bridge("m.bridge", { id: `net${i}` })])]),
+    );
+    assignRooms(bridges, joined, { selfID: self, firstSync: true, known: () => undefined });
+    expect(new Set(Object.values(bridges.rooms)).size).toBe(MAX_NETWORKS);
+    expect(Object.keys(bridges.rooms)).toHaveLength(MAX_NETWORKS);
   });
 
   it("leave a refused network's rooms with Matrix, and keep an older account's rooms where they are", () => {

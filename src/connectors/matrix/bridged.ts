@@ -37,6 +37,9 @@ export interface BridgesState {
 
 export const emptyBridges = (): BridgesState => ({ rooms: {}, networks: {}, management: [], refused: [] });
 
+/** The most bridged networks one Matrix login shows as accounts of their own; rooms of more stay with Matrix. */
+export const MAX_NETWORKS = 30;
+
 export const BRIDGE_STATE_TYPES = new Set(["m.bridge", "uk.half-shot.bridge"]);
 const PROTOCOL_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -156,8 +159,9 @@ export function assignRooms(
     for (const event of events(room)) {
       const network = bridgedNetworkOf(event);
       if (!network) continue;
-      bridgeOf.set(roomID, network);
       const known = bridges.networks[network.id];
+      if (!known && Object.keys(bridges.networks).length >= MAX_NETWORKS * 2) continue;
+      bridgeOf.set(roomID, network);
       bridges.networks[network.id] = {
         ...network,
         bots: [...new Set([...(known?.bots ?? []), ...network.bots])].slice(0, 20),
@@ -188,6 +192,9 @@ export function assignRooms(
     if (!isNew) continue;
     const network = bridgeOf.get(roomID)?.id ?? managementNetwork(events(room), options.selfID, botNetwork);
     if (!network || bridges.refused.includes(network)) continue;
+    // A login shows at most so many networks (the bridge's account limit would refuse more anyway).
+    if (!Object.values(bridges.rooms).includes(network) && new Set(Object.values(bridges.rooms)).size >= MAX_NETWORKS)
+      continue;
     bridges.rooms[roomID] = network;
     if (!bridgeOf.has(roomID)) bridges.management.push(roomID);
     touched.add(network);

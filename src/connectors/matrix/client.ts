@@ -338,8 +338,15 @@ export class MatrixClient implements NetworkClient {
       await this.host.setLoginAccounts(this.loginAccounts(wanted));
       this.requestedNetworks = wanted.join(",");
     }
-    for (const network of touched) {
-      if (await this.logins.wait(this.account.loginID, network, NETWORK_ACCOUNT_WAIT_MS)) continue;
+    // Waited for together: a batch that brings many new networks (or a homeserver that makes them up) costs one wait.
+    const late = (
+      await Promise.all(
+        [...touched].map(async (network) =>
+          (await this.logins!.wait(this.account.loginID, network, NETWORK_ACCOUNT_WAIT_MS)) ? [] : [network],
+        ),
+      )
+    ).flat();
+    for (const network of late) {
       const rooms = Object.keys(bridges.rooms).filter((id) => bridges.rooms[id] === network);
       // A network with rooms shown before has an account: it is late, and the batch is read again.
       if (rooms.some((id) => before.has(id)))
