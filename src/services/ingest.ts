@@ -126,7 +126,8 @@ async function reviseMessage(ctx: Context, chat: ChatRecord, m: InboundMessage) 
   const { db } = ctx;
   const seq = await db.kv.get<number>(keys.networkMessage(chat.no, m.networkMessageID));
   const message = seq === undefined ? undefined : await db.message(chat.no, seq);
-  if (!message || message.deleted) return;
+  // Only the sender's own message is revised: a revision names it by ID, and an ID alone is the network's word.
+  if (!message || message.deleted || message.senderID !== m.senderID) return;
   const now = await inboundRecord(ctx, chat, m);
   message.type = now.type;
   message.text = now.text;

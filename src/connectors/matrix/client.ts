@@ -156,7 +156,7 @@ export class MatrixClient implements NetworkClient {
       this.state.cryptoStoreKey = newStoreKey();
       await this.host.saveState(this.state as unknown as Record<string, unknown>);
     }
-    this.crypto = await MatrixCrypto.open({
+    const crypto = await MatrixCrypto.open({
       lib: await this.loadCrypto(),
       userID: this.state.userID,
       deviceID: this.state.deviceID,
@@ -165,12 +165,20 @@ export class MatrixClient implements NetworkClient {
       records: this.host.records,
       http: this.http,
     });
+    // A key may have been stored just before a stop, its waiting messages not read yet: those are read now.
+    await crypto.markStored(Object.keys(this.state.synced?.waiting ?? {}));
+    this.crypto = crypto;
   }
 
   /** A room's encrypted events in the clear where they can be; the others marked, and remembered if worth waiting. */
   private async decrypted(roomID: string, events: MatrixEvent[]): Promise<MatrixEvent[]> {
     const crypto = this.crypto;
-    if (!crypto) return events;
+    if (!crypto) {
+      // A device that encrypts, stopped (or not open yet): its events wait for it rather than being stored unread.
+      if (this.loadCrypto && this.state.ownDevice && events.some((e) => e.type === ENCRYPTED_TYPE))
+        throw new NetworkError("unavailable", "end-to-end encryption is not running");
+      return events;
+    }
     return Promise.all(
       events.map(async (event) => {
         if (event.type !== ENCRYPTED_TYPE) return event;
@@ -200,22 +208,42 @@ export class MatrixClient implements NetworkClient {
    */
   private async readArrived(): Promise<void> {
     const waiting = this.state.synced?.waiting;
-    if (!this.crypto || !waiting) return;
-    for (const sessionID of this.crypto.takeArrivedKeys()) {
+    const crypto = this.crypto;
+    if (!crypto || !waiting) return;
+    const sessions = [...crypto.takeArrivedKeys()];
+    for (const [at, sessionID] of sessions.entries()) {
       const events = waiting[sessionID];
       if (!events) continue;
-      delete waiting[sessionID];
-      for (const [roomID, eventID] of events) {
+      delete waiting[sessionID]; // put back below (by wait()) where an event is not read now and may still be
+      const putBack = (from: number) => {
+        for (const [roomID, eventID] of events.slice(from)) this.wait(sessionID, roomID, eventID);
+        crypto.markArrived(sessionID); // tried again after the next sync
+      };
+      for (const [index, [roomID, eventID]] of events.entries()) {
         const room = this.rooms.get(roomID);
-        const raw = await this.http
-          .request("GET", `/_matrix/client/v3/rooms/${seg(roomID)}/event/${seg(eventID)}`)
-          .catch(() => undefined);
-        const event = raw && parseEvent(raw, roomID);
-        if (!room || !event) continue;
-        const [clear] = await this.decrypted(roomID, [event]);
-        if (clear.type === ENCRYPTED_TYPE) continue; // still unreadable (and waiting again if worth it)
-        for (const e of translate(clear, { room, selfID: this.state.userID }))
-          await this.emit(e.type === "message" ? { ...e, type: "revision" } : e);
+        if (!room) continue; // a room left meanwhile: nothing to fill in
+        let raw: unknown;
+        try {
+          raw = await this.http.request("GET", `/_matrix/client/v3/rooms/${seg(roomID)}/event/${seg(eventID)}`);
+        } catch (error) {
+          if (error instanceof MatrixError && error.status === 404) continue; // gone (redacted and purged)
+          putBack(index);
+          break;
+        }
+        const event = parseEvent(raw, roomID);
+        // The server's answer is for the event asked for, or it is not trusted with it.
+        if (!event || event.event_id !== eventID) continue;
+        try {
+          const [clear] = await this.decrypted(roomID, [event]);
+          if (clear.type === ENCRYPTED_TYPE) continue; // still unreadable (and waiting again if worth it)
+          for (const e of translate(clear, { room, selfID: this.state.userID }))
+            await this.emit(e.type === "message" ? { ...e, type: "revision" } : e);
+        } catch (error) {
+          // The batch fails (crypto stopped, the account not running): everything not read yet is tried again.
+          putBack(index);
+          for (const other of sessions.slice(at + 1)) crypto.markArrived(other);
+          throw error;
+        }
       }
     }
   }

@@ -205,6 +205,8 @@ async function tokenLogin(f: Record<string, string>, previous: MatrixState | und
     userID: whoami.user_id,
     deviceID: whoami.device_id,
     accessToken: token,
+    // Said, not left out: a reconnect merges this over the account's state, where a password login's `true` is.
+    ownDevice: false,
     synced: previous?.userID === whoami.user_id ? previous.synced : undefined,
   };
 }

@@ -153,6 +153,7 @@ const request = <T>(r: IDBRequest<T>) =>
 export class IndexedDBJournal {
   private parts: Part[] = [];
   private loaded = false;
+  private flushing: Promise<void> = Promise.resolve();
   /** Our own connections for reading what to flush: closed whenever the store wants a new version. */
   private readonly connections = new Map<string, IDBDatabase>();
 
@@ -248,6 +249,14 @@ export class IndexedDBJournal {
    * makes them durable with whatever else it writes, such as the sync position that depends on them).
    */
   async flush(): Promise<void> {
+    // One flush at a time: a second one (a send's, during a sync's) finds the dirty set taken by the first and must
+    // not report done (and let its caller commit) before the first has put its records.
+    const turn = this.flushing.catch(() => undefined).then(() => this.flushNow());
+    this.flushing = turn;
+    return turn;
+  }
+
+  private async flushNow(): Promise<void> {
     if (!this.loaded) throw new Error("the crypto store's journal was flushed before it was restored");
     const touched = new Set<number>();
     const schemas: Record<string, DatabaseSchema> = { ...(this.parts[0].schemas ?? {}) };

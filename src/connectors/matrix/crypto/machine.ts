@@ -113,6 +113,24 @@ export class MatrixCrypto {
     await this.sendOutgoing();
   }
 
+  /** Says a session's key is here (to try its waiting events again: after a failed try). */
+  markArrived(sessionID: string): void {
+    this.arrived.add(sessionID);
+  }
+
+  /**
+   * Of these sessions, marks those whose key the store holds as arrived: after a restart, a key stored just before
+   * the stop whose waiting events were not read yet. (The store is walked once; nothing is exported.)
+   */
+  async markStored(sessionIDs: Iterable<string>): Promise<void> {
+    const wanted = new Set(sessionIDs);
+    if (wanted.size === 0) return;
+    await this.machine.exportRoomKeys((session) => {
+      if (wanted.has(session.sessionId)) this.arrived.add(session.sessionId);
+      return false;
+    });
+  }
+
   /** The Megolm sessions whose keys arrived since the last call (events waiting for them can be read now). */
   takeArrivedKeys(): Set<string> {
     const arrived = this.arrived;
@@ -177,6 +195,7 @@ export class MatrixCrypto {
     const claim = await this.machine.getMissingSessions(users());
     if (claim) await this.send(claim);
     const requests = await this.machine.shareRoomKey(roomID, users(), this.settings(room));
+    if (requests.length > 0) await this.checkpoint(true); // the new room key and Olm steps, before they are sent
     for (const request of requests) await this.send(request);
     const encrypted = JSON.parse(await this.machine.encryptRoomEvent(roomID, type, JSON.stringify(content)));
     await this.checkpoint(true);
@@ -210,7 +229,13 @@ export class MatrixCrypto {
       try {
         do {
           this.again = false;
-          for (const request of await this.machine.outgoingRequests()) await this.send(request);
+          const requests = await this.machine.outgoingRequests();
+          // New one-time keys, Olm ratchet steps and signatures are durable before anyone sees them: after a crash
+          // the device must not upload another key under the same ID, or use a ratchet step twice.
+          const { KeysUpload, ToDevice, SignatureUpload } = this.lib.RequestType;
+          if (requests.some((r) => r.type === KeysUpload || r.type === ToDevice || r.type === SignatureUpload))
+            await this.checkpoint(true);
+          for (const request of requests) await this.send(request);
         } while (this.again);
       } finally {
         this.outgoing = undefined;
@@ -263,7 +288,6 @@ export class MatrixCrypto {
     if (request.id) await this.machine.markRequestAsSent(request.id, request.type, JSON.stringify(answer));
   }
 
-  /** Puts what the store changed into the account's records; `commit` also makes them durable now. */
   /**
    * Encrypts a file for an encrypted room: the ciphertext to upload, and what goes in the event's `file` object
    * beside its URL (the key, the counter's start, the ciphertext's hash).
@@ -288,6 +312,7 @@ export class MatrixCrypto {
     }
   }
 
+  /** Puts what the store changed into the account's records; `commit` also makes them durable now. */
   async checkpoint(commit = false): Promise<void> {
     await this.journal.flush();
     if (commit) await this.records.commit();
