@@ -201,9 +201,9 @@ export interface ConnectorHost {
    * server, whose owner adds and removes accounts there): the login's accounts as they are now. Accounts new to the
    * login are stored and connected; accounts of the login missing from the list are removed with their chats, as a
    * removed login's are; the others keep their ID and history and take the new user and network name. Resolves once
-   * stored.
+   * stored, with the remote IDs the login holds now (an addition past the bridge's account limit is left out).
    */
-  setLoginAccounts(accounts: LoginResult["accounts"]): Promise<void>;
+  setLoginAccounts(accounts: LoginResult["accounts"]): Promise<string[]>;
   /**
    * Records this account keeps beside its state, for what is too large or changes too often to rewrite as one value
    * (Matrix's end-to-end encryption store): parts numbered 0 to ACCOUNT_RECORD_PARTS - 1. A `put` is written with

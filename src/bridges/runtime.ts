@@ -10,7 +10,7 @@ import type { LoginResult } from "./login.ts";
 export interface AccountReports {
   emit(account: AccountRecord, event: InboundEvent): Promise<void>;
   saveState(account: AccountRecord, state: Record<string, unknown>): Promise<void>;
-  setLoginAccounts(account: AccountRecord, accounts: LoginResult["accounts"]): Promise<void>;
+  setLoginAccounts(account: AccountRecord, accounts: LoginResult["accounts"]): Promise<string[]>;
   records(account: AccountRecord): AccountRecords;
 }
 

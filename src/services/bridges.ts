@@ -324,11 +324,11 @@ export async function syncLoginAccounts(
   ctx: Context,
   member: AccountRecord,
   accounts: LoginResult["accounts"],
-): Promise<void> {
+): Promise<string[]> {
   const { db } = ctx;
   const login = db.logins.find((l) => l.loginID === member.loginID);
   const connector = ctx.bridges.connectors().find((c) => c.network === member.network) as Bridgeable | undefined;
-  if (!login || !connector) return;
+  if (!login || !connector) return [];
   const current = db.accounts.filter((a) => a.loginID === login.loginID);
   const gone = current.filter((a) => !accounts.some((x) => x.remoteID === a.remoteID));
   let room = connector.bridge.maxAccounts - activeAccounts(ctx, connector.network).length + gone.length;
@@ -352,6 +352,7 @@ export async function syncLoginAccounts(
   db.saveAccounts();
   await db.commit();
   for (const account of added) connectInBackground(ctx, account);
+  return db.accounts.filter((a) => a.loginID === login.loginID).flatMap((a) => (a.remoteID ? [a.remoteID] : []));
 }
 
 /** Connector state that a reconnect refreshes (credentials), as opposed to sync progress, which it keeps. */

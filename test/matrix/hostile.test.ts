@@ -134,7 +134,7 @@ describe("the Matrix client against a hostile homeserver", () => {
       {
         emit: async (e) => void events.push(e),
         saveState: async (s) => void saved.push(structuredClone(s)),
-        setLoginAccounts: async () => undefined,
+        setLoginAccounts: async () => [],
         records: { get: async () => undefined, put: () => undefined, commit: async () => undefined },
       },
       { firstBackfill: 10 },

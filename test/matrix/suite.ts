@@ -76,6 +76,7 @@ export function matrixSuite(target: MatrixTarget) {
       api.login(f, reconnect, { bridgeID: MATRIX_BRIDGE, flowID });
     let session2: Peer; // the alice session the account uses after the reconnect
     let whatsappBot: Peer; // a bridge's bot, as a WhatsApp bridge has one
+    let signalBot: Peer;
     let bridgedAccounts: string[] = []; // the accounts of the networks bridged into alice's Matrix account
     const accountsOfLogin = async () =>
       (await api.sdk.accounts.list())
@@ -92,11 +93,13 @@ export function matrixSuite(target: MatrixTarget) {
         carol: await server.register("carol", password("carol"), { displayName: "Carol" }),
         dave: await server.register("dave", password("dave"), { displayName: "Dave" }),
         admin: await server.register("admin", password("admin"), { admin: true }),
+        signalbot: await server.register("signalbot", password("signalbot"), { displayName: "Signal bridge bot" }),
         whatsappbot: await server.register("whatsappbot", password("whatsappbot"), {
           displayName: "WhatsApp bridge bot",
         }),
       };
       whatsappBot = track(await Peer.from(server, registered.whatsappbot));
+      signalBot = track(await Peer.from(server, registered.signalbot));
       admin = track(await Peer.from(server, registered.admin));
       bob = track(await Peer.from(server, registered.bob));
       carol = track(await Peer.from(server, registered.carol));
@@ -828,33 +831,33 @@ export function matrixSuite(target: MatrixTarget) {
     });
 
     it("shows bridged networks' rooms under an account per network, the bridge bot's room archived there", async () => {
-      const bridgeState = (type: string, protocol: string, displayname: string) => ({
+      // As bridges do: each bot makes its portal rooms, with bridge state it sends itself, and invites the people.
+      const bridgeState = (type: string, protocol: string, displayname: string, bot: Peer) => ({
         type,
         state_key: `inboxd.test://${protocol}/chan`,
-        content: {
-          bridgebot: whatsappBot.userID,
-          creator: bob.userID,
-          protocol: { id: protocol, displayname },
-          channel: { id: "chan" },
-        },
+        content: { bridgebot: bot.userID, protocol: { id: protocol, displayname }, channel: { id: "chan" } },
       });
-      const waRoom = await bob.createRoom({
+      const waRoom = await whatsappBot.createRoom({
         name: "Family (WhatsApp)",
-        invite: [phone.userID],
-        initialState: [bridgeState("m.bridge", "whatsapp", "WhatsApp")],
+        invite: [phone.userID, bob.userID],
+        initialState: [bridgeState("m.bridge", "whatsapp", "WhatsApp", whatsappBot)],
       });
-      await phone.join(waRoom);
-      const signalRoom = await bob.createRoom({
+      const signalRoom = await signalBot.createRoom({
         name: "Climbing (Signal)",
-        invite: [phone.userID],
-        initialState: [
-          {
-            ...bridgeState("uk.half-shot.bridge", "signal", "Signal"),
-            content: { protocol: { id: "signal", displayname: "Signal" } },
-          },
-        ],
+        invite: [phone.userID, bob.userID],
+        initialState: [bridgeState("uk.half-shot.bridge", "signal", "Signal", signalBot)],
       });
-      await phone.join(signalRoom);
+      // Bridge state from someone who is not the bridge's bot does not make a room bridged.
+      const forged = await bob.createRoom({
+        name: "Not really Telegram",
+        invite: [phone.userID],
+        initialState: [bridgeState("m.bridge", "telegram", "Telegram", bob)].map((e) => ({
+          ...e,
+          content: { ...e.content, bridgebot: whatsappBot.userID },
+        })),
+      });
+      for (const room of [waRoom, signalRoom, forged]) await phone.join(room);
+      for (const room of [waRoom, signalRoom]) await bob.join(room);
       const botRoom = await whatsappBot.createRoom({ invite: [phone.userID], isDirect: true });
       await phone.join(botRoom);
       await whatsappBot.text(botRoom, "Bridge status: connected");
@@ -883,6 +886,10 @@ export function matrixSuite(target: MatrixTarget) {
         );
       expect(await shownUnderMatrix()).not.toContain("Family (WhatsApp)");
       expect(await shownUnderMatrix()).not.toContain("Climbing (Signal)");
+      await api.chatTitled(accountID, "Not really Telegram"); // stays with Matrix
+      expect((await api.sdk.accounts.list()).some((a) => (a as { network?: string }).network === "Telegram")).toBe(
+        false,
+      );
 
       // Messages both ways, through the Matrix account's sync and session.
       await bob.text(waRoom, "hello from the family group");

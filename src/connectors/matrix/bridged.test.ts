@@ -30,6 +30,10 @@ describe("bridged networks", () => {
     for (const bad of [{ id: "" }, { id: "a/b" }, { id: 7 }, "whatsapp", null])
       expect(bridgedNetworkOf(bridge("m.bridge", bad) as never)).toBeUndefined();
     expect(bridgedNetworkOf({ ...bridge(), state_key: undefined } as never)).toBeUndefined();
+    // Only the bridge's bot says so: state sent by anyone else (or naming no bot) is not bridge state.
+    expect(bridgedNetworkOf({ ...bridge(), sender: "@mallory:example.org" } as never)).toBeUndefined();
+    const { bridgebot: _, ...botless } = bridge().content;
+    expect(bridgedNetworkOf({ ...bridge(), content: botless } as never)).toBeUndefined();
   });
 
   it("place a first sync's bridged rooms and the bot's room with their network, the rest with Matrix", () => {
@@ -63,6 +67,8 @@ describe("bridged networks", () => {
         "!joined:x": room([bridge()], [member(self)]),
         "!invited:x": room([bridge()], [member(self)]),
         "!resync:x": room([member(self), bridge()]), // a restart's full state: not new, stays with Matrix
+        // A profile change is a join after a join: not a room joined now.
+        "!profile:x": room([bridge()], [{ ...member(self), unsigned: { prev_content: { membership: "join" } } }]),
       },
       options,
     );

@@ -50,14 +50,16 @@ export function bridgedNetworkOf(event: MatrixEvent): BridgedNetwork | undefined
   if (!protocol || typeof protocol !== "object" || typeof protocol.id !== "string") return undefined;
   const id = protocol.id.toLowerCase();
   if (!PROTOCOL_ID.test(id)) return undefined;
+  // Only a bridge's own bot says a room is bridged: anyone else in a room could claim any network (and any bot).
+  const bot = event.content.bridgebot;
+  if (typeof bot !== "string" || !bot.startsWith("@") || event.sender !== bot) return undefined;
   const text = (v: unknown) => (typeof v === "string" && v.trim() ? v.trim().slice(0, 100) : undefined);
-  const bot = typeof event.content.bridgebot === "string" && event.content.bridgebot.startsWith("@");
   const avatar = text(protocol.avatar_url);
   return {
     id,
     name: text(protocol.displayname) ?? id,
     ...(avatar?.startsWith("mxc://") ? { avatarURL: avatar } : {}),
-    bots: bot ? [event.content.bridgebot as string] : [],
+    bots: [bot],
   };
 }
 
@@ -168,6 +170,7 @@ export function assignRooms(
       };
     }
   }
+  const inUse = new Set(Object.values(bridges.rooms));
   const botNetwork = new Map<string, string>();
   for (const network of Object.values(bridges.networks))
     for (const bot of network.bots) botNetwork.set(bot, network.id);
@@ -179,22 +182,26 @@ export function assignRooms(
       continue;
     }
     // Only a room seen for the first time gets an account of a bridged network (see above): one of the first
-    // sync, or one joined just now (its timeline has the join), which at most was an invitation before.
-    const joinedNow = (room.timeline?.events ?? []).some(
-      (e) =>
-        !!e &&
-        (e as MatrixEvent).type === "m.room.member" &&
-        (e as MatrixEvent).state_key === options.selfID &&
-        (e as MatrixEvent).content?.membership === "join",
-    );
+    // sync, or one joined just now (its timeline has the join: not a profile change, a join after another
+    // membership), which at most was an invitation before.
+    const joinedNow = (room.timeline?.events ?? []).some((raw) => {
+      const e = raw as MatrixEvent;
+      const before = (e?.unsigned?.prev_content as { membership?: unknown } | undefined)?.membership;
+      return (
+        e?.type === "m.room.member" &&
+        e.state_key === options.selfID &&
+        e.content?.membership === "join" &&
+        before !== "join"
+      );
+    });
     const before = options.known(roomID);
     const isNew = options.firstSync || (joinedNow && (before === undefined || before === "invite"));
     if (!isNew) continue;
     const network = bridgeOf.get(roomID)?.id ?? managementNetwork(events(room), options.selfID, botNetwork);
     if (!network || bridges.refused.includes(network)) continue;
     // A login shows at most so many networks (the bridge's account limit would refuse more anyway).
-    if (!Object.values(bridges.rooms).includes(network) && new Set(Object.values(bridges.rooms)).size >= MAX_NETWORKS)
-      continue;
+    if (!inUse.has(network) && inUse.size >= MAX_NETWORKS) continue;
+    inUse.add(network);
     bridges.rooms[roomID] = network;
     if (!bridgeOf.has(roomID)) bridges.management.push(roomID);
     touched.add(network);

@@ -89,6 +89,8 @@ export class MatrixClient implements NetworkClient {
   private readonly loadCrypto?: LoadCrypto;
   /** The accounts of bridged networks under this login (bridged.ts); absent where the connector has none. */
   private readonly logins?: LoginHosts;
+  /** Rooms this run showed as invitations (see placeRooms). */
+  private readonly invitations = new Set<string>();
   /** The bridged networks whose accounts were last asked for (once per run, then on every change). */
   private requestedNetworks?: string;
   private lastStatus: InboundEvent & { type: "status" } = { type: "status", status: "connecting" };
@@ -354,40 +356,37 @@ export class MatrixClient implements NetworkClient {
     const bridges = this.state.synced?.bridges;
     if (!bridges || !this.logins) return;
     const before = new Set(Object.keys(bridges.rooms));
-    const invitedBefore = (roomID: string) => this.rooms.get(roomID)?.membership === "invite";
+    // Invitations shown in this run, also ones accepted since by sending (which marks the room joined at once).
+    for (const roomID of Object.keys(response.rooms?.invite ?? {})) this.invitations.add(roomID);
+    const invitedBefore = (roomID: string) => this.invitations.has(roomID);
     const touched = assignRooms(bridges, (response.rooms?.join ?? {}) as Record<string, never>, {
       selfID: this.state.userID,
       firstSync: !since,
-      known: (roomID) => this.rooms.get(roomID)?.membership,
+      known: (roomID) => (this.invitations.has(roomID) ? "invite" : this.rooms.get(roomID)?.membership),
     });
     const added = Object.keys(bridges.rooms).filter((id) => !before.has(id));
     const wanted = [...new Set(Object.values(bridges.rooms))].sort();
     if (wanted.join(",") !== this.requestedNetworks) {
-      await this.host.setLoginAccounts(this.loginAccounts(wanted));
-      this.requestedNetworks = wanted.join(",");
+      const held = new Set(await this.host.setLoginAccounts(this.loginAccounts(wanted)));
+      for (const network of wanted) {
+        if (held.has(`${this.state.userID}#${network}`)) continue;
+        // Not added (the bridge's account limit): its rooms stay with this account, now and later.
+        bridges.refused.push(network);
+        for (const id of Object.keys(bridges.rooms)) if (bridges.rooms[id] === network) delete bridges.rooms[id];
+        bridges.management = bridges.management.filter((id) => bridges.rooms[id]);
+        touched.delete(network);
+      }
+      this.requestedNetworks = [...new Set(Object.values(bridges.rooms))].sort().join(",");
     }
-    // Waited for together: a batch that brings many new networks (or a homeserver that makes them up) costs one wait.
-    const late = (
-      await Promise.all(
-        [...touched].map(async (network) =>
-          (await this.logins!.wait(this.account.loginID, network, NETWORK_ACCOUNT_WAIT_MS)) ? [] : [network],
-        ),
-      )
-    ).flat();
-    for (const network of late) {
-      const rooms = Object.keys(bridges.rooms).filter((id) => bridges.rooms[id] === network);
-      // A network with rooms shown before has an account: it is late, and the batch is read again.
-      if (rooms.some((id) => before.has(id)))
-        throw new NetworkError(
-          "unavailable",
-          `the ${bridges.networks[network]?.name ?? network} account did not start`,
-        );
-      // A new one that was not added (the bridge's account limit): its rooms stay with this account.
-      bridges.refused.push(network);
-      for (const id of rooms) delete bridges.rooms[id];
-      bridges.management = bridges.management.filter((id) => bridges.rooms[id]);
-      this.requestedNetworks = undefined;
-    }
+    // Waited for together; one that does not start in time fails the batch, which is read again.
+    const late = await Promise.all(
+      [...touched].map(async (network) =>
+        (await this.logins!.wait(this.account.loginID, network, NETWORK_ACCOUNT_WAIT_MS)) ? undefined : network,
+      ),
+    );
+    const network = late.find((n) => n !== undefined);
+    if (network)
+      throw new NetworkError("unavailable", `the ${bridges.networks[network]?.name ?? network} account did not start`);
     // An invitation shown here before the room was joined: that chat is done with, the room's account shows it now.
     for (const roomID of added)
       if (bridges.rooms[roomID] && invitedBefore(roomID)) {
