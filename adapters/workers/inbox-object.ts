@@ -289,7 +289,12 @@ export class InboxObject {
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
       // XMPP over WebSocket only: a Worker cannot open the TCP connections of xmpp:// servers.
       xmpp: { firstBackfill: optionalNumber(this.env.INBOXD_XMPP_FIRST_BACKFILL) },
-      matrix: { firstBackfill: optionalNumber(this.env.INBOXD_MATRIX_FIRST_BACKFILL), loadCrypto: loadMatrixCrypto },
+      matrix: {
+        firstBackfill: optionalNumber(this.env.INBOXD_MATRIX_FIRST_BACKFILL),
+        loadCrypto: loadMatrixCrypto,
+        // 128 MB of memory: an encrypted file is held about four times over while it is encrypted or opened.
+        maxEncryptedMediaBytes: 16 * 1024 * 1024,
+      },
       desktopApi: {
         openSocket: openUpstreamSocket,
         firstBackfill: optionalNumber(this.env.INBOXD_DESKTOP_API_FIRST_BACKFILL),

@@ -31,6 +31,8 @@ export interface Seen {
   content: Record<string, any>;
   /** The event was encrypted on the wire. */
   encrypted: boolean;
+  /** For a redaction: the event it removes. */
+  redacts?: string;
 }
 
 /**
@@ -87,6 +89,7 @@ export class EncryptedPeer {
       sender: event.getSender() ?? "",
       content: event.getContent(),
       encrypted: event.isEncrypted(),
+      ...(event.getType() === "m.room.redaction" ? { redacts: event.event.redacts ?? event.getContent().redacts } : {}),
     });
     for (const wake of this.waiters) wake();
   }

@@ -31,6 +31,7 @@ export function encryptedSuite(target: MatrixTarget) {
     let dave: HeldKeySender; // sends a message first and its room key later
     let phone: Peer; // alice's other session (plain HTTP, no keys): joins rooms for her
     let lateRoom: string;
+    let reacted: { messageID: string; reactionEventID: string }; // alice's 🔐 on bob's message
     let lateChat: string;
     let accountID: string;
     let dmRoom: string;
@@ -122,6 +123,7 @@ export function encryptedSuite(target: MatrixTarget) {
         (s) => s.type === "m.reaction" && s.sender === phone.userID,
       );
       expect(reaction.encrypted).toBe(true);
+      reacted = { messageID: message.id, reactionEventID: reaction.eventID };
       expect(reaction.content["m.relates_to"]).toMatchObject({ rel_type: "m.annotation", event_id: target, key: "🔐" });
       const mine = await api.messageWith(dmChat, (m) => m.text === "an encrypted reply", "alice's reply");
       await api.sdk.messages.update(mine.id, { chatID: dmChat, text: "an encrypted reply, edited" });
@@ -272,6 +274,9 @@ export function encryptedSuite(target: MatrixTarget) {
       await api.messageWith(dmChat, (m) => m.text === "after the restart", "bob's message after the restart", 30_000);
       await api.sdk.messages.send(dmChat, { text: "alice after the restart" });
       await bob.waitFor("alice's message after the restart", (s) => s.content.body === "alice after the restart");
+      // A reaction made before the restart is found again (an encrypted event) and removed on the server.
+      await api.sdk.chats.messages.reactions.delete("🔐", { chatID: dmChat, messageID: reacted.messageID });
+      await bob.waitFor("the removal of alice's reaction", (s) => s.redacts === reacted.reactionEventID);
       expect(await inboxdDeviceKeys()).toEqual(before);
       for (const chat of [dmChat, lateChat]) {
         const unreadable = (await api.messages(chat)).filter((m) => /🔒/.test(m.text ?? ""));

@@ -55,7 +55,8 @@ const ENCRYPTED_READ_ONLY: ChatCapabilities = {
 };
 /** Encrypted rooms where this device encrypts: everything (files go up encrypted, see encrypted-media.ts). */
 const ENCRYPTED: ChatCapabilities = EVERYTHING;
-const TOO_LARGE = `files in encrypted rooms are at most ${MAX_ENCRYPTED_MEDIA_BYTES / 1024 / 1024} MiB here (they are encrypted in memory)`;
+const tooLarge = (bytes: number) =>
+  `files in encrypted rooms are at most ${Math.round(bytes / 1024 / 1024)} MiB here (they are encrypted in memory)`;
 /** How long a sync waits for a bridged network's account to start before giving up on it (bridged.ts). */
 const NETWORK_ACCOUNT_WAIT_MS = 15_000;
 /** The most encrypted events kept waiting for their keys (the oldest are given up first). */
@@ -89,6 +90,7 @@ export class MatrixClient implements NetworkClient {
   private readonly loadCrypto?: LoadCrypto;
   /** The accounts of bridged networks under this login (bridged.ts); absent where the connector has none. */
   private readonly logins?: LoginHosts;
+  private readonly maxEncryptedMedia: number;
   /** Rooms this run showed as invitations (see placeRooms). */
   private readonly invitations = new Set<string>();
   /** The bridged networks whose accounts were last asked for (once per run, then on every change). */
@@ -98,9 +100,10 @@ export class MatrixClient implements NetworkClient {
   constructor(
     private readonly account: AccountRecord,
     private readonly host: ConnectorHost,
-    options: { firstBackfill: number; loadCrypto?: LoadCrypto; logins?: LoginHosts },
+    options: { firstBackfill: number; loadCrypto?: LoadCrypto; logins?: LoginHosts; maxEncryptedMediaBytes?: number },
   ) {
     this.loadCrypto = options.loadCrypto;
+    this.maxEncryptedMedia = options.maxEncryptedMediaBytes ?? MAX_ENCRYPTED_MEDIA_BYTES;
     this.logins = options.logins;
     this.state = readState(account.state ?? {});
     const synced = (this.state.synced ??= {});
@@ -553,17 +556,23 @@ export class MatrixClient implements NetworkClient {
 
   /** Our reaction with this key on the message, from the server's relations of it (for one sent before a restart). */
   private async findOwnReaction(roomID: string, eventID: string, key: string): Promise<string | undefined> {
+    // In an encrypted room a reaction is an m.room.encrypted event: every annotation is asked for, ours read.
+    const encrypted = this.rooms.get(roomID)?.encrypted === true;
+    const path = `/_matrix/client/v1/rooms/${seg(roomID)}/relations/${seg(eventID)}/m.annotation${encrypted ? "" : "/m.reaction"}`;
     let from: string | undefined;
     for (let page = 0; page < 20; page++) {
-      const answer = await this.http.request<{ chunk?: unknown[]; next_batch?: unknown }>(
-        "GET",
-        `/_matrix/client/v1/rooms/${seg(roomID)}/relations/${seg(eventID)}/m.annotation/m.reaction`,
-        { query: { from, limit: 100 } },
-      );
+      const answer = await this.http.request<{ chunk?: unknown[]; next_batch?: unknown }>("GET", path, {
+        query: { from, limit: 100 },
+      });
       for (const raw of answer.chunk ?? []) {
-        const event = parseEvent(raw, roomID);
+        let event = parseEvent(raw, roomID);
+        if (event?.sender !== this.state.userID) continue;
+        if (event.type === ENCRYPTED_TYPE && this.crypto) {
+          const clear = await this.crypto.decrypt(roomID, event);
+          event = "type" in clear ? clear : undefined;
+        }
         const rel = event?.content["m.relates_to"] as { key?: unknown } | undefined;
-        if (event?.sender === this.state.userID && rel?.key === key) return event.event_id;
+        if (event?.type === "m.reaction" && rel?.key === key) return event.event_id;
       }
       if (typeof answer.next_batch !== "string") return undefined;
       from = answer.next_batch;
@@ -788,8 +797,8 @@ export class MatrixClient implements NetworkClient {
   /** Encrypts a file and uploads the ciphertext; resolves with the event's `file` object (its URL and key). */
   private async uploadEncrypted(attachment: OutgoingFile): Promise<Record<string, unknown>> {
     if (!this.crypto) throw new NetworkError("unsupported", NO_DEVICE, "encrypted_room");
-    const bytes = await readAtMost(attachment.open(), MAX_ENCRYPTED_MEDIA_BYTES);
-    if (!bytes) throw new NetworkError("rejected", TOO_LARGE, "file_too_large");
+    const bytes = await readAtMost(attachment.open(), this.maxEncryptedMedia);
+    if (!bytes) throw new NetworkError("rejected", tooLarge(this.maxEncryptedMedia), "file_too_large");
     const { ciphertext, file } = this.crypto.encryptFile(bytes);
     const url = await uploadBytes(this.http, ciphertext, "encrypted", "application/octet-stream");
     return { ...file, url };
@@ -815,10 +824,10 @@ export class MatrixClient implements NetworkClient {
       this.http,
       ref.mxc,
       this.authenticatedMedia ?? false,
-      MAX_ENCRYPTED_MEDIA_BYTES,
+      this.maxEncryptedMedia,
     );
     if (ciphertext === null) return null;
-    if (!ciphertext) throw new NetworkError("rejected", TOO_LARGE, "file_too_large");
+    if (!ciphertext) throw new NetworkError("rejected", tooLarge(this.maxEncryptedMedia), "file_too_large");
     let bytes: Uint8Array;
     try {
       bytes = this.crypto.decryptFile(ciphertext, file as unknown as Record<string, unknown>);

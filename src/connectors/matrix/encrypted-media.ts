@@ -11,8 +11,9 @@ const MXC = /^mxc:\/\/[A-Za-z0-9.:[\]-]+\/[A-Za-z0-9_-]+$/;
 const MARK = "#inboxd-e2ee:";
 
 /**
- * The largest file sent to or read from an encrypted room: the cipher works on the whole file in memory (and a
- * Worker has 128 MB), where other rooms' files stream.
+ * The largest file sent to or read from an encrypted room by default: the cipher works on the whole file in memory
+ * (held about four times over at its peak), where other rooms' files stream. The Worker, with 128 MB, sets less
+ * (MatrixOptions.maxEncryptedMediaBytes).
  */
 export const MAX_ENCRYPTED_MEDIA_BYTES = 50 * 1024 * 1024;
 

@@ -15,6 +15,8 @@ export interface MatrixOptions {
    * encrypted rooms are shown but not read.
    */
   loadCrypto?: LoadCrypto;
+  /** The largest file sent to or read from an encrypted room (default 50 MiB: see encrypted-media.ts). */
+  maxEncryptedMediaBytes?: number;
 }
 
 /**
@@ -28,6 +30,7 @@ export class MatrixConnector implements NetworkConnector, LoginCapable {
   readonly bridge: BridgeFacts = { maxAccounts: 50, capabilities: matrixCapabilities };
   private readonly firstBackfill: number;
   private readonly loadCrypto?: LoadCrypto;
+  private readonly maxEncryptedMediaBytes?: number;
   /** Each login's Matrix account, through which its bridged networks' accounts work (bridged.ts). */
   private readonly matrixClients = new Map<string, MatrixClient>();
   private readonly logins = new LoginHosts();
@@ -35,6 +38,7 @@ export class MatrixConnector implements NetworkConnector, LoginCapable {
   constructor(options: MatrixOptions = {}) {
     this.firstBackfill = options.firstBackfill ?? FIRST_BACKFILL;
     this.loadCrypto = options.loadCrypto;
+    this.maxEncryptedMediaBytes = options.maxEncryptedMediaBytes;
   }
 
   loadAccount(account: AccountRecord, host: ConnectorHost): NetworkClient {
@@ -44,6 +48,7 @@ export class MatrixConnector implements NetworkConnector, LoginCapable {
       firstBackfill: this.firstBackfill,
       loadCrypto: this.loadCrypto,
       logins: this.logins,
+      maxEncryptedMediaBytes: this.maxEncryptedMediaBytes,
     });
     this.matrixClients.set(account.loginID, client);
     return client;
