@@ -225,6 +225,18 @@ export function encryptedSuite(target: MatrixTarget) {
       }
     });
 
+    it("accepts an encrypted group's invitation by sending, and every member reads that first message", async () => {
+      const room = await carol.createEncryptedRoom([phone.userID, bob.userID], { name: "Invited, encrypted" });
+      await bob.waitForRoom(room); // bob's client joins on its own
+      await carol.waitForMember(room, bob.userID);
+      const chat = await api.chatTitled(accountID, "Invited, encrypted");
+      await api.sdk.messages.send(chat.id, { text: "first words, on joining" });
+      for (const peer of [carol, bob]) {
+        const seen = await peer.waitFor("alice's first message", (s) => s.content.body === "first words, on joining");
+        expect(seen.encrypted).toBe(true);
+      }
+    });
+
     const waitingNotice = (chatID: string, what: string) =>
       api.messageWith(
         chatID,

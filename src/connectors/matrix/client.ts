@@ -23,7 +23,7 @@ import { downloadMedia, downloadMediaBytes, msgtypeFor, thumbnailFor, uploadByte
 import { assignRooms, emptyBridges, type LoginHosts } from "./bridged.ts";
 import { findEncryptedFile, MAX_ENCRYPTED_MEDIA_BYTES, parseEncryptedMediaID } from "./encrypted-media.ts";
 import { readAtMost } from "../../util/read-at-most.ts";
-import { memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
+import { applyState, memberUser, newRoom, roomChat, type Room } from "./rooms.ts";
 import { readState, USER_ID, type MatrixState } from "./state.ts";
 import { HeldRelations } from "./held-relations.ts";
 import { SyncProcessor, type SyncResponse } from "./sync.ts";
@@ -441,6 +441,19 @@ export class MatrixClient implements NetworkClient {
     if (room.membership === "invite") {
       await this.http.request("POST", `/_matrix/client/v3/join/${seg(networkChatID)}`, { body: {} });
       room.membership = "join";
+      // An invitation showed only its inviter as a member: an encrypted message sent now needs every member's
+      // devices to have its key, so the members are read before it is encrypted (the sync brings them later).
+      if (room.encrypted) {
+        const answer = await this.http.request<{ chunk?: unknown[] }>(
+          "GET",
+          `/_matrix/client/v3/rooms/${seg(networkChatID)}/members`,
+          { maxBytes: 16 * 1024 * 1024 },
+        );
+        for (const raw of answer.chunk ?? []) {
+          const event = parseEvent(raw, networkChatID);
+          if (event?.type === "m.room.member") applyState(room, event, this.state.userID);
+        }
+      }
     }
     return room;
   }
