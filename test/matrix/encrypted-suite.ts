@@ -34,6 +34,7 @@ export function encryptedSuite(target: MatrixTarget) {
     let reacted: { messageID: string; reactionEventID: string }; // alice's 🔐 on bob's message
     let lateChat: string;
     let accountID: string;
+    let loginID: string;
     let dmRoom: string;
     let dmChat: string;
     const password = (user: string) => `${user}-secret-${user.length * 7}`;
@@ -75,6 +76,7 @@ export function encryptedSuite(target: MatrixTarget) {
       );
       expect(session.status).toBe("complete");
       accountID = session.accountID;
+      loginID = session.loginID;
       await api.accountStatus(accountID, "connected", undefined, 60_000);
       const devices = await waitFor("inboxd's device keys on the server", async () => {
         const keys = await inboxdDeviceKeys();
@@ -294,6 +296,47 @@ export function encryptedSuite(target: MatrixTarget) {
         const unreadable = (await api.messages(chat)).filter((m) => /🔒/.test(m.text ?? ""));
         expect(unreadable).toEqual([]);
       }
+    });
+
+    it("signs in again after its device was deleted elsewhere: a new device with keys of its own, read as before", async () => {
+      const [oldDevice] = Object.keys(await inboxdDeviceKeys());
+      const auth = {
+        type: "m.login.password",
+        identifier: { type: "m.id.user", user: phone.userID },
+        password: password("alice"),
+      };
+      const first = await phone
+        .request("POST", "/_matrix/client/v3/delete_devices", { devices: [oldDevice] })
+        .catch((e: { body?: { session?: string } }) => e.body);
+      if (first?.session)
+        await phone.request("POST", "/_matrix/client/v3/delete_devices", {
+          devices: [oldDevice],
+          auth: { ...auth, session: first.session },
+        });
+      await api.accountStatus(accountID, "reconnect_required", undefined, 45_000);
+      const again = await api.login(
+        { username: `@alice:${server.serverName}`, password: password("alice"), homeserver: server.url },
+        { loginID },
+        { bridgeID: MATRIX_BRIDGE, flowID: "password" },
+      );
+      expect(again).toMatchObject({ status: "complete", accountID });
+      await api.accountStatus(accountID, "connected", undefined, 60_000);
+      // Not the deleted device's ID made again (it would have no keys on the server, and a store that says it has).
+      const devices = await waitFor("the new device's keys", async () => {
+        const keys = await inboxdDeviceKeys();
+        return Object.keys(keys).length > 0 ? keys : undefined;
+      });
+      const [newDevice] = Object.keys(devices);
+      expect(newDevice).not.toBe(oldDevice);
+      await bob.text(dmRoom, "to alice's new device");
+      await api.messageWith(
+        dmChat,
+        (m) => m.text === "to alice's new device",
+        "bob's message to the new device",
+        30_000,
+      );
+      await api.sdk.messages.send(dmChat, { text: "from alice's new device" });
+      await bob.waitFor("alice's message from the new device", (s) => s.content.body === "from alice's new device");
     });
   });
 }

@@ -130,6 +130,7 @@ async function passwordLogin(f: Record<string, string>, known: MatrixState[]): P
       (!serverName && s.homeserver === homeserver && s.userID.slice(1, s.userID.indexOf(":")) === username),
   );
   const http = new MatrixHttp(homeserver);
+  const reuse = previous && (await deviceLives(previous)) ? previous.deviceID : undefined;
   const answer = await http
     .request<{
       user_id?: unknown;
@@ -143,7 +144,7 @@ async function passwordLogin(f: Record<string, string>, known: MatrixState[]): P
         password: f.password,
         initial_device_display_name: DEVICE_NAME,
         // Signing in again reuses this device: one device per account, not a new one per login.
-        ...(previous ? { device_id: previous.deviceID } : {}),
+        ...(reuse ? { device_id: reuse } : {}),
       },
       patienceMs: 0,
     })
@@ -168,6 +169,22 @@ async function passwordLogin(f: Record<string, string>, known: MatrixState[]): P
     ownDevice: true,
     synced,
   };
+}
+
+/**
+ * Whether a device inboxd made is still the session it was: only then is its ID reused. A device signed out or
+ * deleted elsewhere lost its keys on the server, and one made again under the same ID would have none, while its
+ * crypto store here says they were uploaded; a token login's device is another client's, never taken over.
+ */
+async function deviceLives(state: MatrixState): Promise<boolean> {
+  if (!state.ownDevice || !state.accessToken) return false;
+  return new MatrixHttp(state.homeserver, state.accessToken)
+    .request<{ device_id?: unknown }>("GET", "/_matrix/client/v3/account/whoami", { timeoutMs: 10_000, patienceMs: 0 })
+    .then(
+      (answer) => answer.device_id === state.deviceID,
+      // Only a session the server says is over is dead; one it cannot be asked about now is taken as alive.
+      (error) => !(error instanceof MatrixError && (error.status === 401 || error.errcode === "M_UNKNOWN_TOKEN")),
+    );
 }
 
 /**
