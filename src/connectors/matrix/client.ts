@@ -184,27 +184,35 @@ export class MatrixClient implements NetworkClient {
         throw new NetworkError("unavailable", "end-to-end encryption is not running");
       return events;
     }
-    return Promise.all(
+    let waits = false;
+    const out = await Promise.all(
       events.map(async (event) => {
         if (event.type !== ENCRYPTED_TYPE) return event;
         const result = await crypto.decrypt(roomID, event);
         if ("type" in result) return result;
-        if (result.waiting && result.sessionID) this.wait(result.sessionID, roomID, event.event_id);
+        if (result.waiting && result.sessionID) waits = this.wait(result.sessionID, roomID, event.event_id) || waits;
         return { ...event, unsigned: { ...event.unsigned, [UNREADABLE]: result.waiting ? "waiting" : "failed" } };
       }),
     );
+    // What waits is saved before its notice is stored: after a crash between the two, a replayed batch that now
+    // brings the key would find the notice's ID stored and drop the message, and nothing would revise it.
+    if (waits) await this.host.saveState(this.state as unknown as Record<string, unknown>);
+    return out;
   }
 
-  private wait(sessionID: string, roomID: string, eventID: string) {
+  /** Puts an event on the waiting list; true if it was not on it. */
+  private wait(sessionID: string, roomID: string, eventID: string): boolean {
     const waiting = ((this.state.synced ??= {}).waiting ??= {});
     const list = (waiting[sessionID] ??= []);
-    if (!list.some(([, id]) => id === eventID)) list.push([roomID, eventID]);
+    if (list.some(([, id]) => id === eventID)) return false;
+    list.push([roomID, eventID]);
     let total = Object.values(waiting).reduce((n, l) => n + l.length, 0);
     for (const session of Object.keys(waiting)) {
       if (total <= MAX_WAITING) break;
       total -= waiting[session].length;
       delete waiting[session];
     }
+    return true;
   }
 
   /**
