@@ -294,6 +294,8 @@ export class MatrixClient implements NetworkClient {
         await this.placeRooms(response, since);
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
         await this.readArrived();
+        // A run stopped meanwhile (disconnect, a reconnect's new client) saves nothing over what came after it.
+        if (this.stopped) return;
         // What the crypto store changed commits with the position after it (a replay would not find it again).
         await this.crypto?.checkpoint();
         this.state.synced = { ...this.state.synced, since: response.next_batch };
