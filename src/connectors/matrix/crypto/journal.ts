@@ -1,20 +1,8 @@
 import { parse, stringify } from "devalue";
-import {
-  IDBCursor,
-  IDBCursorWithValue,
-  IDBDatabase,
-  IDBFactory,
-  IDBIndex,
-  IDBKeyRange,
-  IDBObjectStore,
-  IDBOpenDBRequest,
-  IDBRecord,
-  IDBRequest,
-  IDBTransaction,
-  IDBVersionChangeEvent,
-  indexedDB,
-} from "fake-indexeddb";
+import * as FakeIndexedDB from "fake-indexeddb";
 import { ACCOUNT_RECORD_PARTS, type AccountRecords } from "../../../bridges/connector.ts";
+
+const { IDBCursor, IDBDatabase, IDBFactory, IDBIndex, IDBKeyRange, IDBObjectStore, indexedDB } = FakeIndexedDB;
 
 /**
  * Durable IndexedDB for the Rust crypto store, on both runtimes.
@@ -58,23 +46,10 @@ let patched = false;
 export function installIndexedDB(): void {
   if (patched) return;
   patched = true;
-  const globals: Record<string, unknown> = {
-    indexedDB,
-    IDBCursor,
-    IDBCursorWithValue,
-    IDBDatabase,
-    IDBFactory,
-    IDBIndex,
-    IDBKeyRange,
-    IDBObjectStore,
-    IDBOpenDBRequest,
-    IDBRecord,
-    IDBRequest,
-    IDBTransaction,
-    IDBVersionChangeEvent,
-  };
-  for (const [name, value] of Object.entries(globals))
-    Object.defineProperty(globalThis, name, { value, configurable: true, writable: true, enumerable: false });
+  // Every export but the default is a name of the IndexedDB API (indexedDB, IDBFactory, IDBKeyRange…).
+  for (const [name, value] of Object.entries(FakeIndexedDB))
+    if (name !== "default")
+      Object.defineProperty(globalThis, name, { value, configurable: true, writable: true, enumerable: false });
 
   const mark = (store: IDBObjectStore, key: IDBValidKey | "*") => {
     const dirty = dirtyByDatabase.get(store.transaction.db.name);
