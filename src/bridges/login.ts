@@ -72,6 +72,11 @@ export interface LoginResult {
     networkName?: string;
     state: Record<string, unknown>;
     origin?: AccountOrigin;
+    /**
+     * Records (ConnectorHost.records parts) the login made for the account, stored with it in place of any it had:
+     * Matrix's crypto store, made during the login to verify the device before the account existed.
+     */
+    records?: Map<number, unknown>;
   }[];
 }
 

@@ -237,6 +237,14 @@ export async function completeLogin(
       account = newAccount(connector, login.loginID, a);
       db.accounts.push(account);
     }
+    // After the detach above: the client that kept the old records is stopped before they are replaced.
+    if (a.records)
+      for (let part = 0; part < ACCOUNT_RECORD_PARTS; part++) {
+        const value = a.records.get(part);
+        const key = keys.accountRecord(account.accountID, part);
+        if (value === undefined) db.kv.remove(key);
+        else db.kv.put(key, value);
+      }
     accountIDs.push(account.accountID);
   }
   db.saveLogins();

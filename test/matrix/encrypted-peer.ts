@@ -6,6 +6,12 @@ import {
   type MatrixClient,
   type MatrixEvent,
 } from "matrix-js-sdk";
+import { CryptoEvent, type GeneratedSecretStorageKey } from "matrix-js-sdk/lib/crypto-api/index.js";
+import {
+  VerificationRequestEvent,
+  VerifierEvent,
+  type VerificationRequest,
+} from "matrix-js-sdk/lib/crypto-api/verification.js";
 import { logger, type Logger } from "matrix-js-sdk/lib/logger.js";
 import { decryptAttachment, encryptAttachment, type IEncryptedFile } from "matrix-encrypt-attachment";
 import type { SynapseServer } from "../harness/synapse.ts";
@@ -43,6 +49,9 @@ export class EncryptedPeer {
   private readonly seen: Seen[] = [];
   private readonly waiters = new Set<() => void>();
 
+  /** The secret storage key this session made (setUpRecovery): what the user writes down as the recovery key. */
+  private recovery: { key?: GeneratedSecretStorageKey } = {};
+
   private constructor(
     readonly client: MatrixClient,
     readonly userID: string,
@@ -54,7 +63,14 @@ export class EncryptedPeer {
   ): Promise<EncryptedPeer> {
     // The module-wide logger (loglevel underneath) too: parts of the SDK log through it rather than the client's.
     (logger as unknown as { setLevel(level: string): void }).setLevel("silent");
+    const recovery: { key?: GeneratedSecretStorageKey } = {};
     const client = createClient({
+      cryptoCallbacks: {
+        getSecretStorageKey: async ({ keys }) => {
+          const [keyID] = Object.keys(keys);
+          return recovery.key && keyID ? [keyID, recovery.key.privateKey] : null;
+        },
+      },
       logger: SILENT, // the SDK logs every sync and key operation
       baseUrl: server.url,
       userId: registered.userID,
@@ -63,6 +79,7 @@ export class EncryptedPeer {
     });
     await client.initRustCrypto({ useIndexedDB: false });
     const peer = new EncryptedPeer(client, registered.userID);
+    peer.recovery = recovery;
     client.on(RoomEvent.Timeline, (event, room) => {
       if (!room) return;
       if (event.isBeingDecrypted() || event.shouldAttemptDecryption())
@@ -238,6 +255,64 @@ export class EncryptedPeer {
       };
       this.waiters.add(check);
     });
+  }
+
+  /**
+   * What Element does when a user turns on "secure backup": a cross-signing identity (this session signed by it),
+   * secret storage under a new recovery key, and a key backup this session uploads room keys to. Returns the key.
+   */
+  async setUpRecovery(password: string): Promise<string> {
+    const crypto = this.client.getCrypto()!;
+    await crypto.bootstrapCrossSigning({
+      authUploadDeviceSigningKeys: async (makeRequest) => {
+        await makeRequest({
+          type: "m.login.password",
+          identifier: { type: "m.id.user", user: this.userID },
+          password,
+        } as never);
+      },
+    });
+    await crypto.bootstrapSecretStorage({
+      createSecretStorageKey: async () => (this.recovery.key = await crypto.createRecoveryKeyFromPassphrase()),
+      setupNewSecretStorage: true,
+      setupNewKeyBackup: true,
+    });
+    return this.recovery.key!.encodedPrivateKey!;
+  }
+
+  /** How this session sees another device of the user: is it signed by the user's identity? */
+  async crossSigningVerified(deviceID: string): Promise<boolean> {
+    const crypto = this.client.getCrypto()!;
+    await crypto.getUserDeviceInfo([this.userID], true);
+    return (await crypto.getDeviceVerificationStatus(this.userID, deviceID))?.crossSigningVerified ?? false;
+  }
+
+  /**
+   * Answers the next verification request from another of the user's sessions, as a person in Element would: accepts
+   * it, waits for the other side to start the emoji comparison, and confirms when `compare` says they match (else
+   * says they do not). Resolves with the emoji it showed, once the verification is over.
+   */
+  async answerVerification(compare: (emoji: string[]) => Promise<boolean>): Promise<string[]> {
+    const request = await new Promise<VerificationRequest>((resolve) =>
+      this.client.once(CryptoEvent.VerificationRequestReceived, resolve),
+    );
+    await request.accept();
+    const verifier = await new Promise<NonNullable<VerificationRequest["verifier"]>>((resolve) => {
+      const check = () => {
+        if (!request.verifier) return;
+        request.off(VerificationRequestEvent.Change, check);
+        resolve(request.verifier);
+      };
+      request.on(VerificationRequestEvent.Change, check);
+      check();
+    });
+    let shown: string[] = [];
+    verifier.on(VerifierEvent.ShowSas, (sas) => {
+      shown = (sas.sas.emoji ?? []).map(([symbol]) => symbol);
+      void compare(shown).then((match) => (match ? sas.confirm() : sas.mismatch()));
+    });
+    await verifier.verify();
+    return shown;
   }
 
   async close(): Promise<void> {

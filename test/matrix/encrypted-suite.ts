@@ -38,6 +38,9 @@ export function encryptedSuite(target: MatrixTarget) {
     let dmRoom: string;
     let dmChat: string;
     const password = (user: string) => `${user}-secret-${user.length * 7}`;
+    // People with cross-signing and a key backup, each with an Element session (the trust tests at the end).
+    let trusted: Record<"erin" | "frank" | "gina", { userID: string; accessToken: string; deviceID: string }>;
+    const elements: EncryptedPeer[] = [];
     const inboxdDeviceKeys = async () => {
       const answer = await phone.request("POST", "/_matrix/client/v3/keys/query", {
         device_keys: { [phone.userID]: [] },
@@ -49,6 +52,11 @@ export function encryptedSuite(target: MatrixTarget) {
     beforeAll(async () => {
       server = await startSynapse();
       const registered = {
+        ...(trusted = {
+          erin: await server.register("erin", password("erin"), { displayName: "Erin" }),
+          frank: await server.register("frank", password("frank"), { displayName: "Frank" }),
+          gina: await server.register("gina", password("gina"), { displayName: "Gina" }),
+        }),
         alice: await server.register("alice", password("alice"), { displayName: "Alice" }),
         bob: await server.register("bob", password("bob"), { displayName: "Bob" }),
         carol: await server.register("carol", password("carol"), { displayName: "Carol" }),
@@ -63,7 +71,7 @@ export function encryptedSuite(target: MatrixTarget) {
     }, 120_000);
 
     afterAll(async () => {
-      await Promise.all([bob, carol, dave, phone].map((p) => p?.close().catch(() => undefined)));
+      await Promise.all([bob, carol, dave, phone, ...elements].map((p) => p?.close().catch(() => undefined)));
       await runtime?.stop();
       await server?.close();
     });
@@ -337,6 +345,137 @@ export function encryptedSuite(target: MatrixTarget) {
       );
       await api.sdk.messages.send(dmChat, { text: "from alice's new device" });
       await bob.waitFor("alice's message from the new device", (s) => s.content.body === "from alice's new device");
+    });
+    /** A login session of `user`, driven through its password step: the session after it. */
+    const signIn = async (user: keyof typeof trusted, reconnect?: { loginID: string }) => {
+      const base = `/v1/bridges/${MATRIX_BRIDGE}/login-sessions`;
+      const started = await api.ok("POST", base, { flowID: "password", ...reconnect });
+      const path = `${base}/${started.loginSessionID}`;
+      const session = await api.ok("POST", `${path}/steps/${started.currentStep.stepID}`, {
+        type: "user_input",
+        fields: { username: trusted[user].userID, password: password(user), homeserver: server.url },
+      });
+      return { session, path };
+    };
+    const answer = (path: string, session: any, fields: Record<string, string>) =>
+      api.ok("POST", `${path}/steps/${session.currentStep.stepID}`, {
+        type: session.currentStep.type,
+        fields,
+      });
+    /** inboxd's device of `user`: the one of their devices that is not their Element session's. */
+    const inboxdDevice = (user: keyof typeof trusted) =>
+      waitFor(`inboxd's device of ${user}`, async () => {
+        const { userID, accessToken, deviceID } = trusted[user];
+        const response = await fetch(`${server.url}/_matrix/client/v3/keys/query`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
+          body: JSON.stringify({ device_keys: { [userID]: [] } }),
+        });
+        const devices = Object.keys((await response.json()).device_keys[userID] ?? {});
+        return devices.find((d) => d !== deviceID);
+      });
+    const element = async (user: keyof typeof trusted) => {
+      const peer = await EncryptedPeer.start(server, trusted[user]);
+      elements.push(peer);
+      return { peer, recoveryKey: await peer.setUpRecovery(password(user)) };
+    };
+
+    it("verifies a new session with the recovery key: cross-signed, and history from before it read from the key backup", async () => {
+      const erin = await element("erin");
+      const room = await bob.createEncryptedRoom([erin.peer.userID], { direct: true });
+      await bob.waitForMember(room, erin.peer.userID);
+      await bob.text(room, "sent before inboxd had a session");
+      await erin.peer.waitFor("bob's message in Element", (s) => s.content.body === "sent before inboxd had a session");
+      // Element backs the room key up (within seconds of receiving it), as a careful person's client does.
+      await waitFor(
+        "the room key in erin's key backup",
+        async () => {
+          const response = await fetch(`${server.url}/_matrix/client/v3/room_keys/keys?version=1`, {
+            headers: { authorization: `Bearer ${trusted.erin.accessToken}` },
+          });
+          const keys = await response.json();
+          return Object.keys(keys.rooms?.[room]?.sessions ?? {}).length > 0 || undefined;
+        },
+        60_000,
+      );
+      const { session, path } = await signIn("erin");
+      expect(session).toMatchObject({ status: "waiting_for_input" });
+      expect(session.currentStep.stepID).toBe("matrix.verify.recovery_key");
+      expect(session.currentStep.fields).toEqual([
+        { id: "recoveryKey", label: "Recovery key", type: "password", optional: true },
+      ]);
+      // A mistyped key is asked for again, saying what was wrong.
+      const wrongKey = erin.recoveryKey.replace(/[A-Za-z]/, (c) => (c === "a" ? "b" : "a"));
+      const retried = await answer(path, session, { recoveryKey: wrongKey });
+      expect(retried.status).toBe("waiting_for_input");
+      expect(retried.currentStep.instructions).toMatch(/not a recovery key|does not open/);
+      const done = await answer(path, retried, { recoveryKey: erin.recoveryKey });
+      expect(done).toMatchObject({ status: "complete" });
+      expect(done.currentStep?.instructions ?? "").not.toContain(erin.recoveryKey);
+      await api.accountStatus(done.accountID, "connected", undefined, 60_000);
+      const device = await inboxdDevice("erin");
+      expect(await erin.peer.crossSigningVerified(device)).toBe(true);
+      const chat = await api.chatTitled(done.accountID, "Bob");
+      await api.messageWith(
+        chat.id,
+        (m) => m.text === "sent before inboxd had a session",
+        "the message read with a key from the backup",
+        30_000,
+      );
+    });
+
+    it("verifies a new session by comparing emoji with the user's Element session", async () => {
+      const frank = await element("frank");
+      const { session, path } = await signIn("frank");
+      expect(session.currentStep.stepID).toBe("matrix.verify.recovery_key");
+      let shownByInboxd: ((names: string[]) => void) | undefined;
+      const inboxdEmoji = new Promise<string[]>((resolve) => (shownByInboxd = resolve));
+      const answered = frank.peer.answerVerification(async (emoji) => {
+        const ours = await inboxdEmoji;
+        return ours.join() === emoji.join();
+      });
+      let current = await answer(path, session, { recoveryKey: "" });
+      expect(current).toMatchObject({ status: "waiting_for_display" });
+      expect(current.currentStep.stepID).toBe("matrix.verify.waiting_for_session");
+      const deadline = Date.now() + 90_000;
+      while (current.status === "waiting_for_display" && Date.now() < deadline) {
+        if (current.currentStep.stepID === "matrix.verify.emoji") {
+          const step = current.currentStep;
+          expect(step.display.type).toBe("emoji");
+          expect(step.display.imageURL).toMatch(/^data:image\/svg\+xml;base64,/);
+          const listed = step.instructions.slice(
+            step.instructions.indexOf(": ") + 2,
+            step.instructions.indexOf(". If"),
+          );
+          const symbols = listed.split(", ").map((e: string) => e.split(" ")[0]);
+          expect(symbols).toHaveLength(7);
+          shownByInboxd!(symbols);
+        }
+        current = await answer(path, current, {});
+      }
+      expect(current).toMatchObject({ status: "complete" });
+      expect(await answered).toHaveLength(7);
+      await api.accountStatus(current.accountID, "connected", undefined, 60_000);
+      expect(await frank.peer.crossSigningVerified(await inboxdDevice("frank"))).toBe(true);
+    });
+
+    it("lets a sign-in skip verification, says attention_required, and verifies on reconnecting", async () => {
+      const gina = await element("gina");
+      const { session, path } = await signIn("gina");
+      const skipped = await answer(path, session, { recoveryKey: "skip" });
+      expect(skipped).toMatchObject({ status: "complete" });
+      const account = await api.accountStatus(skipped.accountID, "attention_required", undefined, 60_000);
+      expect(account.statusText).toMatch(/not verified/);
+      const device = await inboxdDevice("gina");
+      expect(await gina.peer.crossSigningVerified(device)).toBe(false);
+      // Reconnecting signs in as the same device, verified this time through the running account's store.
+      const again = await signIn("gina", { loginID: skipped.loginID });
+      expect(again.session.currentStep.stepID).toBe("matrix.verify.recovery_key");
+      const done = await answer(again.path, again.session, { recoveryKey: gina.recoveryKey });
+      expect(done).toMatchObject({ status: "complete", accountID: skipped.accountID });
+      await api.accountStatus(skipped.accountID, "connected", undefined, 60_000);
+      expect(await inboxdDevice("gina")).toBe(device);
+      expect(await gina.peer.crossSigningVerified(device)).toBe(true);
     });
   });
 }

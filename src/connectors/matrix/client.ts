@@ -30,6 +30,7 @@ import { SyncProcessor, type SyncResponse } from "./sync.ts";
 import { parseEvent } from "./event.ts";
 import { translate, UNREADABLE } from "./timeline.ts";
 import { ENCRYPTED_TYPE, MatrixCrypto, newStoreKey, type LoadCrypto } from "./crypto/machine.ts";
+import type { TrustStatus } from "./crypto/trust.ts";
 import type { MatrixEvent } from "./event.ts";
 
 /** Messages of each room a first sync loads (older ones load when a client pages back). */
@@ -46,6 +47,8 @@ const EVERYTHING: ChatCapabilities = {
   attachments: true,
   multipleReactions: true,
 };
+const UNVERIFIED =
+  "This session is not verified with your other sessions: they may not share keys with it, and history from before it is not read. Reconnect the account to enter your recovery key or compare emoji, or verify it from another session.";
 const NO_DEVICE =
   "this room is end-to-end encrypted, and this account's device cannot encrypt (sign in with a password, which gives inboxd a device of its own)";
 /** An encrypted room where this account's device cannot encrypt (a token login: the device is another client's). */
@@ -87,6 +90,8 @@ export class MatrixClient implements NetworkClient {
   private readonly held: HeldRelations;
   /** End-to-end encryption, once the device's store is open (see openCrypto). */
   private crypto?: MatrixCrypto;
+  /** This device against the user's cross-signing identity (crypto/trust.ts); unknown until the store opens. */
+  private trust?: TrustStatus;
   private readonly loadCrypto?: LoadCrypto;
   /** The accounts of bridged networks under this login (bridged.ts); absent where the connector has none. */
   private readonly logins?: LoginHosts;
@@ -165,7 +170,7 @@ export class MatrixClient implements NetworkClient {
       lib: await this.loadCrypto(),
       userID: this.state.userID,
       deviceID: this.state.deviceID,
-      storeName: `inboxd-matrix-${this.account.accountID}-${this.state.deviceID}`,
+      storeName: this.state.cryptoStoreName ?? `inboxd-matrix-${this.account.accountID}-${this.state.deviceID}`,
       storeKey: this.state.cryptoStoreKey,
       records: this.host.records,
       http: this.http,
@@ -173,6 +178,31 @@ export class MatrixClient implements NetworkClient {
     // A key may have been stored just before a stop, its waiting messages not read yet: those are read now.
     await crypto.markStored(Object.keys(this.state.synced?.waiting ?? {}));
     this.crypto = crypto;
+    this.trust = await crypto
+      .trust()
+      .status()
+      .catch(() => this.trust);
+  }
+
+  /** The open crypto of this device, for a reconnect's verification steps (verify.ts) while the account runs. */
+  liveCrypto(deviceID: string): MatrixCrypto | undefined {
+    return !this.stopped && this.state.deviceID === deviceID ? this.crypto : undefined;
+  }
+
+  /**
+   * Where the device stands after a sync: verified from another session meanwhile, or no longer (the user reset
+   * their identity). Asked of the machine only when the user's own devices or keys changed.
+   */
+  private async readTrust(response: SyncResponse): Promise<void> {
+    const changed = response.device_lists?.changed;
+    if (!this.crypto || !Array.isArray(changed) || !changed.includes(this.state.userID)) return;
+    await this.crypto.sendOutgoing(); // the key query for the change
+    this.trust = await this.crypto.trust().knownStatus();
+  }
+
+  /** Connected, or attention_required while the user's identity does not sign this device. */
+  private connected(): Promise<void> {
+    return this.trust === "unverified" ? this.status("attention_required", UNVERIFIED) : this.status("connected");
   }
 
   /** A room's encrypted events in the clear where they can be; the others marked, and remembered if worth waiting. */
@@ -291,6 +321,7 @@ export class MatrixClient implements NetworkClient {
           throw new NetworkError("unavailable", "the homeserver's /sync answer has no next_batch", "bad_answer");
         // Keys first: a room key that came with this batch decrypts the batch's own messages.
         await this.crypto?.receiveSync(response);
+        await this.readTrust(response);
         await this.placeRooms(response, since);
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
         await this.readArrived();
@@ -300,7 +331,7 @@ export class MatrixClient implements NetworkClient {
         await this.crypto?.checkpoint();
         this.state.synced = { ...this.state.synced, since: response.next_batch };
         await this.host.saveState(this.state as unknown as Record<string, unknown>);
-        await this.status("connected"); // also after a long gap's progress reports
+        await this.connected(); // also after a long gap's progress reports
 
         fullState = false;
         this.backoff.reset();

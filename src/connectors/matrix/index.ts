@@ -59,7 +59,11 @@ export class MatrixConnector implements NetworkConnector, LoginCapable {
   }
 
   createLogin(flowID: string, reauth?: AccountRecord[], _client?: unknown, signedIn?: AccountRecord[]) {
-    return createMatrixLogin(flowID, reauth, signedIn);
+    const live = reauth?.[0] ? this.matrixClients.get(reauth[0].loginID) : undefined;
+    return createMatrixLogin(flowID, reauth, signedIn, {
+      loadCrypto: this.loadCrypto,
+      liveCrypto: (deviceID) => live?.liveCrypto(deviceID),
+    });
   }
 }
 

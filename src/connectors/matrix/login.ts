@@ -2,8 +2,10 @@ import { NetworkError } from "../../bridges/connector.ts";
 import type { LoginFlow, LoginProcess, LoginStep, StepSubmission } from "../../bridges/login.ts";
 import type { User } from "../../schema/wire.ts";
 import type { AccountRecord } from "../../store/records.ts";
+import type { LoadCrypto, MatrixCrypto } from "./crypto/machine.ts";
 import { MatrixError, MatrixHttp } from "./http.ts";
 import { readState, USER_ID, type MatrixState } from "./state.ts";
+import { type LoginDevice, LoginVerification, liveDevice, openNewDevice } from "./verify.ts";
 
 export const matrixFlows: LoginFlow[] = [
   {
@@ -23,8 +25,16 @@ const PASSWORD_STEP = "matrix.password.credentials";
 const TOKEN_STEP = "matrix.token.credentials";
 const DEVICE_NAME = "inboxd";
 
+/** What a login needs of the connector for the verification steps (verify.ts). */
+export interface LoginCrypto {
+  loadCrypto?: LoadCrypto;
+  /** The running account's crypto for this device, when a reconnect signs in as the same device again. */
+  liveCrypto?: (deviceID: string) => MatrixCrypto | undefined;
+}
+
 /**
- * The login: one user_input step per flow. The homeserver is a URL or a server name (found through
+ * The login: one user_input step per flow, then, for a device inboxd made whose user has a cross-signing identity,
+ * the verification steps of verify.ts. The homeserver is a URL or a server name (found through
  * /.well-known/matrix/client, as Element does); left empty, it is the server part of the user ID. Failures carry a
  * code saying which: not_a_homeserver, unreachable, invalid_credentials, invalid_token, rate_limited.
  */
@@ -32,6 +42,7 @@ export function createMatrixLogin(
   flowID: string,
   reauth?: AccountRecord[],
   signedIn: AccountRecord[] = [],
+  options: LoginCrypto = {},
 ): LoginProcess {
   if (flowID !== "password" && flowID !== "token")
     throw new NetworkError("not_found", `Matrix has no login flow ${flowID}`);
@@ -52,6 +63,8 @@ export function createMatrixLogin(
     optional: true,
     ...(previous?.homeserver ? { initialValue: previous.homeserver } : {}),
   };
+  let device: LoginDevice | undefined;
+  let verification: LoginVerification | undefined;
   return {
     async start(): Promise<LoginStep> {
       if (flowID === "token")
@@ -81,39 +94,92 @@ export function createMatrixLogin(
         ],
       };
     },
-    async submit(_step: LoginStep, submission: StepSubmission): Promise<LoginStep> {
+    async submit(step: LoginStep, submission: StepSubmission): Promise<LoginStep> {
+      if (verification) return verification.submit(step, submission).catch(abandon);
       const f = submission.fields;
       const state = flowID === "token" ? await tokenLogin(f, previous) : await passwordLogin(f, known);
-      await releaseReplacedDevice(
-        known.find((s) => s.userID === state.userID),
-        state,
-      );
+      const replaced = known.find((s) => s.userID === state.userID);
+      await releaseReplacedDevice(replaced, state);
       const user = await profileOf(new MatrixHttp(state.homeserver, state.accessToken), state.userID);
-      return {
-        type: "complete",
-        stepID: "matrix.complete",
-        instructions: `Signed in as ${state.userID}.`,
-        result: {
-          remoteID: state.userID,
-          user,
-          accounts: [
-            { remoteID: state.userID, user, networkName: "Matrix", state: state as unknown as Record<string, unknown> },
-            // Reconnecting keeps the bridged networks' accounts with the login (the same user signed in again).
-            ...(previous?.userID === state.userID
-              ? bridged.map((a) => ({
-                  remoteID: a.remoteID!,
-                  user,
-                  networkName: a.networkName,
-                  state: a.state!,
-                  ...(a.origin ? { origin: a.origin } : {}),
-                }))
-              : []),
-          ],
-        },
+      const finish = async (said: string): Promise<LoginStep> => {
+        const records = device?.records;
+        await device?.close();
+        device = undefined;
+        return completeStep(state, user, said, records);
       };
+      device = await openDevice(state, replaced);
+      if (device) {
+        verification = new LoginVerification(device, finish);
+        if (await verification.needed().catch(abandon)) return verification.firstStep(state.userID);
+      }
+      return finish(`Signed in as ${state.userID}.`);
     },
-    cancel() {},
+    async wait(step: LoginStep, _submission: StepSubmission, signal: AbortSignal): Promise<LoginStep> {
+      if (!verification) throw new NetworkError("rejected", `nothing to wait for at ${step.stepID}`);
+      return verification.wait(step, signal).catch(abandon);
+    },
+    cancel() {
+      void abandon(undefined).catch(() => undefined);
+    },
   };
+
+  /**
+   * The device's crypto for the verification: a new device's store, made here; the running account's, when a
+   * reconnect signs in as the same device; none for a token's device (not inboxd's keys) or without crypto.
+   */
+  async function openDevice(state: MatrixState, replaced: MatrixState | undefined): Promise<LoginDevice | undefined> {
+    if (!options.loadCrypto || !state.ownDevice) return undefined;
+    if (replaced?.deviceID === state.deviceID) {
+      const live = options.liveCrypto?.(state.deviceID);
+      return live ? liveDevice(live) : undefined;
+    }
+    return openNewDevice(await options.loadCrypto(), state);
+  }
+
+  /** Ends the steps: the other session is told, the store let go. Rethrows what failed. */
+  async function abandon(error: unknown): Promise<never> {
+    await verification?.cancel().catch(() => undefined);
+    await device?.close().catch(() => undefined);
+    device = undefined;
+    verification = undefined;
+    throw error;
+  }
+
+  function completeStep(
+    state: MatrixState,
+    user: User,
+    said: string,
+    records: Map<number, unknown> | undefined,
+  ): LoginStep {
+    return {
+      type: "complete",
+      stepID: "matrix.complete",
+      instructions: said,
+      result: {
+        remoteID: state.userID,
+        user,
+        accounts: [
+          {
+            remoteID: state.userID,
+            user,
+            networkName: "Matrix",
+            state: state as unknown as Record<string, unknown>,
+            ...(records ? { records } : {}),
+          },
+          // Reconnecting keeps the bridged networks' accounts with the login (the same user signed in again).
+          ...(previous?.userID === state.userID
+            ? bridged.map((a) => ({
+                remoteID: a.remoteID!,
+                user,
+                networkName: a.networkName,
+                state: a.state!,
+                ...(a.origin ? { origin: a.origin } : {}),
+              }))
+            : []),
+        ],
+      },
+    };
+  }
 }
 
 async function passwordLogin(f: Record<string, string>, known: MatrixState[]): Promise<MatrixState> {

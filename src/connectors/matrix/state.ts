@@ -19,6 +19,11 @@ export interface MatrixState {
    */
   cryptoStoreKey?: string;
   /**
+   * The name of the store's databases, when the login made the store (to verify the device before the account
+   * existed: see verify.ts). Stores made by the account itself are named after it.
+   */
+  cryptoStoreName?: string;
+  /**
    * Sync progress. Kept under `synced`, which a reconnect of the login leaves alone (services/bridges.ts), so
    * signing in again resumes where the account stopped instead of loading everything again.
    */
@@ -58,6 +63,7 @@ export function readState(state: Record<string, unknown>): MatrixState {
     accessToken: String(s.accessToken ?? ""),
     ...(s.ownDevice === true ? { ownDevice: true } : {}),
     ...(typeof s.cryptoStoreKey === "string" ? { cryptoStoreKey: s.cryptoStoreKey } : {}),
+    ...(typeof s.cryptoStoreName === "string" ? { cryptoStoreName: s.cryptoStoreName } : {}),
     synced: {
       since: typeof s.synced?.since === "string" ? s.synced.since : undefined,
       history: historyMarks(s.synced?.history),

@@ -4,6 +4,7 @@ import type { MatrixEvent } from "../event.ts";
 import { seg, type MatrixHttp } from "../http.ts";
 import type { Room } from "../rooms.ts";
 import { IndexedDBJournal } from "./journal.ts";
+import { DeviceTrust } from "./trust.ts";
 
 /** The Rust crypto library, loaded and initialised by the runtime (the wasm is loaded differently on each). */
 export type CryptoLib = typeof Crypto;
@@ -46,7 +47,7 @@ export class MatrixCrypto {
   private readonly sharing = new Map<string, Promise<unknown>>();
 
   private constructor(
-    private readonly lib: CryptoLib,
+    readonly lib: CryptoLib,
     private readonly machine: Crypto.OlmMachine,
     private readonly journal: IndexedDBJournal,
     private readonly http: MatrixHttp,
@@ -111,6 +112,21 @@ export class MatrixCrypto {
       Array.isArray(fallback) ? new Set(fallback.filter((t): t is string => typeof t === "string")) : undefined,
     );
     await this.sendOutgoing();
+  }
+
+  /** This device's standing with the user's cross-signing identity, and the ways to verify it (trust.ts). */
+  trust(): DeviceTrust {
+    return new DeviceTrust({
+      lib: this.lib,
+      machine: this.machine,
+      http: this.http,
+      send: (request) => this.send(request),
+      sendOutgoing: () => this.sendOutgoing(),
+      commit: () => this.checkpoint(true),
+      keysArrived: (sessionIDs) => {
+        for (const id of sessionIDs) this.arrived.add(id);
+      },
+    });
   }
 
   /** Says a session's key is here (to try its waiting events again: after a failed try). */
@@ -245,7 +261,9 @@ export class MatrixCrypto {
   }
 
   /** One request of the machine's, to the endpoint its type names; the answer goes back to the machine. */
-  private async send(request: Crypto.OutgoingRequest | Crypto.KeysClaimRequest | Crypto.ToDeviceRequest) {
+  private async send(
+    request: Crypto.OutgoingRequest | Crypto.KeysClaimRequest | Crypto.ToDeviceRequest | Crypto.SignatureUploadRequest,
+  ) {
     const { RequestType } = this.lib;
     const body = JSON.parse(request.body);
     const path = "/_matrix/client/v3";
