@@ -83,7 +83,8 @@ export class EncryptedPeer {
     client.on(RoomEvent.Timeline, (event, room) => {
       if (!room) return;
       if (event.isBeingDecrypted() || event.shouldAttemptDecryption())
-        event.once(MatrixEventEvent.Decrypted, () => peer.note(event, room.roomId));
+        // Every decryption, not the first: a key that comes late decrypts the event again.
+        event.on(MatrixEventEvent.Decrypted, () => peer.note(event, room.roomId));
       else peer.note(event, room.roomId);
     });
     client.on(RoomEvent.MyMembership, (room, membership) => {
@@ -98,7 +99,7 @@ export class EncryptedPeer {
   }
 
   private note(event: MatrixEvent, roomID: string) {
-    if (event.isDecryptionFailure()) return;
+    if (event.isDecryptionFailure() || this.seen.some((s) => s.eventID === event.getId())) return;
     this.seen.push({
       roomID,
       eventID: event.getId() ?? "",

@@ -41,6 +41,7 @@ export function encryptedSuite(target: MatrixTarget) {
     // People with cross-signing and a key backup, each with an Element session (the trust tests at the end).
     let trusted: Record<"erin" | "frank" | "gina", { userID: string; accessToken: string; deviceID: string }>;
     const elements: EncryptedPeer[] = [];
+    let erinSession: { accountID: string; element: EncryptedPeer };
     const inboxdDeviceKeys = async () => {
       const answer = await phone.request("POST", "/_matrix/client/v3/keys/query", {
         device_keys: { [phone.userID]: [] },
@@ -374,6 +375,13 @@ export function encryptedSuite(target: MatrixTarget) {
         const devices = Object.keys((await response.json()).device_keys[userID] ?? {});
         return devices.find((d) => d !== deviceID);
       });
+    const erinRequest = async (method: string, path: string) => {
+      const response = await fetch(`${server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${trusted.erin.accessToken}` },
+      });
+      return response.json();
+    };
     const element = async (user: keyof typeof trusted) => {
       const peer = await EncryptedPeer.start(server, trusted[user]);
       elements.push(peer);
@@ -390,10 +398,7 @@ export function encryptedSuite(target: MatrixTarget) {
       await waitFor(
         "the room key in erin's key backup",
         async () => {
-          const response = await fetch(`${server.url}/_matrix/client/v3/room_keys/keys?version=1`, {
-            headers: { authorization: `Bearer ${trusted.erin.accessToken}` },
-          });
-          const keys = await response.json();
+          const keys = await erinRequest("GET", "/_matrix/client/v3/room_keys/keys?version=1");
           return Object.keys(keys.rooms?.[room]?.sessions ?? {}).length > 0 || undefined;
         },
         60_000,
@@ -420,6 +425,41 @@ export function encryptedSuite(target: MatrixTarget) {
         chat.id,
         (m) => m.text === "sent before inboxd had a session",
         "the message read with a key from the backup",
+        30_000,
+      );
+      erinSession = { accountID: done.accountID, element: erin.peer };
+    });
+
+    it("reads a message whose key reached only the user's Element session, from the key backup", async () => {
+      const { accountID: erinAccount, element: erinElement } = erinSession;
+      const room = await dave.peer.createRoom({ name: "Key elsewhere", invite: [erinElement.userID], encrypted: true });
+      await erinElement.waitForRoom(room);
+      const chat = (await api.chatTitled(erinAccount, "Key elsewhere")).id;
+      const held = await dave.sendHoldingKey(room, [erinElement.userID], "only Element got this key");
+      const waiting = await waitingNotice(chat, "the message waiting for a key sent elsewhere");
+      await held.release([trusted.erin.deviceID]);
+      await erinElement.waitFor("the message in Element", (s) => s.content.body === "only Element got this key");
+      // Element backs the key up; inboxd looks it up there (at once, then after 3 s, 15 s, 1 min…).
+      const filled = await api.messageWith(
+        chat,
+        (m) => m.id === waiting.id && m.text === "only Element got this key",
+        "the message filled in from the key backup",
+        90_000,
+      );
+      expect(filled.senderID).toBe(dave.userID);
+      // inboxd backs up the keys it receives too: one sent to its device alone reaches the backup (Element is
+      // stopped first, or it would ask inboxd for the key, which it forwards to a verified session, and back it up).
+      await erinElement.close();
+      const mine = await dave.sendHoldingKey(room, [erinElement.userID], "only inboxd got this key");
+      await mine.release([await inboxdDevice("erin")]);
+      await api.messageWith(chat, (m) => m.text === "only inboxd got this key", "the message inboxd alone can read");
+      const wire = await erinRequest("GET", `/_matrix/client/v3/rooms/${enc(room)}/event/${enc(mine.eventID)}`);
+      await waitFor(
+        "inboxd's key in the backup",
+        async () => {
+          const keys = await erinRequest("GET", "/_matrix/client/v3/room_keys/keys?version=1");
+          return keys.rooms?.[room]?.sessions?.[wire.content.session_id] ? true : undefined;
+        },
         30_000,
       );
     });

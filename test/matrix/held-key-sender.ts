@@ -69,8 +69,18 @@ export class HeldKeySender {
     const eventID = await this.peer.send(roomID, JSON.parse(content), "m.room.encrypted");
     return {
       eventID,
-      release: async () => {
-        for (const share of shares) await this.send(share);
+      /** Sends the held share; to `onlyDevices` of the members alone when given (a key that misses a device). */
+      release: async (onlyDevices?: string[]) => {
+        for (const share of shares) {
+          if (!onlyDevices || !(share instanceof Crypto.ToDeviceRequest)) {
+            await this.send(share);
+            continue;
+          }
+          const body = JSON.parse(share.body) as { messages: Record<string, Record<string, unknown>> };
+          for (const devices of Object.values(body.messages))
+            for (const device of Object.keys(devices)) if (!onlyDevices.includes(device)) delete devices[device];
+          await this.send(share, body);
+        }
       },
     };
   }
@@ -107,8 +117,7 @@ export class HeldKeySender {
     for (const request of (await this.machine.outgoingRequests()) as Outgoing[]) await this.send(request);
   }
 
-  private async send(request: Outgoing) {
-    const body = JSON.parse(request.body);
+  private async send(request: Outgoing, body: unknown = JSON.parse(request.body)) {
     let answer: unknown;
     if (request instanceof Crypto.KeysUploadRequest)
       answer = await this.peer.request("POST", `${CS}/keys/upload`, body);

@@ -47,6 +47,8 @@ const EVERYTHING: ChatCapabilities = {
   attachments: true,
   multipleReactions: true,
 };
+/** When a waiting room key is looked up in the key backup: at once, then after these pauses (about 16 minutes). */
+const BACKUP_LOOKUPS_MS = [0, 3_000, 15_000, 60_000, 5 * 60_000, 10 * 60_000];
 const UNVERIFIED =
   "This session is not verified with your other sessions: they may not share keys with it, and history from before it is not read. Reconnect the account to enter your recovery key or compare emoji, or verify it from another session.";
 const NO_DEVICE =
@@ -79,6 +81,10 @@ export class MatrixClient implements NetworkClient {
   private readonly sync: SyncProcessor;
   private stopped = true;
   private aborter = new AbortController();
+  /** Ends the sync's current long poll early (a key came from the backup: its waiting messages are read now). */
+  private wake?: () => void;
+  /** Waiting room keys being looked up in the key backup, with the number of tries made (see lookUpInBackup). */
+  private readonly backupLookups = new Map<string, number>();
   private loop?: Promise<void>;
   private readonly backoff = new Backoff();
   /** Transaction IDs of what this client sent: their echo in /sync is not a new message. */
@@ -182,6 +188,36 @@ export class MatrixClient implements NetworkClient {
       .trust()
       .status()
       .catch(() => this.trust);
+    await crypto
+      .backup()
+      .enable()
+      .catch(() => undefined);
+    for (const [sessionID, events] of Object.entries(this.state.synced?.waiting ?? {}))
+      if (events[0]) this.lookUpInBackup(events[0][0], sessionID);
+  }
+
+  /**
+   * A room key a message waits for, looked up in the user's key backup (when this device can read it): at once, and
+   * again a few times, as another session backs a key up seconds to minutes after it receives it.
+   */
+  private lookUpInBackup(roomID: string, sessionID: string, attempt = 0): void {
+    if (attempt === 0 && this.backupLookups.has(sessionID)) return;
+    const delay = BACKUP_LOOKUPS_MS[attempt];
+    if (delay === undefined) return void this.backupLookups.delete(sessionID);
+    this.backupLookups.set(sessionID, attempt);
+    const timer = setTimeout(async () => {
+      const crypto = this.crypto;
+      if (this.stopped || !crypto || !this.state.synced?.waiting?.[sessionID])
+        return void this.backupLookups.delete(sessionID);
+      const found = await crypto
+        .backup()
+        .fetch(roomID, sessionID)
+        .catch(() => false);
+      if (!found) return this.lookUpInBackup(roomID, sessionID, attempt + 1);
+      this.backupLookups.delete(sessionID);
+      this.wake?.();
+    }, delay);
+    (timer as { unref?: () => void }).unref?.();
   }
 
   /** The open crypto of this device, for a reconnect's verification steps (verify.ts) while the account runs. */
@@ -236,6 +272,7 @@ export class MatrixClient implements NetworkClient {
     const list = (waiting[sessionID] ??= []);
     if (list.some(([, id]) => id === eventID)) return false;
     list.push([roomID, eventID]);
+    this.lookUpInBackup(roomID, sessionID);
     let total = Object.values(waiting).reduce((n, l) => n + l.length, 0);
     for (const session of Object.keys(waiting)) {
       if (total <= MAX_WAITING) break;
@@ -298,11 +335,22 @@ export class MatrixClient implements NetworkClient {
   /** Sync, store, save the position; again until disconnect() or the session ends. */
   private async run() {
     let fullState = true; // the first sync of a run rebuilds every room's state (nothing of it is kept between runs)
+    let woken = false;
     while (!this.stopped) {
       const since = this.state.synced?.since;
+      if (woken) {
+        // What the key backup brought (lookUpInBackup) is read before the next long poll, not after it.
+        woken = false;
+        await this.readArrived().catch(() => undefined);
+      }
       try {
         if (fullState) await this.status("backfilling", since ? "Catching up" : "Loading chats and history");
         await this.openCrypto();
+        const poll = new AbortController();
+        this.wake = () => {
+          woken = true;
+          poll.abort();
+        };
         const response = await this.http.request<SyncResponse>("GET", "/_matrix/client/v3/sync", {
           query: {
             since,
@@ -311,7 +359,7 @@ export class MatrixClient implements NetworkClient {
             filter: JSON.stringify(this.sync.filter()),
             set_presence: "offline",
           },
-          signal: this.aborter.signal,
+          signal: AbortSignal.any([this.aborter.signal, poll.signal]),
           // A first sync of a large account is computed whole before the server answers: give it minutes.
           timeoutMs: since ? SYNC_TIMEOUT_MS + 30_000 : FIRST_SYNC_TIMEOUT_MS,
           maxBytes: 64 * 1024 * 1024,
@@ -325,6 +373,10 @@ export class MatrixClient implements NetworkClient {
         await this.placeRooms(response, since);
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
         await this.readArrived();
+        await this.crypto
+          ?.backup()
+          .upload()
+          .catch(() => undefined); // the keys this batch brought
         // A run stopped meanwhile (disconnect, a reconnect's new client) saves nothing over what came after it.
         if (this.stopped) return;
         // What the crypto store changed commits with the position after it (a replay would not find it again).
@@ -337,6 +389,7 @@ export class MatrixClient implements NetworkClient {
         this.backoff.reset();
       } catch (error) {
         if (this.stopped) return;
+        if (woken) continue; // woken, not failed: see the top of the loop
         if (
           error instanceof MatrixError &&
           (error.errcode === "M_UNKNOWN_TOKEN" || error.errcode === "M_MISSING_TOKEN" || error.status === 401)

@@ -4,6 +4,8 @@ import type { MatrixEvent } from "../event.ts";
 import { seg, type MatrixHttp } from "../http.ts";
 import type { Room } from "../rooms.ts";
 import { IndexedDBJournal } from "./journal.ts";
+import { KeyBackup } from "./backup.ts";
+import type { CryptoParts } from "./parts.ts";
 import { DeviceTrust } from "./trust.ts";
 
 /** The Rust crypto library, loaded and initialised by the runtime (the wasm is loaded differently on each). */
@@ -116,7 +118,16 @@ export class MatrixCrypto {
 
   /** This device's standing with the user's cross-signing identity, and the ways to verify it (trust.ts). */
   trust(): DeviceTrust {
-    return new DeviceTrust({
+    return new DeviceTrust(this.parts());
+  }
+
+  /** The user's key backup, as far as this device can read it (backup.ts). */
+  backup(): KeyBackup {
+    return new KeyBackup(this.parts());
+  }
+
+  private parts(): CryptoParts {
+    return {
       lib: this.lib,
       machine: this.machine,
       http: this.http,
@@ -126,7 +137,7 @@ export class MatrixCrypto {
       keysArrived: (sessionIDs) => {
         for (const id of sessionIDs) this.arrived.add(id);
       },
-    });
+    };
   }
 
   /** Says a session's key is here (to try its waiting events again: after a failed try). */

@@ -5,7 +5,9 @@ import { deriveRecoveryKeyFromPassphrase } from "matrix-js-sdk/lib/crypto-api/ke
 import { decodeRecoveryKey } from "matrix-js-sdk/lib/crypto-api/recovery-key.js";
 import decryptAESSecretStorageItem from "matrix-js-sdk/lib/utils/decryptAESSecretStorageItem.js";
 import { NetworkError } from "../../../bridges/connector.ts";
-import { MatrixError, seg, type MatrixHttp } from "../http.ts";
+import { MatrixError, seg } from "../http.ts";
+import { KeyBackup, type Progress } from "./backup.ts";
+import type { CryptoParts } from "./parts.ts";
 
 /** Where this device stands with the user's cross-signing identity. */
 export type TrustStatus =
@@ -15,26 +17,9 @@ export type TrustStatus =
   | "verified"
   | "unverified";
 
-/** What the device needs of its crypto machine (MatrixCrypto hands these over). */
-export interface TrustParts {
-  lib: typeof Crypto;
-  machine: Crypto.OlmMachine;
-  http: MatrixHttp;
-  send(request: Crypto.OutgoingRequest | Crypto.ToDeviceRequest | Crypto.SignatureUploadRequest): Promise<void>;
-  sendOutgoing(): Promise<void>;
-  /** Makes what the store changed durable. */
-  commit(): Promise<void>;
-  /** Room keys imported from the backup: events waiting for them can be read. */
-  keysArrived(sessionIDs: string[]): void;
-}
-
 const CROSS_SIGNING = ["m.cross_signing.master", "m.cross_signing.self_signing", "m.cross_signing.user_signing"];
 const BACKUP_SECRET = "m.megolm_backup.v1";
 const SECRET_STORAGE_V1 = "m.secret_storage.v1.aes-hmac-sha2";
-const BACKUP_V1 = "m.megolm_backup.v1.curve25519-aes-sha2";
-
-/** A key-backup restore's progress, for a login step's text. */
-export type Progress = (done: number, total: number) => void;
 
 /**
  * Trust for inboxd's own device, the way Element establishes it: the user's recovery key opens secret storage
@@ -43,7 +28,11 @@ export type Progress = (done: number, total: number) => void;
  * the user's sessions, which then cross-signs this device and hands it the backup key.
  */
 export class DeviceTrust {
-  constructor(private readonly parts: TrustParts) {}
+  private readonly backup: KeyBackup;
+
+  constructor(private readonly parts: CryptoParts) {
+    this.backup = new KeyBackup(parts);
+  }
 
   private get self(): Crypto.UserId {
     return this.parts.machine.userId;
@@ -88,7 +77,7 @@ export class DeviceTrust {
       );
     await this.importCrossSigning(master, selfSigning, userSigning);
     const backupKey = await storage.read(BACKUP_SECRET);
-    const restoredKeys = backupKey ? await this.restoreBackup(backupKey, progress) : 0;
+    const restoredKeys = backupKey ? await this.backup.restore(backupKey, progress) : 0;
     await this.parts.commit();
     return { restoredKeys };
   }
@@ -187,71 +176,6 @@ export class DeviceTrust {
     };
   }
 
-  /**
-   * Reads every room key of the account's current key backup with the backup's private key (base64) and imports
-   * them; remembers the key, so that keys backed up later can be read too. Returns how many were imported.
-   */
-  async restoreBackup(privateKey: string, progress?: Progress): Promise<number> {
-    const { lib, machine, http } = this.parts;
-    const version = await http
-      .request<{ version?: unknown; algorithm?: unknown; auth_data?: { public_key?: unknown } }>(
-        "GET",
-        "/_matrix/client/v3/room_keys/version",
-      )
-      .catch((error) => {
-        if (error instanceof MatrixError && error.errcode === "M_NOT_FOUND") return undefined;
-        throw error;
-      });
-    if (!version || version.algorithm !== BACKUP_V1 || typeof version.version !== "string") return 0;
-    const key = lib.BackupDecryptionKey.fromBase64(privateKey);
-    try {
-      // A backup key for an older backup than the current one reads nothing of it: said, not imported wrongly.
-      if (key.megolmV1PublicKey.publicKeyBase64 !== version.auth_data?.public_key) return 0;
-      await machine.saveBackupDecryptionKey(key, version.version);
-      const answer = await http.request<{ rooms?: Record<string, { sessions?: Record<string, unknown> }> }>(
-        "GET",
-        "/_matrix/client/v3/room_keys/keys",
-        { query: { version: version.version }, timeoutMs: 120_000, maxBytes: 256 * 1024 * 1024 },
-      );
-      const byRoom = new Map<string, Map<string, unknown>>();
-      const sessionIDs: string[] = [];
-      for (const [roomID, room] of Object.entries(answer.rooms ?? {}))
-        for (const [sessionID, data] of Object.entries(room.sessions ?? {})) {
-          const sealed = (data as { session_data?: { ephemeral?: unknown; mac?: unknown; ciphertext?: unknown } })
-            .session_data;
-          if (
-            typeof sealed?.ephemeral !== "string" ||
-            typeof sealed.mac !== "string" ||
-            typeof sealed.ciphertext !== "string"
-          )
-            continue;
-          let session: Record<string, unknown>;
-          try {
-            session = JSON.parse(key.decryptV1(sealed.ephemeral, sealed.mac, sealed.ciphertext));
-          } catch {
-            continue; // one key the backup holds wrongly does not keep the others out
-          }
-          let sessions = byRoom.get(roomID);
-          if (!sessions) byRoom.set(roomID, (sessions = new Map()));
-          sessions.set(sessionID, { ...session, room_id: roomID, session_id: sessionID });
-          sessionIDs.push(sessionID);
-        }
-      if (sessionIDs.length === 0) return 0;
-      const result = await machine.importBackedUpRoomKeys(
-        new Map([...byRoom].map(([roomID, sessions]) => [new lib.RoomId(roomID), sessions])),
-        (done, total) => progress?.(Number(done), Number(total)),
-        version.version,
-      );
-      const imported = result.importedCount;
-      result.free();
-      await this.parts.commit();
-      this.parts.keysArrived(sessionIDs);
-      return imported;
-    } finally {
-      key.free();
-    }
-  }
-
   /** Asks the user's other sessions to verify this one (they show "verify this session?"). */
   async requestVerification(): Promise<Crypto.VerificationRequest> {
     const { lib, machine } = this.parts;
@@ -303,7 +227,7 @@ export class DeviceTrust {
     const keys = await machine.getSecretsFromInbox(BACKUP_SECRET);
     const [key] = [...keys];
     if (!key) return undefined;
-    const restored = await this.restoreBackup(key, progress);
+    const restored = await this.backup.restore(key, progress);
     await machine.deleteSecretsFromInbox(BACKUP_SECRET);
     return restored;
   }
