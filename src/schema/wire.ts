@@ -65,10 +65,15 @@ export const Account = v.pipe(
     ),
     via: v.optional(
       v.pipe(
-        v.strictObject({ bridge: BridgeRef, accountID: v.string(), servers: v.array(v.string()) }),
+        v.strictObject({
+          bridge: BridgeRef,
+          accountID: v.string(),
+          servers: v.array(v.string()),
+          iconURL: v.optional(v.string()),
+        }),
         v.metadata(
           extension(
-            "for an account that comes through another account: through another Desktop API server, its bridge and account ID there, and the instance IDs of the inboxd servers it passed through, nearest first; for a network bridged into Matrix, the bridge (`type`: the bridged protocol) and the ID of the Matrix account it comes through (`servers` empty).",
+            "for an account that comes through another account: through another Desktop API server, its bridge and account ID there, and the instance IDs of the inboxd servers it passed through, nearest first; for a network bridged into Matrix, the bridge (`type`: the bridged protocol), the ID of the Matrix account it comes through (`servers` empty) and, when the bridge names one, the network's icon (`iconURL`, served by /v1/assets/serve).",
           ),
         ),
       ),

@@ -52,7 +52,13 @@ export function presentAccount(a: AccountRecord, ctx?: Context): Account {
     network: a.networkName,
     loginID: a.loginID,
   };
-  if (a.origin) out.via = { bridge: a.origin.bridge, accountID: a.origin.accountID, servers: a.origin.servers };
+  if (a.origin)
+    out.via = {
+      bridge: a.origin.bridge,
+      accountID: a.origin.accountID,
+      servers: a.origin.servers,
+      ...(a.origin.iconURL ? { iconURL: a.origin.iconURL } : {}),
+    };
   if (a.statusText) out.statusText = a.statusText;
   const capabilities = ctx && accountCapabilities(connectedClient(ctx, a.accountID));
   if (capabilities) out.capabilities = capabilities;

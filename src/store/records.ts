@@ -37,6 +37,8 @@ export interface AccountOrigin {
   bridge: { id: string; provider: "cloud" | "self-hosted" | "local" | "platform-sdk"; type: string };
   accountID: string;
   servers: string[];
+  /** The network's icon where the account's source names one (a Matrix bridge's protocol avatar, an mxc URL). */
+  iconURL?: string;
 }
 
 /** A bridge login: one signed-in network identity, holding one or more accounts. */

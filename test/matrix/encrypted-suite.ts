@@ -447,8 +447,8 @@ export function encryptedSuite(target: MatrixTarget) {
         90_000,
       );
       expect(filled.senderID).toBe(dave.userID);
-      // inboxd backs up the keys it receives too: one sent to its device alone reaches the backup (Element is
-      // stopped first, or it would ask inboxd for the key, which it forwards to a verified session, and back it up).
+      // inboxd backs up the keys it receives too: one sent to its device alone reaches the backup (Element stopped
+      // first, so that nothing but inboxd can have put it there).
       await erinElement.close();
       const mine = await dave.sendHoldingKey(room, [erinElement.userID], "only inboxd got this key");
       await mine.release([await inboxdDevice("erin")]);

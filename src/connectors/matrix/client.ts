@@ -50,7 +50,7 @@ const EVERYTHING: ChatCapabilities = {
 /** When a waiting room key is looked up in the key backup: at once, then after these pauses (about 16 minutes). */
 const BACKUP_LOOKUPS_MS = [0, 3_000, 15_000, 60_000, 5 * 60_000, 10 * 60_000];
 const UNVERIFIED =
-  "This session is not verified with your other sessions: they may not share keys with it, and history from before it is not read. Reconnect the account to enter your recovery key or compare emoji, or verify it from another session.";
+  "This session is not verified with your other sessions: they may not share keys with it, and history from before it is not read. Reconnect the account to enter your recovery key or compare emoji.";
 const NO_DEVICE =
   "this room is end-to-end encrypted, and this account's device cannot encrypt (sign in with a password, which gives inboxd a device of its own)";
 /** An encrypted room where this account's device cannot encrypt (a token login: the device is another client's). */
@@ -515,6 +515,7 @@ export class MatrixClient implements NetworkClient {
           bridge: { id: `matrix-${id}`, provider: "self-hosted" as const, type: id },
           accountID: this.account.accountID,
           servers: [],
+          ...(bridges.networks[id]?.avatarURL ? { iconURL: bridges.networks[id].avatarURL } : {}),
         },
       })),
     ];
