@@ -42,6 +42,7 @@ export function encryptedSuite(target: MatrixTarget) {
     let trusted: Record<"erin" | "frank" | "gina", { userID: string; accessToken: string; deviceID: string }>;
     const elements: EncryptedPeer[] = [];
     let erinSession: { accountID: string; element: EncryptedPeer };
+    let frankSession: { accountID: string; element: EncryptedPeer };
     const inboxdDeviceKeys = async () => {
       const answer = await phone.request("POST", "/_matrix/client/v3/keys/query", {
         device_keys: { [phone.userID]: [] },
@@ -375,13 +376,15 @@ export function encryptedSuite(target: MatrixTarget) {
         const devices = Object.keys((await response.json()).device_keys[userID] ?? {});
         return devices.find((d) => d !== deviceID);
       });
-    const erinRequest = async (method: string, path: string) => {
+    /** A homeserver request as `user` (with their Element session's token). */
+    const asUser = async (user: keyof typeof trusted, method: string, path: string) => {
       const response = await fetch(`${server.url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${trusted.erin.accessToken}` },
+        headers: { authorization: `Bearer ${trusted[user].accessToken}` },
       });
       return response.json();
     };
+    const erinRequest = (method: string, path: string) => asUser("erin", method, path);
     const element = async (user: keyof typeof trusted) => {
       const peer = await EncryptedPeer.start(server, trusted[user]);
       elements.push(peer);
@@ -497,6 +500,29 @@ export function encryptedSuite(target: MatrixTarget) {
       expect(await answered).toHaveLength(7);
       await api.accountStatus(current.accountID, "connected", undefined, 60_000);
       expect(await frank.peer.crossSigningVerified(await inboxdDevice("frank"))).toBe(true);
+      frankSession = { accountID: current.accountID, element: frank.peer };
+    });
+
+    it("asks the user's verified Element session for a key that reached only it, with no key backup to read", async () => {
+      const { accountID: frankAccount, element: frankElement } = frankSession;
+      // No key backup any more: the key can come only from Element, forwarded on inboxd's request.
+      const { version } = await asUser("frank", "GET", "/_matrix/client/v3/room_keys/version");
+      await asUser("frank", "DELETE", `/_matrix/client/v3/room_keys/version/${enc(version)}`);
+      expect((await asUser("frank", "GET", "/_matrix/client/v3/room_keys/version")).errcode).toBe("M_NOT_FOUND");
+      const room = await dave.peer.createRoom({ name: "Asked for", invite: [frankElement.userID], encrypted: true });
+      await frankElement.waitForRoom(room);
+      const chat = (await api.chatTitled(frankAccount, "Asked for")).id;
+      // The room key goes to Element's device alone, before the message: inboxd's device never receives it.
+      const text = "a key inboxd had to ask for";
+      await dave.sendHoldingKey(room, [frankElement.userID], text, [trusted.frank.deviceID]);
+      await frankElement.waitFor("the message in Element", (s) => s.content.body === text);
+      const read = await api.messageWith(
+        chat,
+        (m) => m.text === text,
+        "the message read with Element's forward",
+        20_000,
+      );
+      expect(read.senderID).toBe(dave.userID);
     });
 
     it("lets a sign-in skip verification, says attention_required, and verifies on reconnecting", async () => {

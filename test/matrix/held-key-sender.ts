@@ -47,9 +47,10 @@ export class HeldKeySender {
 
   /**
    * Sends `text` to the room encrypted with a new room key shared with `members`' devices, and keeps the share back:
-   * `release` sends it.
+   * `release` sends it. With `keyFirstTo`, the share goes to those devices alone before the message is sent (a key
+   * that missed a device from the start, as when a sender's client did not know that device yet).
    */
-  async sendHoldingKey(roomID: string, members: string[], text: string) {
+  async sendHoldingKey(roomID: string, members: string[], text: string, keyFirstTo?: string[]) {
     const room = new Crypto.RoomId(roomID);
     // A fresh list for every call: the bindings take the IDs' ownership.
     const users = () => members.map((m) => new Crypto.UserId(m));
@@ -66,23 +67,22 @@ export class HeldKeySender {
       "m.room.message",
       JSON.stringify({ msgtype: "m.text", body: text }),
     );
-    const eventID = await this.peer.send(roomID, JSON.parse(content), "m.room.encrypted");
-    return {
-      eventID,
-      /** Sends the held share; to `onlyDevices` of the members alone when given (a key that misses a device). */
-      release: async (onlyDevices?: string[]) => {
-        for (const share of shares) {
-          if (!onlyDevices || !(share instanceof Crypto.ToDeviceRequest)) {
-            await this.send(share);
-            continue;
-          }
-          const body = JSON.parse(share.body) as { messages: Record<string, Record<string, unknown>> };
-          for (const devices of Object.values(body.messages))
-            for (const device of Object.keys(devices)) if (!onlyDevices.includes(device)) delete devices[device];
-          await this.send(share, body);
+    /** Sends the held share; to `onlyDevices` of the members alone when given (a key that misses a device). */
+    const release = async (onlyDevices?: string[]) => {
+      for (const share of shares) {
+        if (!onlyDevices || !(share instanceof Crypto.ToDeviceRequest)) {
+          await this.send(share);
+          continue;
         }
-      },
+        const body = JSON.parse(share.body) as { messages: Record<string, Record<string, unknown>> };
+        for (const devices of Object.values(body.messages))
+          for (const device of Object.keys(devices)) if (!onlyDevices.includes(device)) delete devices[device];
+        await this.send(share, body);
+      }
     };
+    if (keyFirstTo) await release(keyFirstTo);
+    const eventID = await this.peer.send(roomID, JSON.parse(content), "m.room.encrypted");
+    return { eventID, release };
   }
 
   /**

@@ -373,6 +373,9 @@ export class MatrixClient implements NetworkClient {
         await this.placeRooms(response, since);
         await this.sync.apply(response, since, (text) => this.status("backfilling", text));
         await this.readArrived();
+        // A message that could not be read asks the user's other sessions for its key (matrix-sdk-crypto queues the
+        // request while decrypting): sent now, not after the next long poll.
+        await this.crypto?.sendOutgoing().catch(() => undefined);
         await this.crypto
           ?.backup()
           .upload()
