@@ -698,7 +698,7 @@ export function webSuite(
     if ("missing" in synapse) console.warn(`SKIPPED the web inbox's Matrix login on ${name}: ${synapse.missing}`);
     const withSynapse = "path" in synapse || process.env.CI === "true" ? it : it.skip;
     withSynapse(
-      "connects a Matrix account through its login steps against a real Synapse, and its chats show the Matrix badge",
+      "connects a Matrix account through its login steps against a real Synapse, its chats show the Matrix badge, and a bridged network is an account of its own",
       async () => {
         if ("missing" in synapse)
           throw new Error(`the web suite's Matrix login needs Synapse and CI must run it: ${synapse.missing}`);
@@ -714,6 +714,7 @@ export function webSuite(
         };
         const bob = await Peer.from(hs, registered.bob);
         const phone = await Peer.from(hs, registered.alice); // alice's other session, which accepts the DM
+        let bot: Peer | undefined; // a WhatsApp bridge's bot
         try {
           // Before alice connects the page: Bob opens a DM with her, and says hi.
           const room = await bob.createRoom({ invite: [registered.alice.userID], isDirect: true });
@@ -816,8 +817,55 @@ export function webSuite(
             .poll(async () => new Set((await rowBadges()).map((r) => r.text)))
             .toEqual(new Set(["Network: Matrix", "Network: Sandbox"]));
           if (options.screenshots) await page.screenshot({ path: shot("web-matrix-chat.png") });
+
+          // A network bridged into Matrix (a WhatsApp bridge's portal room, with the bridge state its bot sets) is an
+          // account of its own under the same login: its own entry in the account filter, its chats badged WhatsApp.
+          bot = await Peer.from(
+            hs,
+            await hs.register("whatsappbot", "wa-bot-secret-7", { displayName: "WhatsApp bridge bot" }),
+          );
+          const portal = await bot.createRoom({
+            name: "Family (WhatsApp)",
+            invite: [registered.alice.userID],
+            initialState: [
+              {
+                type: "m.bridge",
+                state_key: "inboxd.test://whatsapp/family",
+                content: {
+                  bridgebot: bot.userID,
+                  protocol: { id: "whatsapp", displayname: "WhatsApp" },
+                  channel: { id: "family" },
+                },
+              },
+            ],
+          });
+          await phone.join(portal);
+          await bot.text(portal, "hello from the family group");
+          let whatsapp: Awaited<ReturnType<typeof sdk.accounts.list>>[number] | undefined;
+          await expect
+            .poll(async () => (whatsapp = (await sdk.accounts.list()).find((a) => a.network === "WhatsApp")), {
+              timeout: 30_000,
+            })
+            .toBeDefined();
+          expect(whatsapp).toMatchObject({ user: { id: registered.alice.userID }, bridge: { id: "local-matrix" } });
+          const filter = page.getByRole("combobox", { name: "Account" });
+          await expect
+            .poll(() => filter.locator(`option[value="${whatsapp!.accountID}"]`).count(), { timeout: 15_000 })
+            .toBe(1);
+          await filter.selectOption(whatsapp!.accountID);
+          const portalRow = rows().filter({ hasText: "Family (WhatsApp)" });
+          await portalRow.waitFor({ timeout: 15_000 });
+          // The filtered list is that network's chats alone, each saying WhatsApp.
+          await expect
+            .poll(async () => (await rowBadges()).map((r) => [r.text, r.shown]))
+            .toEqual([["Network: WhatsApp", true]]);
+          await portalRow.click();
+          await page.locator(".message .text", { hasText: "hello from the family group" }).waitFor({ timeout: 15_000 });
+          await expect.poll(() => page.locator(".chat-header .network").textContent()).toBe("Network: WhatsApp");
+          if (options.screenshots) await page.screenshot({ path: shot("web-bridged-network.png") });
+          await filter.selectOption("");
         } finally {
-          await Promise.all([bob.close(), phone.close()]);
+          await Promise.all([bob.close(), phone.close(), bot?.close()]);
         }
       },
       120_000,

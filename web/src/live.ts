@@ -16,6 +16,7 @@ export type LiveEvent =
   | { type: "chat.deleted"; chatID: string; ids: string[] }
   | { type: "focus"; chatID: string; focus: { chatID?: string; messageID?: string; draftText?: string } }
   | { type: "typing"; chatID: string; typing: { participantID: string; state: "typing" | "paused" } }
+  | { type: "account.upserted" | "account.deleted"; chatID: ""; ids: string[] }
   | { type: "resync" };
 
 type Listener = (event: LiveEvent) => void;

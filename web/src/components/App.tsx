@@ -23,6 +23,7 @@ export function App({ onSignOut }: { onSignOut: () => void }) {
     void reloadAccounts().catch(() => undefined);
     startLive();
     const offStatus = onLiveStatus(setLive);
+    let accountsChanged: ReturnType<typeof setTimeout> | undefined;
     // POST /v1/focus: follow it to the chat (and message) it names.
     const offFocus = onLive((event) => {
       if (event.type === "focus" && event.focus.chatID) {
@@ -30,8 +31,15 @@ export function App({ onSignOut }: { onSignOut: () => void }) {
         navigate(chatHref(event.focus.chatID, event.focus.messageID));
       }
       if (event.type === "resync") void reloadAccounts().catch(() => undefined);
+      // An account added (a login, or a network bridged into a Matrix account), changed or removed: the account
+      // filter and the Accounts page follow. A burst (a long sync's progress texts) costs one reload.
+      if (event.type === "account.upserted" || event.type === "account.deleted") {
+        clearTimeout(accountsChanged);
+        accountsChanged = setTimeout(() => void reloadAccounts().catch(() => undefined), 250);
+      }
     });
     return () => {
+      clearTimeout(accountsChanged);
       offStatus();
       offFocus();
       stopLive();
