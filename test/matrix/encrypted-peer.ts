@@ -290,14 +290,19 @@ export class EncryptedPeer {
 
   /**
    * Answers the next verification request from another of the user's sessions, as a person in Element would: accepts
-   * it, waits for the other side to start the emoji comparison, and confirms when `compare` says they match (else
-   * says they do not). Resolves with the emoji it showed, once the verification is over.
+   * it, waits for the other side to start the emoji comparison (or, with `start`, starts it), and confirms when
+   * `compare` says they match (else says they do not). Resolves with the emoji it showed, once it is over.
    */
-  async answerVerification(compare: (emoji: string[]) => Promise<boolean>): Promise<string[]> {
+  async answerVerification(
+    compare: (emoji: string[]) => Promise<boolean>,
+    options: { start?: boolean } = {},
+  ): Promise<string[]> {
     const request = await new Promise<VerificationRequest>((resolve) =>
       this.client.once(CryptoEvent.VerificationRequestReceived, resolve),
     );
     await request.accept();
+    // As when one picks "compare emoji" in Element: this side starts the comparison, not the requester.
+    if (options.start) await request.startVerification("m.sas.v1");
     const verifier = await new Promise<NonNullable<VerificationRequest["verifier"]>>((resolve) => {
       const check = () => {
         if (!request.verifier) return;

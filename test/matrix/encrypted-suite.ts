@@ -39,7 +39,10 @@ export function encryptedSuite(target: MatrixTarget) {
     let dmChat: string;
     const password = (user: string) => `${user}-secret-${user.length * 7}`;
     // People with cross-signing and a key backup, each with an Element session (the trust tests at the end).
-    let trusted: Record<"erin" | "frank" | "gina", { userID: string; accessToken: string; deviceID: string }>;
+    let trusted: Record<
+      "erin" | "frank" | "gina" | "hana" | "ivy",
+      { userID: string; accessToken: string; deviceID: string }
+    >;
     const elements: EncryptedPeer[] = [];
     let erinSession: { accountID: string; element: EncryptedPeer };
     let frankSession: { accountID: string; element: EncryptedPeer };
@@ -58,6 +61,8 @@ export function encryptedSuite(target: MatrixTarget) {
           erin: await server.register("erin", password("erin"), { displayName: "Erin" }),
           frank: await server.register("frank", password("frank"), { displayName: "Frank" }),
           gina: await server.register("gina", password("gina"), { displayName: "Gina" }),
+          hana: await server.register("hana", password("hana"), { displayName: "Hana" }),
+          ivy: await server.register("ivy", password("ivy"), { displayName: "Ivy" }),
         }),
         alice: await server.register("alice", password("alice"), { displayName: "Alice" }),
         bob: await server.register("bob", password("bob"), { displayName: "Bob" }),
@@ -467,16 +472,19 @@ export function encryptedSuite(target: MatrixTarget) {
       );
     });
 
-    it("verifies a new session by comparing emoji with the user's Element session", async () => {
-      const frank = await element("frank");
-      const { session, path } = await signIn("frank");
+    /**
+     * A sign-in of `user` that compares emoji with their Element session `peer` (which starts the comparison itself
+     * with `start`): the emoji inboxd lists are the ones Element shows. The session at its end.
+     */
+    const compareEmoji = async (user: keyof typeof trusted, peer: EncryptedPeer, options: { start?: boolean } = {}) => {
+      const { session, path } = await signIn(user);
       expect(session.currentStep.stepID).toBe("matrix.verify.recovery_key");
       let shownByInboxd: ((names: string[]) => void) | undefined;
       const inboxdEmoji = new Promise<string[]>((resolve) => (shownByInboxd = resolve));
-      const answered = frank.peer.answerVerification(async (emoji) => {
+      const answered = peer.answerVerification(async (emoji) => {
         const ours = await inboxdEmoji;
         return ours.join() === emoji.join();
-      });
+      }, options);
       let current = await answer(path, session, { recoveryKey: "" });
       expect(current).toMatchObject({ status: "waiting_for_display" });
       expect(current.currentStep.stepID).toBe("matrix.verify.waiting_for_session");
@@ -499,7 +507,13 @@ export function encryptedSuite(target: MatrixTarget) {
       expect(current).toMatchObject({ status: "complete" });
       expect(await answered).toHaveLength(7);
       await api.accountStatus(current.accountID, "connected", undefined, 60_000);
-      expect(await frank.peer.crossSigningVerified(await inboxdDevice("frank"))).toBe(true);
+      expect(await peer.crossSigningVerified(await inboxdDevice(user))).toBe(true);
+      return current;
+    };
+
+    it("verifies a new session by comparing emoji with the user's Element session", async () => {
+      const frank = await element("frank");
+      const current = await compareEmoji("frank", frank.peer);
       frankSession = { accountID: current.accountID, element: frank.peer };
     });
 
@@ -523,6 +537,25 @@ export function encryptedSuite(target: MatrixTarget) {
         20_000,
       );
       expect(read.senderID).toBe(dave.userID);
+    });
+
+    it("compares emoji when the Element session starts the comparison itself", async () => {
+      const hana = await element("hana");
+      await compareEmoji("hana", hana.peer, { start: true });
+    });
+
+    it("signs out the device a sign-in made when the sign-in is cancelled at its verification step", async () => {
+      await element("ivy");
+      const inboxdDevices = async () => {
+        const { devices } = await asUser("ivy", "GET", "/_matrix/client/v3/devices");
+        return devices.filter((d: { display_name?: string }) => d.display_name === "inboxd");
+      };
+      const { session, path } = await signIn("ivy");
+      expect(session.currentStep.stepID).toBe("matrix.verify.recovery_key");
+      expect(await inboxdDevices()).toHaveLength(1); // made by the password step, its keys uploaded
+      await api.ok("DELETE", path);
+      await waitFor("the abandoned device signed out", async () => (await inboxdDevices()).length === 0 || undefined);
+      expect((await api.sdk.accounts.list()).some((a) => a.user.id === trusted.ivy.userID)).toBe(false);
     });
 
     it("lets a sign-in skip verification, says attention_required, and verifies on reconnecting", async () => {

@@ -85,6 +85,8 @@ export class MatrixClient implements NetworkClient {
   private wake?: () => void;
   /** Waiting room keys being looked up in the key backup, with the number of tries made (see lookUpInBackup). */
   private readonly backupLookups = new Map<string, number>();
+  /** The lookups' pending timers: cleared on disconnect (a Durable Object has no unref). */
+  private readonly backupTimers = new Set<ReturnType<typeof setTimeout>>();
   private loop?: Promise<void>;
   private readonly backoff = new Backoff();
   /** Transaction IDs of what this client sent: their echo in /sync is not a new message. */
@@ -153,6 +155,8 @@ export class MatrixClient implements NetworkClient {
   async disconnect() {
     this.stopped = true;
     this.aborter.abort();
+    for (const timer of this.backupTimers) clearTimeout(timer);
+    this.backupTimers.clear();
     await Promise.race([this.loop, new Promise((resolve) => setTimeout(resolve, 2000))]);
     const crypto = this.crypto;
     this.crypto = undefined;
@@ -206,6 +210,7 @@ export class MatrixClient implements NetworkClient {
     if (delay === undefined) return void this.backupLookups.delete(sessionID);
     this.backupLookups.set(sessionID, attempt);
     const timer = setTimeout(async () => {
+      this.backupTimers.delete(timer);
       const crypto = this.crypto;
       if (this.stopped || !crypto || !this.state.synced?.waiting?.[sessionID])
         return void this.backupLookups.delete(sessionID);
@@ -217,6 +222,7 @@ export class MatrixClient implements NetworkClient {
       this.backupLookups.delete(sessionID);
       this.wake?.();
     }, delay);
+    this.backupTimers.add(timer);
     (timer as { unref?: () => void }).unref?.();
   }
 
@@ -392,7 +398,8 @@ export class MatrixClient implements NetworkClient {
         this.backoff.reset();
       } catch (error) {
         if (this.stopped) return;
-        if (woken) continue; // woken, not failed: see the top of the loop
+        // Woken (the long poll cut short on purpose), not failed: see the loop's top. Any other error is handled.
+        if (woken && error instanceof NetworkError && error.code === "cancelled") continue;
         if (
           error instanceof MatrixError &&
           (error.errcode === "M_UNKNOWN_TOKEN" || error.errcode === "M_MISSING_TOKEN" || error.status === 401)

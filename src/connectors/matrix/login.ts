@@ -65,6 +65,7 @@ export function createMatrixLogin(
   };
   let device: LoginDevice | undefined;
   let verification: LoginVerification | undefined;
+  let made: MatrixState | undefined;
   return {
     async start(): Promise<LoginStep> {
       if (flowID === "token")
@@ -99,15 +100,19 @@ export function createMatrixLogin(
       const f = submission.fields;
       const state = flowID === "token" ? await tokenLogin(f, previous) : await passwordLogin(f, known);
       const replaced = known.find((s) => s.userID === state.userID);
-      await releaseReplacedDevice(replaced, state);
-      const user = await profileOf(new MatrixHttp(state.homeserver, state.accessToken), state.userID);
+      // A device this login made: signed out again if the login is abandoned (no account will ever hold it).
+      made = state.ownDevice && state.deviceID !== replaced?.deviceID ? state : undefined;
+      const user = await profileOf(new MatrixHttp(state.homeserver, state.accessToken), state.userID).catch(abandon);
       const finish = async (said: string): Promise<LoginStep> => {
         const records = device?.records;
         await device?.close();
         device = undefined;
+        made = undefined;
+        // Only now is the device it replaces let go: a login that fails before this keeps the old one working.
+        await releaseReplacedDevice(replaced, state);
         return completeStep(state, user, said, records);
       };
-      device = await openDevice(state, replaced);
+      device = await openDevice(state, replaced).catch(abandon);
       if (device) {
         verification = new LoginVerification(device, finish);
         if (await verification.needed().catch(abandon)) return verification.firstStep(state.userID);
@@ -136,12 +141,20 @@ export function createMatrixLogin(
     return openNewDevice(await options.loadCrypto(), state);
   }
 
-  /** Ends the steps: the other session is told, the store let go. Rethrows what failed. */
+  /**
+   * Ends the steps: the other session is told, the store let go, and a device this login made signed out (else
+   * every abandoned attempt would leave a device with keys nobody holds in the user's session list). Rethrows.
+   */
   async function abandon(error: unknown): Promise<never> {
     await verification?.cancel().catch(() => undefined);
-    await device?.close().catch(() => undefined);
+    await device?.discard().catch(() => undefined);
+    if (made)
+      await new MatrixHttp(made.homeserver, made.accessToken)
+        .request("POST", "/_matrix/client/v3/logout", { body: {}, timeoutMs: 10_000, patienceMs: 0 })
+        .catch(() => undefined);
     device = undefined;
     verification = undefined;
+    made = undefined;
     throw error;
   }
 

@@ -37,6 +37,8 @@ export interface LoginDevice {
   listen(signal: AbortSignal): Promise<void>;
   /** Makes the store durable and lets go of it (the account's client opens it next). */
   close(): Promise<void>;
+  /** Lets go of it for good: the login was abandoned (a new device's store is deleted; a running one's is kept). */
+  discard(): Promise<void>;
 }
 
 /** Records held in memory for a store made before its account exists (completeLogin writes them with it). */
@@ -94,6 +96,7 @@ export async function openNewDevice(lib: CryptoLib, state: MatrixState): Promise
       await machine.checkpoint(true);
       machine.close();
     },
+    discard: () => machine.discard(),
   };
 }
 
@@ -103,6 +106,7 @@ export function liveDevice(crypto: MatrixCrypto): LoginDevice {
     crypto,
     listen: (signal) => sleep(500, signal),
     close: () => crypto.checkpoint(true),
+    discard: () => crypto.checkpoint(true),
   };
 }
 
@@ -146,7 +150,7 @@ export class LoginVerification {
     if (input.toLowerCase() === "skip")
       return this.finish("Signed in without verifying this session: the account asks for it until it is verified.");
     if (input) {
-      let restored: number;
+      let restored: number | undefined;
       try {
         restored = (await this.trust.useRecoveryKey(input)).restoredKeys;
       } catch (error) {
@@ -160,7 +164,11 @@ export class LoginVerification {
         }
         throw error;
       }
-      return this.finish(`Verified with your recovery key; ${restored} room keys restored from your key backup.`);
+      return this.finish(
+        restored === undefined
+          ? "Verified with your recovery key; the key backup could not be read now (its keys are looked up as messages need them)."
+          : `Verified with your recovery key; ${restored} room keys restored from your key backup.`,
+      );
     }
     this.request = await this.trust.requestVerification();
     this.deadline = Date.now() + ANSWER_MS;
@@ -203,8 +211,16 @@ export class LoginVerification {
         );
       }
       if (step.stepID === REQUEST_STEP) {
-        if (!this.sas && request.phase() === lib.VerificationRequestPhase.Ready)
+        const phase = request.phase();
+        if (phase === lib.VerificationRequestPhase.Ready || phase === lib.VerificationRequestPhase.Transitioned)
+          await this.trust.answeredBySignedSession(request); // else cancelled, and said above at the next pass
+        // Either side may start the comparison (Element does when one picks "compare emoji" there), and when both
+        // do, one start wins: the request's own verification is the one to follow.
+        const current = request.getVerification();
+        if (current instanceof lib.Sas) this.sas = current;
+        else if (!this.sas && phase === lib.VerificationRequestPhase.Ready)
           this.sas = await this.trust.startSas(request);
+        if (this.sas) await this.trust.acceptSas(this.sas); // a start of the other side's (else nothing to do)
         const emoji = this.sas?.emoji();
         if (!emoji) continue;
         const shown = emoji.map((e) => ({ symbol: e.symbol, name: e.description }));
@@ -233,7 +249,8 @@ export class LoginVerification {
     let restored: number | undefined;
     while (restored === undefined && Date.now() < until && !signal.aborted) {
       await this.device.listen(signal).catch(() => undefined);
-      restored = await this.trust.restoreFromGossip();
+      // The backup key is kept before the backup is read: a failed read leaves the per-message lookups to it.
+      restored = await this.trust.restoreFromGossip().catch(() => 0);
     }
     const verified = (await this.trust.status()) === "verified";
     return this.finish(

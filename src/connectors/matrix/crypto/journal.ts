@@ -335,6 +335,15 @@ export class IndexedDBJournal {
     this.connections.clear();
     for (const name of this.names()) dirtyByDatabase.delete(name);
   }
+
+  /** Closes, then deletes the databases from memory: a store never handed to an account (an abandoned login). */
+  async discard(): Promise<void> {
+    this.close();
+    for (const name of this.names()) {
+      for (const connection of connectionsByDatabase.get(name) ?? []) connection.close();
+      await request(indexedDB.deleteDatabase(name));
+    }
+  }
 }
 
 function schemaOf(db: IDBDatabase): DatabaseSchema {

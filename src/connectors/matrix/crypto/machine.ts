@@ -351,6 +351,12 @@ export class MatrixCrypto {
     this.machine.close();
     this.journal.close();
   }
+
+  /** Closes the machine and deletes its store from memory (a login's new device that no account will hold). */
+  async discard(): Promise<void> {
+    this.machine.close();
+    await this.journal.discard();
+  }
 }
 
 /** The key that encrypts a new device's store: 32 random bytes, base64. */

@@ -66,7 +66,7 @@ export class DeviceTrust {
    * phrase): opens secret storage, imports the cross-signing keys, signs this device and trusts the identity, then
    * restores the room keys of the key backup. Wrong input is a "rejected" error saying what was wrong.
    */
-  async useRecoveryKey(input: string, progress?: Progress): Promise<{ restoredKeys: number }> {
+  async useRecoveryKey(input: string, progress?: Progress): Promise<{ restoredKeys: number | undefined }> {
     const storage = await this.secretStorageKey(input.trim());
     const [master, selfSigning, userSigning] = await Promise.all(CROSS_SIGNING.map((name) => storage.read(name)));
     if (!master || !selfSigning)
@@ -77,7 +77,9 @@ export class DeviceTrust {
       );
     await this.importCrossSigning(master, selfSigning, userSigning);
     const backupKey = await storage.read(BACKUP_SECRET);
-    const restoredKeys = backupKey ? await this.backup.restore(backupKey, progress) : 0;
+    // Signed by now: a backup that cannot be read at this moment (the homeserver slow, the answer too large) must
+    // not fail the verification. The key is kept before the read, so messages' lookups use it later (undefined).
+    const restoredKeys = backupKey ? await this.backup.restore(backupKey, progress).catch(() => undefined) : 0;
     await this.parts.commit();
     return { restoredKeys };
   }
@@ -191,6 +193,33 @@ export class DeviceTrust {
     } finally {
       identity.free();
     }
+  }
+
+  /**
+   * Goes on only with a session the user's identity signs: inboxd confirms its side as it shows the emoji (the
+   * person compares on the other session), so a device the homeserver could add on its own must not be the one that
+   * answers. Cancels the request and says so otherwise.
+   */
+  async answeredBySignedSession(request: Crypto.VerificationRequest): Promise<void> {
+    const { machine } = this.parts;
+    const other = request.otherDeviceId;
+    const device = other ? await machine.getDevice(this.self, other) : undefined;
+    const signed = device?.isCrossSignedByOwner() ?? false;
+    device?.free();
+    if (signed) return;
+    await this.cancel(request);
+    throw new NetworkError(
+      "rejected",
+      `the session that answered (${other?.toString() ?? "unknown"}) is not one your identity signs: compare emoji ` +
+        "from a verified session, or use the recovery key",
+      "verification_untrusted_session",
+    );
+  }
+
+  /** Accepts an emoji comparison the other session started (nothing when inboxd started it, or accepted it). */
+  async acceptSas(sas: Crypto.Sas): Promise<void> {
+    const outgoing = sas.accept();
+    if (outgoing) await this.parts.send(outgoing as Crypto.ToDeviceRequest);
   }
 
   /** Starts the emoji comparison on a request the other session accepted. */
