@@ -213,7 +213,7 @@ export class LoginVerification {
       if (step.stepID === REQUEST_STEP) {
         const phase = request.phase();
         if (phase === lib.VerificationRequestPhase.Ready || phase === lib.VerificationRequestPhase.Transitioned)
-          await this.trust.answeredBySignedSession(request); // else cancelled, and said above at the next pass
+          await this.trust.answeredBySignedSession(request); // else cancelled, and thrown
         // Either side may start the comparison (Element does when one picks "compare emoji" there), and when both
         // do, one start wins: the request's own verification is the one to follow.
         const current = request.getVerification();

@@ -171,10 +171,7 @@ export class IndexedDBJournal {
     // A database left over in memory (an account loaded again in the same process) is replaced by what is stored.
     // Connections still open to it are dead: the crypto store closes its own when it closes, but not when it fails
     // to open (a store key that does not fit), and the deletion would wait for them for ever.
-    for (const name of ours) {
-      for (const connection of connectionsByDatabase.get(name) ?? []) connection.close();
-      await request(indexedDB.deleteDatabase(name));
-    }
+    for (const name of ours) await dropDatabase(name);
     for (const [name, schema] of Object.entries(schemas)) {
       const open = indexedDB.open(name, schema.version);
       open.onupgradeneeded = () => {
@@ -339,11 +336,14 @@ export class IndexedDBJournal {
   /** Closes, then deletes the databases from memory: a store never handed to an account (an abandoned login). */
   async discard(): Promise<void> {
     this.close();
-    for (const name of this.names()) {
-      for (const connection of connectionsByDatabase.get(name) ?? []) connection.close();
-      await request(indexedDB.deleteDatabase(name));
-    }
+    for (const name of this.names()) await dropDatabase(name);
   }
+}
+
+/** Deletes a database from memory, closing its connections first (the deletion would wait for them for ever). */
+async function dropDatabase(name: string): Promise<void> {
+  for (const connection of connectionsByDatabase.get(name) ?? []) connection.close();
+  await request(indexedDB.deleteDatabase(name));
 }
 
 function schemaOf(db: IDBDatabase): DatabaseSchema {
