@@ -87,6 +87,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
     assets: assetConfig(options.assets),
     announce: (event) => hub.publish([event]),
+    tenancy: options.tenancy,
     rearm: () => options.schedule?.(nextWakeAt(context)),
   };
   const hub = new EventHub(db, log, (account) => presentAccount(account, context));
@@ -122,6 +123,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     now,
     accessTokenTtlMs: options.accessTokenTtlMs,
     fetchClientMetadata: options.fetchClientMetadata,
+    tenancy: options.tenancy,
   });
   pipeline.seal();
 

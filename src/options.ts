@@ -10,6 +10,7 @@ import type { McpOptions } from "./mcp/index.ts";
 import type { ServerInfo } from "./routes/info.ts";
 import type { AssetOptions } from "./services/assets.ts";
 import type { FetchClientMetadata } from "./oauth/client-metadata.ts";
+import type { Tenancy } from "./tenancy.ts";
 
 /**
  * Everything a runtime hands `createApp` (src/app.ts): the storage, what only it can do (timers, transports, the
@@ -73,6 +74,8 @@ export interface AppOptions extends GuardOptions {
    * is answered (the Worker), off otherwise.
    */
   remoteAccess?: boolean;
+  /** Where one deployment holds many inboxes (src/tenancy.ts); absent on a single device. */
+  tenancy?: Tenancy;
   /** Retention of the durable event log (default 7 days and 1,000,000 events). */
   eventLog?: Pick<EventLogOptions, "maxAgeMs" | "maxEvents" | "enabled">;
 }

@@ -1,4 +1,5 @@
-import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
+import { DurableObject } from "cloudflare:workers";
+import type { DurableObjectNamespace, DurableObjectState, R2Bucket } from "@cloudflare/workers-types/index.ts";
 import { createStorage, type Storage } from "unstorage";
 import { LIMITS, utf8Length } from "../../src/schema/limits.ts";
 import r2Driver from "unstorage/drivers/cloudflare-r2-binding";
@@ -16,6 +17,11 @@ import { replayLog } from "../../src/events/replay.ts";
 import { eventLogSettings } from "../../src/events/log.ts";
 import { loadMatrixCrypto } from "#worker-matrix-crypto";
 import { openUpstreamSocket } from "./upstream-socket.ts";
+import { ApiError } from "../../src/errors.ts";
+import { OAuthStore } from "../../src/oauth/index.ts";
+import { DEVICE_INBOX, type Tenancy } from "../../src/tenancy.ts";
+import { publicAnswer } from "./public-app.ts";
+import type { InboxControl, InboxRecord, InboxUsage } from "./inbox-control.ts";
 
 /** What a socket carries across hibernation (see upgrade()). */
 interface SocketAttachment {
@@ -60,7 +66,18 @@ export interface InboxEnv {
   INBOXD_MCP_TOOLS?: string;
   /** Requests per second per token (bursts of 4×), 0 or off for no rate limits; as `serve --rate-limit`. */
   INBOXD_RATE_LIMIT?: string;
+  /** "multi": many inboxes, one object each, reached by credential (src/tenancy.ts); default one device. */
+  INBOXD_TENANCY?: string;
+  /** Where there are many inboxes: the registry, told when the single-device deployment's inbox is adopted. */
+  REGISTRY?: DurableObjectNamespace;
 }
+
+/** Where the object keeps its inbox's record and request count (outside the app's keys, like `wssubs:`). */
+const RECORD_KEY = "tenancy:inbox";
+const REQUESTS_KEY = "tenancy:requests";
+const REQUESTS_SAVE_MS = 10_000;
+/** R2 keys of an inbox other than the single-device one: `inboxes:<id>:<asset>_<n>`. */
+const ASSET_BASE = "inboxes";
 
 /**
  * The client's address, for throttling failed authentication: Cloudflare's edge sets CF-Connecting-IP on every
@@ -73,16 +90,36 @@ const connectingIP = (request: Request) => request.headers.get("cf-connecting-ip
  * One device's inbox: the whole API over this object's storage. The constructor stays light because it re-runs on
  * every wake; the app (which reads meta, accounts and chats) is built on the first request after a wake.
  */
-export class InboxObject {
+export class InboxObject extends DurableObject<InboxEnv> implements InboxControl {
   private app?: Promise<App>;
   private booted?: App;
+  private readonly state: DurableObjectState;
 
-  constructor(
-    private readonly state: DurableObjectState,
-    private readonly env: InboxEnv,
-  ) {}
+  constructor(state: DurableObjectState, env: InboxEnv) {
+    super(state, env);
+    this.state = state;
+  }
+
+  /** Many inboxes per deployment (src/tenancy.ts): then each object is one inbox, created by the registry. */
+  private get multi() {
+    return this.env.INBOXD_TENANCY === "multi";
+  }
+
+  /** This object's inbox where there are many: undefined until read, null for an object that is no inbox. */
+  private record?: InboxRecord | null;
+  /** What the app reads its inbox's ID and limits from; changed in place when the operator changes them. */
+  private tenancy?: Tenancy;
+  private requests?: { count: number; savedAt: number };
 
   async fetch(request: Request): Promise<Response> {
+    if (this.multi) {
+      const record = await this.inboxRecord();
+      // Answered as for a token no inbox knows: a request cannot tell a missing inbox from a wrong secret.
+      if (!record) return publicAnswer(this.env, request);
+      await this.countRequest();
+      const refused = this.refusal(record, request);
+      if (refused) return toErrorResponse(refused);
+    }
     let app: App;
     try {
       app = await this.ready();
@@ -129,6 +166,8 @@ export class InboxObject {
 
   async alarm(): Promise<void> {
     this.alarmAt = undefined;
+    // A deleted or suspended inbox has nothing to wake for (a suspension's networks were let go).
+    if (this.multi && (await this.inboxRecord())?.status !== "active") return;
     const app = await this.ready();
     await app.wake();
     this.setAlarm(app);
@@ -260,21 +299,184 @@ export class InboxObject {
     }
   }
 
+  // ---- Many inboxes per deployment (src/tenancy.ts, registry-object.ts) ----
+
+  /**
+   * This object's inbox record, read once per wake. An object the registry never made holds nothing, so it is no
+   * inbox — except the single-device deployment's "device" object, the one object that holds data without a
+   * record: it is adopted as the inbox "device" the first time it serves a request in a deployment of many.
+   */
+  private async inboxRecord(): Promise<InboxRecord | null> {
+    if (this.record !== undefined) return this.record;
+    let record = (await this.state.storage.get<InboxRecord>(RECORD_KEY)) ?? null;
+    if (!record && (await this.state.storage.list({ limit: 1 })).size > 0) {
+      const registry = this.env.REGISTRY;
+      record = registry
+        ? await (registry.get(registry.idFromName("registry")) as unknown as { adopt(): Promise<InboxRecord> }).adopt()
+        : { id: DEVICE_INBOX, createdAt: new Date().toISOString(), status: "active", limits: {}, adopted: true };
+      await this.state.storage.put(RECORD_KEY, record);
+    }
+    this.keepRecord(record);
+    return record;
+  }
+
+  private keepRecord(record: InboxRecord | null) {
+    this.record = record;
+    if (!record) this.tenancy = undefined;
+    else if (this.tenancy) this.tenancy.limits = record.limits;
+    else this.tenancy = { inbox: record.id, limits: record.limits };
+  }
+
+  /** Why the inbox does not serve this request now: suspended, or a write past its storage limit. */
+  private refusal(record: InboxRecord, request: Request): ApiError | undefined {
+    if (record.status === "suspended")
+      return new ApiError(403, "FORBIDDEN", "this inbox is suspended by the operator of this deployment");
+    const max = record.limits.maxStorageBytes;
+    const path = new URL(request.url).pathname;
+    if (
+      max !== undefined &&
+      ["POST", "PUT", "PATCH"].includes(request.method) &&
+      /^\/v[01]\//.test(path) &&
+      this.state.storage.sql.databaseSize >= max
+    )
+      return new ApiError(
+        507,
+        "STORAGE_LIMIT_REACHED",
+        `this inbox holds ${this.state.storage.sql.databaseSize} bytes, at or past its limit of ${max}: ` +
+          "delete chats, messages or accounts to free space, or ask the operator to raise the limit",
+        undefined,
+        { "x-should-retry": "false" },
+      );
+    return undefined;
+  }
+
+  /** Counted in memory, saved at most every 10 s (a row write per request would bill a row per request). */
+  private async countRequest() {
+    this.requests ??= { count: (await this.state.storage.get<number>(REQUESTS_KEY)) ?? 0, savedAt: Date.now() };
+    this.requests.count++;
+    if (Date.now() - this.requests.savedAt >= REQUESTS_SAVE_MS) await this.saveRequests();
+  }
+
+  private async saveRequests() {
+    if (!this.requests) return;
+    this.requests.savedAt = Date.now();
+    await this.state.storage.put(REQUESTS_KEY, this.requests.count);
+  }
+
+  /** The single-device inbox keeps its assets where it always had them; every other inbox under its own prefix. */
+  private assetDriver(inbox: string | undefined) {
+    return r2Driver({ binding: this.env.ASSETS as never, ...(inbox ? { base: `${ASSET_BASE}:${inbox}` } : {}) });
+  }
+
+  async tenancyCreate(record: InboxRecord, seed?: SeedOptions): Promise<boolean> {
+    if (await this.inboxRecord()) return false;
+    await this.state.storage.put(RECORD_KEY, record);
+    this.keepRecord(record);
+    if (seed) await this.seed(await this.ready(), seed);
+    return true;
+  }
+
+  async tenancyUpdate(record: InboxRecord): Promise<void> {
+    const before = await this.inboxRecord();
+    if (!before) throw new Error(`no inbox ${record.id} here`);
+    await this.state.storage.put(RECORD_KEY, record);
+    this.keepRecord(record);
+    // A suspension lets go of the networks and the live sockets; a new request budget needs a new app.
+    if (record.status === "suspended" || record.limits.requestsPerSecond !== before.limits.requestsPerSecond)
+      await this.closeApp(record.status === "suspended" ? "inbox suspended" : undefined);
+  }
+
+  async tenancySignInCode(ttlMs: number): Promise<string> {
+    const record = await this.inboxRecord();
+    if (!record) throw new Error("this object is no inbox");
+    const storage = createStorage({ driver: durableObjectDriver(this.state.storage) });
+    return new OAuthStore(storage, Date.now, record.id).createSignIn(ttlMs);
+  }
+
+  async tenancyUsage(): Promise<InboxUsage> {
+    const record = await this.inboxRecord();
+    if (!record) throw new Error("this object is no inbox");
+    await this.countRequest().then(() => this.requests!.count--);
+    await this.saveRequests();
+    // A suspended inbox is counted from what its store holds, without connecting its networks again.
+    const { db } = record.status === "active" ? (await this.ready()).context : await this.readOnlyDb();
+    await db.loading;
+    const chats = db.chats.all();
+    return {
+      accounts: db.accounts.length,
+      chats: chats.length,
+      messages: chats.reduce((n, c) => n + c.nextSeq - (c.firstSeq ?? 0), 0),
+      storageBytes: this.state.storage.sql.databaseSize,
+      requests: this.requests!.count,
+    };
+  }
+
+  async tenancyDelete(): Promise<{ assetsDeleted: number }> {
+    const record = await this.inboxRecord();
+    if (!record) return { assetsDeleted: 0 };
+    await this.closeApp("inbox deleted");
+    await this.state.storage.deleteAlarm();
+    await this.state.storage.deleteAll();
+    this.keepRecord(null);
+    this.requests = undefined;
+    this.subscriptions.clear();
+    this.states.clear();
+    return { assetsDeleted: await this.deleteAssets(record.id) };
+  }
+
+  /** Ends the running app (its networks, timers, live sockets); the next request boots a new one. */
+  private async closeApp(reason?: string) {
+    const running = this.app;
+    this.app = undefined;
+    this.booted = undefined;
+    await (await running?.catch(() => undefined))?.close();
+    if (reason) for (const ws of this.state.getWebSockets() as unknown as HibernatingSocket[]) ws.close(1008, reason);
+  }
+
+  private async readOnlyDb() {
+    const { Db } = await import("../../src/store/db.ts");
+    return { db: await Db.open(createStorage({ driver: durableObjectDriver(this.state.storage) }), {}) };
+  }
+
+  /** An inbox's R2 objects, a page of 1,000 at a time; the single-device inbox's are those outside every prefix. */
+  private async deleteAssets(inbox: string): Promise<number> {
+    const bucket = this.env.ASSETS as R2Bucket | undefined;
+    if (!bucket) return 0;
+    const prefix = inbox === DEVICE_INBOX ? undefined : `${ASSET_BASE}:${inbox}:`;
+    let deleted = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await bucket.list({ prefix, cursor, limit: 1000 });
+      const keys = page.objects.map((o) => o.key).filter((k) => prefix || !k.startsWith(`${ASSET_BASE}:`));
+      if (keys.length) await bucket.delete(keys);
+      deleted += keys.length;
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor);
+    return deleted;
+  }
+
   private async boot(): Promise<App> {
     // Said once per boot, in the Worker's logs (wrangler tail, the dashboard, wrangler dev's terminal): otherwise a
     // fresh deployment answers every request 401 and nothing says why.
-    if (!this.env.INBOXD_ADMIN_TOKEN) console.warn(MISSING_SECRET_WARNING);
+    const inbox = this.multi ? (await this.inboxRecord())?.id : undefined;
+    if (this.multi && !inbox) throw new Error("this object is no inbox");
+    const isDevice = inbox === undefined || inbox === DEVICE_INBOX;
+    if (isDevice && !this.env.INBOXD_ADMIN_TOKEN && !this.multi) console.warn(MISSING_SECRET_WARNING);
     const storage: Storage = createStorage({ driver: durableObjectDriver(this.state.storage) });
-    // The secrets are the Worker's tokens: a changed or removed secret ends the token it replaced.
-    await syncSecretTokens(storage, [
-      { name: "admin", secret: this.env.INBOXD_ADMIN_TOKEN, scopes: ["read", "write"] },
-      { name: "read-only", secret: this.env.INBOXD_READ_TOKEN, scopes: ["read"] },
-    ]);
+    // The secrets are the Worker's tokens: a changed or removed secret ends the token it replaced. They belong to
+    // the single-device inbox only: where there are many, every other inbox's tokens come from its own sign-in.
+    if (isDevice)
+      await syncSecretTokens(storage, [
+        { name: "admin", secret: this.env.INBOXD_ADMIN_TOKEN, scopes: ["read", "write"] },
+        { name: "read-only", secret: this.env.INBOXD_READ_TOKEN, scopes: ["read"] },
+      ]);
+    const rateLimit = parseRateLimit(this.env.INBOXD_RATE_LIMIT);
+    const perSecond = this.record?.limits.requestsPerSecond;
     const app = await createApp({
       storage,
       allowedHosts: "*",
       assets: this.env.ASSETS
-        ? { storage: createStorage({ driver: r2Driver({ binding: this.env.ASSETS as never }) }) }
+        ? { storage: createStorage({ driver: this.assetDriver(isDevice ? undefined : inbox) }) }
         : undefined,
       // Reminders wake the object with an alarm, which also survives eviction and restarts.
       schedule: (at) => {
@@ -282,8 +484,10 @@ export class InboxObject {
         this.setAlarm(this.booted);
       },
       mcp: { tools: parseToolSelection(this.env.INBOXD_MCP_TOOLS) },
-      // The budgets live in this object's memory: one object serves the device, so it sees every request.
-      rateLimit: parseRateLimit(this.env.INBOXD_RATE_LIMIT),
+      // The budgets live in this object's memory: one object serves the inbox, so it sees every request to it.
+      // An inbox's own budget (its operator's limit) replaces the deployment's, even one turned off.
+      rateLimit: perSecond === undefined ? rateLimit : perSecond > 0 && { perSecond, burst: perSecond * 4 },
+      tenancy: this.tenancy,
       clientAddress: connectingIP,
       loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),
       sandboxQrDelayMs: optionalNumber(this.env.INBOXD_SANDBOX_QR_DELAY_MS),
@@ -312,13 +516,16 @@ export class InboxObject {
     this.setAlarm(app);
     await this.loadSubscriptions();
     app.events.add({ deliver: (events) => this.deliver(events), wants: () => this.state.getWebSockets().length > 0 });
-    if (this.env.INBOXD_SEED && app.context.db.accounts.length === 0) {
-      const { db, bridges } = app.context;
-      await seedDataset(db, parseSeed(this.env.INBOXD_SEED));
-      await db.reload();
-      for (const account of db.accounts) await bridges.attach(account);
-    }
+    if (isDevice && this.env.INBOXD_SEED && app.context.db.accounts.length === 0)
+      await this.seed(app, parseSeed(this.env.INBOXD_SEED));
     return app;
+  }
+
+  private async seed(app: App, options: SeedOptions) {
+    const { db, bridges } = app.context;
+    await seedDataset(db, options);
+    await db.reload();
+    for (const account of db.accounts) await bridges.attach(account);
   }
 }
 

@@ -3,7 +3,6 @@ import { safeHost } from "../http/guard.ts";
 import { verifyToken } from "../services/tokens.ts";
 import { errorPage, escapeHtml, hidden, page } from "./pages.ts";
 import { readForm, sameSecret } from "./form.ts";
-import { randomSecret } from "../util/encoding.ts";
 import type { ClientRecord, OAuthStore } from "./store.ts";
 
 /**
@@ -219,7 +218,7 @@ export async function consentDecision(
       error_description: "the owner denied the request",
       state: ok.state,
     });
-  const code = randomSecret("code");
+  const code = store.secret("code");
   await store.saveCode(code, {
     clientID: ok.client.client_id,
     redirectURI: ok.redirectURI,

@@ -1,7 +1,6 @@
 import type { Storage } from "unstorage";
 import { createToken, removeTokenByID, verifyToken } from "../services/tokens.ts";
 import { oauthError, s256, sameSecret } from "./form.ts";
-import { randomSecret } from "../util/encoding.ts";
 import type { OAuthStore, RefreshRecord } from "./store.ts";
 
 /**
@@ -80,8 +79,9 @@ async function issue(o: GrantOptions, grant: RefreshRecord): Promise<TokenAnswer
     expiresAt: o.now() + o.accessTokenTtlMs,
     clientID: grant.clientID,
     clientName: grant.clientName,
+    inbox: o.store.inbox,
   });
-  const refresh = randomSecret("inbr");
+  const refresh = o.store.secret("inbr");
   const refreshID = await o.store.saveRefresh(refresh, { ...grant });
   await o.store.addToFamily(grant.family, { tokenID: access.id, refreshID });
   return {

@@ -17,7 +17,8 @@ import {
 import { oauthError, readForm } from "./form.ts";
 import { exchangeCode, introspect, OWNER, refreshGrant, revoke, type GrantOptions } from "./grants.ts";
 import { page } from "./pages.ts";
-import { OAuthStore } from "./store.ts";
+import { OAuthStore, selfContainedClientID } from "./store.ts";
+import type { Tenancy } from "../tenancy.ts";
 import {
   CLIENT_METADATA_TTL_MS,
   ClientMetadataError,
@@ -40,6 +41,8 @@ export interface OAuthOptions {
   accessTokenTtlMs?: number;
   /** How a client's metadata URL is fetched; by default fetch, without following redirects. */
   fetchClientMetadata?: FetchClientMetadata;
+  /** Where a deployment holds many inboxes (AppOptions.tenancy). */
+  tenancy?: Tenancy;
 }
 
 const fetchWithoutRedirects: FetchClientMetadata = (url, init) =>
@@ -56,7 +59,7 @@ const Json = v.record(v.string(), v.unknown());
  * issues are entries of the API's one token store.
  */
 export function oauthRoutes(api: Api, options: OAuthOptions) {
-  const store = new OAuthStore(options.storage, options.now);
+  const store = new OAuthStore(options.storage, options.now, options.tenancy?.inbox);
   const grants: GrantOptions = {
     storage: options.storage,
     store,
@@ -148,13 +151,14 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
             },
             400,
           );
-        const client = {
-          client_id: `client_${crypto.randomUUID()}`,
+        const described = {
           client_name: body.client_name?.trim() || "Unnamed app",
           redirect_uris: body.redirect_uris,
           createdAt: new Date(options.now()).toISOString(),
         };
-        await store.saveClient(client);
+        const client = { client_id: `client_${crypto.randomUUID()}`, ...described };
+        if (!options.tenancy) await store.saveClient(client);
+        else client.client_id = selfContainedClientID(described);
         return json(
           {
             ...client,

@@ -1,5 +1,5 @@
 import type { Storage } from "unstorage";
-import { randomSecret } from "../util/encoding.ts";
+import { base64url, fromBase64url, randomSecret } from "../util/encoding.ts";
 import { hashToken } from "../services/tokens.ts";
 
 /**
@@ -60,13 +60,47 @@ const key = {
   session: (hash: string) => `oauth:session:${hash}`,
 };
 
+/**
+ * A client ID that is its own registration (`client.<base64url JSON>`): what registration answers where inboxes
+ * share a deployment, since the app registers before anyone has signed in, so no inbox is there to keep the record.
+ * It holds nothing a client could not have registered itself, so it needs no signature.
+ */
+const SELF_CONTAINED = "client.";
+
+export function selfContainedClientID(client: Omit<ClientRecord, "client_id">): string {
+  return (
+    SELF_CONTAINED + base64url(JSON.stringify({ n: client.client_name, r: client.redirect_uris, t: client.createdAt }))
+  );
+}
+
+function readSelfContained(id: string): ClientRecord | null {
+  try {
+    const { n, r, t } = JSON.parse(fromBase64url(id.slice(SELF_CONTAINED.length))) as {
+      n: unknown;
+      r: unknown;
+      t: unknown;
+    };
+    if (typeof n !== "string" || !Array.isArray(r) || !r.every((u) => typeof u === "string") || typeof t !== "string")
+      return null;
+    return { client_id: id, client_name: n, redirect_uris: r, createdAt: t };
+  } catch {
+    return null;
+  }
+}
+
 export class OAuthStore {
+  /** `inbox`: the inbox the secrets minted here name, where a deployment holds many (src/tenancy.ts). */
   constructor(
     private readonly storage: Storage,
     private readonly now: () => number,
+    readonly inbox?: string,
   ) {}
 
-  client = (id: string) => this.storage.getItem<ClientRecord>(key.client(id));
+  /** A new secret of this kind (`code`, `inbr`…), naming this store's inbox where there is one. */
+  secret = (kind: string) => randomSecret(kind, this.inbox);
+
+  client = async (id: string) =>
+    id.startsWith(SELF_CONTAINED) ? readSelfContained(id) : this.storage.getItem<ClientRecord>(key.client(id));
   saveClient = (client: ClientRecord) => this.storage.setItem(key.client(client.client_id), client);
 
   async saveCode(code: string, record: CodeRecord) {
@@ -155,7 +189,7 @@ export class OAuthStore {
 
   /** A one-time sign-in code for the owner's browser (what `inboxd open` and `serve` print), valid for `ttlMs`. */
   async createSignIn(ttlMs: number): Promise<string> {
-    const code = randomSecret("signin");
+    const code = this.secret("signin");
     await this.storage.setItem(key.signIn(await hashToken(code)), { expiresAt: this.now() + ttlMs });
     return code;
   }
@@ -171,7 +205,7 @@ export class OAuthStore {
   }
 
   async createSession(ttlMs: number): Promise<{ id: string; record: SessionRecord }> {
-    const id = randomSecret("session");
+    const id = this.secret("session");
     const record = { expiresAt: this.now() + ttlMs, csrf: randomSecret("csrf") };
     await this.storage.setItem(key.session(await hashToken(id)), record);
     return { id, record };

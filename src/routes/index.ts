@@ -21,6 +21,7 @@ import { tokenRoutes } from "./tokens.ts";
 import { typingRoutes } from "./typing.ts";
 import { webhookRoutes } from "./webhooks.ts";
 import type { FetchClientMetadata } from "../oauth/client-metadata.ts";
+import type { Tenancy } from "../tenancy.ts";
 
 export interface RouteDeps {
   info: ServerInfo;
@@ -31,6 +32,7 @@ export interface RouteDeps {
   now: () => number;
   accessTokenTtlMs?: number;
   fetchClientMetadata?: FetchClientMetadata;
+  tenancy?: Tenancy;
 }
 
 /**
@@ -58,6 +60,7 @@ export function addRoutes(api: Api, deps: RouteDeps): void {
     now: deps.now,
     accessTokenTtlMs: deps.accessTokenTtlMs,
     fetchClientMetadata: deps.fetchClientMetadata,
+    tenancy: deps.tenancy,
   });
   tokenRoutes(api, { storage: deps.storage, now: deps.now });
   webRoutes(api);

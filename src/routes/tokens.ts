@@ -21,7 +21,12 @@ export const TokenInfo = v.strictObject({
   ),
   scopes: Scopes,
   createdAt: iso("When the token was made"),
-  hint: v.pipe(v.string(), v.description("The token's first 9 characters (`inbx_` and 4 more), to tell tokens apart.")),
+  hint: v.pipe(
+    v.string(),
+    v.description(
+      "The token's first 9 characters (`inbx_` and 4 more; in a deployment of many inboxes `inbx_<inbox>.` and 4 more), to tell tokens apart.",
+    ),
+  ),
   expiresAt: v.optional(iso("When the token stops working; absent: never")),
   clientID: v.optional(
     v.pipe(

@@ -33,6 +33,12 @@ function requireBridge(ctx: Context, bridgeID: string): Bridgeable {
 const activeAccounts = (ctx: Context, network: string) =>
   ctx.db.accounts.filter((a) => a.network === network && a.status !== "disabled");
 
+/** Where a deployment holds many inboxes: whether this one holds as many accounts as its operator allows. */
+function inboxAccountLimitReached(ctx: Context): boolean {
+  const max = ctx.tenancy?.limits?.maxAccounts;
+  return max !== undefined && ctx.db.accounts.filter((a) => a.status !== "disabled").length >= max;
+}
+
 export function presentBridge(ctx: Context, connector: Bridgeable) {
   const accounts = ctx.db.accounts.filter((a) => a.network === connector.network);
   const active = activeAccounts(ctx, connector.network).length;
@@ -162,6 +168,15 @@ export async function startLoginSession(
     requireLogin(ctx, bridgeID, loginID);
     reauth = { accountID: input.accountID, loginID };
     reauthAccounts = ctx.db.accounts.filter((a) => a.loginID === loginID);
+  } else if (inboxAccountLimitReached(ctx)) {
+    const max = ctx.tenancy!.limits!.maxAccounts!;
+    throw new ApiError(
+      409,
+      "LIMIT_REACHED",
+      `this inbox may hold ${max} account(s), the limit its operator set; remove one first (DELETE /v1/accounts/{accountID}/login) or ask the operator to raise it`,
+      undefined,
+      { "x-should-retry": "false" },
+    );
   } else if (activeAccounts(ctx, connector.network).length >= connector.bridge.maxAccounts) {
     throw new ApiError(
       409,

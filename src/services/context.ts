@@ -23,7 +23,8 @@ export interface AssetConfig {
   downloads: Map<string, Promise<AssetRecord>>;
 }
 
-/** What every service works with. Built once by `createApp`. */
+/** What every service works with. Built once by `createApp`. */ import type { Tenancy } from "../tenancy.ts";
+
 export interface Context {
   db: Db;
   bridges: BridgeRuntime;
@@ -37,6 +38,8 @@ export interface Context {
   nextUploadExpiry?: number;
   /** Sends an event that changes nothing stored (typing) to the live connections, never logged. */
   announce: (event: DomainEvent) => void;
+  /** Where a deployment holds many inboxes: this one's ID and limits (read live: the operator may change them). */
+  tenancy?: Tenancy;
 }
 
 export function requireChat(ctx: Context, chatID: string): ChatRecord {

@@ -1,3 +1,4 @@
+import { secretHint } from "../tenancy.ts";
 import { randomSecret } from "../util/encoding.ts";
 import type { Storage } from "unstorage";
 import { keys, type TokenRecord } from "../store/records.ts";
@@ -20,13 +21,15 @@ export interface TokenOptions {
   expiresAt?: number;
   clientID?: string;
   clientName?: string;
+  /** The inbox the token names (src/tenancy.ts), where a deployment holds many. */
+  inbox?: string;
 }
 
 export async function createToken(
   storage: Storage,
   options: TokenOptions = {},
 ): Promise<{ token: string; record: TokenRecord; id: string }> {
-  const token = randomSecret("inbx");
+  const token = randomSecret("inbx", options.inbox);
   const { id, record } = await storeToken(storage, token, options);
   return { token, record, id };
 }
@@ -41,7 +44,7 @@ async function storeToken(
     name: options.name ?? "token",
     scopes: options.scopes?.length ? [...new Set(options.scopes)] : ["read", "write"],
     createdAt: new Date().toISOString(),
-    hint: token.slice(0, 9),
+    hint: secretHint(token),
     ...(options.expiresAt !== undefined ? { expiresAt: options.expiresAt } : {}),
     ...(options.clientID ? { clientID: options.clientID, clientName: options.clientName } : {}),
   };

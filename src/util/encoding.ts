@@ -16,9 +16,12 @@ export function fromBase64url(text: string): string {
   return new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
 }
 
-/** A random secret: 32 bytes, base64url, after a prefix that says what it is (`inbx_…`, `code_…`). */
-export function randomSecret(prefix: string): string {
-  return `${prefix}_${base64urlOfBytes(crypto.getRandomValues(new Uint8Array(32)))}`;
+/**
+ * A random secret: 32 bytes, base64url, after a prefix that says what it is (`inbx_…`, `code_…`) and, where the
+ * deployment holds many inboxes, the inbox it belongs to (`inbx_alice.…`, src/tenancy.ts).
+ */
+export function randomSecret(prefix: string, inbox?: string): string {
+  return `${prefix}_${inbox ? `${inbox}.` : ""}${base64urlOfBytes(crypto.getRandomValues(new Uint8Array(32)))}`;
 }
 
 export function randomHex(bytes: number): string {

@@ -15,6 +15,8 @@ export interface WorkerdServer {
    * `bindings` changes vars and secrets for the new run (undefined removes one), as a redeploy would.
    */
   restart(bindings?: Record<string, string | undefined>): Promise<void>;
+  /** Every key in the ASSETS bucket (R2), to see what an inbox left behind. */
+  assetKeys(): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ export async function workerOptions(outdir: string) {
     durableObjects: {
       INBOX: { className: "InboxObject", useSQLite: true },
       RELAY: { className: "RelayObject", useSQLite: true },
+      REGISTRY: { className: "RegistryObject", useSQLite: true },
     },
     r2Buckets: ["ASSETS"],
     r2Persist: false,
@@ -101,6 +104,8 @@ export async function startWorkerd(options: {
   rateLimit?: string;
   /** Other vars, as wrangler.toml's [vars] would set them (INBOXD_EVENT_LOG_MAX_EVENTS, …). */
   vars?: Record<string, string>;
+  /** Many inboxes (INBOXD_TENANCY=multi), with the operator's admin API behind this token. */
+  operatorToken?: string;
   /** Receives what the Worker logs (console.warn…, as workerd's structured logs), which is then not printed. */
   onLog?: (log: { level: string; message: string }) => void;
 }): Promise<WorkerdServer> {
@@ -131,6 +136,7 @@ export async function startWorkerd(options: {
           : {}),
         ...(options.seed ? { INBOXD_SEED: JSON.stringify(options.seed) } : {}),
         INBOXD_RATE_LIMIT: options.rateLimit ?? "off",
+        ...(options.operatorToken ? { INBOXD_TENANCY: "multi", INBOXD_OPERATOR_TOKEN: options.operatorToken } : {}),
         ...options.vars,
       },
       // false = a temporary directory of this Miniflare instance: kept across restart(), deleted by dispose().
@@ -159,6 +165,17 @@ export async function startWorkerd(options: {
         }
         await mf.setOptions(config);
         await mf.ready;
+      },
+      async assetKeys() {
+        const bucket = await mf.getR2Bucket("ASSETS");
+        const keys: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await bucket.list({ cursor });
+          keys.push(...page.objects.map((o) => o.key));
+          cursor = page.truncated ? page.cursor : undefined;
+        } while (cursor);
+        return keys;
       },
       async stop() {
         await mf.dispose();

@@ -1,0 +1,226 @@
+import { DurableObject } from "cloudflare:workers";
+import type { DurableObjectNamespace } from "@cloudflare/workers-types/index.ts";
+import * as v from "valibot";
+import { ApiError, badRequest, notFound } from "../../src/errors.ts";
+import { toErrorResponse } from "../../src/http/errors.ts";
+import { RateLimiter } from "../../src/http/rate-limit.ts";
+import { SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
+import { hashToken } from "../../src/services/tokens.ts";
+import { DEVICE_INBOX, INBOX_ID_PATTERN, type InboxLimits } from "../../src/tenancy.ts";
+import { randomHex, sameSecret } from "../../src/util/encoding.ts";
+import type { InboxControl, InboxRecord, InboxUsage } from "./inbox-control.ts";
+
+export interface RegistryEnv {
+  INBOX: DurableObjectNamespace;
+  /** A secret: what the operator's requests to /admin/v1 carry as their bearer token. */
+  INBOXD_OPERATOR_TOKEN?: string;
+  /** JSON InboxLimits given to an inbox created without its own (e.g. `{"maxAccounts":5}`). */
+  INBOXD_INBOX_LIMITS?: string;
+}
+
+const Limits = v.strictObject({
+  maxAccounts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  maxStorageBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  requestsPerSecond: v.optional(v.pipe(v.number(), v.minValue(0))),
+});
+const Name = v.pipe(v.string(), v.trim(), v.maxLength(200));
+const Count = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(max));
+const CreateBody = v.strictObject({
+  id: v.optional(v.pipe(v.string(), v.regex(INBOX_ID_PATTERN, "1–32 lower-case letters, digits or inner hyphens"))),
+  name: v.optional(Name),
+  limits: v.optional(Limits),
+  /** A sandbox dataset to start with (demo and test inboxes), as INBOXD_SEED gives a single device. */
+  seed: v.optional(
+    v.strictObject({
+      chats: Count(10_000),
+      messages: Count(1_000_000),
+      accounts: v.optional(Count(10)),
+      seed: v.optional(v.pipe(v.number(), v.integer())),
+    }),
+  ),
+});
+const UpdateBody = v.strictObject({
+  name: v.optional(Name),
+  status: v.optional(v.picklist(["active", "suspended"])),
+  limits: v.optional(Limits),
+});
+
+const PREFIX = "inbox:";
+const BASE = "/admin/v1/inboxes";
+
+/**
+ * The operator's side of a deployment of many inboxes (INBOXD_TENANCY=multi): the one object named "registry"
+ * keeps the list of inboxes and answers the admin API under /admin/v1/inboxes, behind INBOXD_OPERATOR_TOKEN. It
+ * is never on a person's path: the Worker routes their requests by credential straight to their inbox's object
+ * (src/tenancy.ts), so this object is touched only by the operator and by the inboxes it creates or changes.
+ */
+export class RegistryObject extends DurableObject<RegistryEnv> {
+  /** Failed operator authentication, per client address (the same throttle as the API's). */
+  private readonly failures = new RateLimiter({ perSecond: 1, burst: 1, failedAuthPerMinute: 10, maxKeys: 10_000 });
+
+  async fetch(request: Request): Promise<Response> {
+    try {
+      await this.authenticate(request);
+      return Response.json(await this.route(request), { headers: { "cache-control": "no-store" } });
+    } catch (error) {
+      if (error instanceof Answer) return Response.json(error.body, { status: error.status });
+      return toErrorResponse(error);
+    }
+  }
+
+  /** Called by the single-device deployment's inbox when it first serves a request in a deployment of many. */
+  async adopt(): Promise<InboxRecord> {
+    const found = await this.ctx.storage.get<InboxRecord>(PREFIX + DEVICE_INBOX);
+    if (found) return found;
+    const record: InboxRecord = {
+      id: DEVICE_INBOX,
+      name: "This deployment's inbox before it held many",
+      createdAt: new Date().toISOString(),
+      status: "active",
+      limits: {},
+      adopted: true,
+    };
+    await this.ctx.storage.put(PREFIX + DEVICE_INBOX, record);
+    return record;
+  }
+
+  private async authenticate(request: Request) {
+    const expected = this.env.INBOXD_OPERATOR_TOKEN;
+    const given = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
+    const address = request.headers.get("cf-connecting-ip") ?? undefined;
+    this.failures.checkAddress(address);
+    // Compared as hashes, so the comparison's time says nothing of the secret's length.
+    if (expected && given && sameSecret(await hashToken(given), await hashToken(expected))) return;
+    this.failures.failed(address);
+    throw new ApiError(
+      401,
+      "UNAUTHORIZED",
+      expected
+        ? "the admin API needs the operator's token (INBOXD_OPERATOR_TOKEN) as a bearer token"
+        : "the admin API is off: set the INBOXD_OPERATOR_TOKEN secret (wrangler secret put INBOXD_OPERATOR_TOKEN)",
+    );
+  }
+
+  private async route(request: Request): Promise<unknown> {
+    const url = new URL(request.url);
+    const [, id, sub] = /^\/admin\/v1\/inboxes(?:\/([^/]+)(?:\/([^/]+))?)?\/?$/.exec(url.pathname) ?? [];
+    const method = request.method;
+    if (!url.pathname.startsWith(BASE) || (sub !== undefined && sub !== "sign-in-links"))
+      throw new ApiError(404, "NOT_FOUND", `no route for ${method} ${url.pathname}: the admin API is at ${BASE}`);
+    if (id === undefined) {
+      if (method === "GET") return { items: await this.list() };
+      if (method === "POST") throw new Answer(201, await this.create(url, await body(request, CreateBody)));
+    } else if (sub === "sign-in-links") {
+      if (method === "POST") throw new Answer(201, await this.signInLink(url, await this.require(id)));
+    } else {
+      if (method === "GET") return this.show(await this.require(id));
+      if (method === "PATCH") return this.update(await this.require(id), await body(request, UpdateBody));
+      if (method === "DELETE") return this.remove(await this.require(id));
+    }
+    throw new ApiError(405, "METHOD_NOT_ALLOWED", `${method} is not answered at ${url.pathname}`);
+  }
+
+  private async list(): Promise<InboxRecord[]> {
+    return [...(await this.ctx.storage.list<InboxRecord>({ prefix: PREFIX })).values()];
+  }
+
+  private async require(id: string): Promise<InboxRecord> {
+    const record = await this.ctx.storage.get<InboxRecord>(PREFIX + decodeURIComponent(id));
+    if (!record) throw notFound(`inbox ${decodeURIComponent(id)}`);
+    return record;
+  }
+
+  private inbox(id: string): InboxControl {
+    return this.env.INBOX.get(this.env.INBOX.idFromName(id)) as unknown as InboxControl;
+  }
+
+  private async create(url: URL, input: v.InferOutput<typeof CreateBody>) {
+    const id = input.id ?? randomHex(6);
+    if (await this.ctx.storage.get(PREFIX + id))
+      throw new ApiError(409, "CONFLICT", `an inbox ${id} exists already`, undefined, { "x-should-retry": "false" });
+    if (id === DEVICE_INBOX)
+      throw badRequest(`"${DEVICE_INBOX}" is the single-device deployment's inbox; choose another ID`, [
+        { code: "invalid_value", message: "reserved", path: ["body", "id"] },
+      ]);
+    const record: InboxRecord = {
+      id,
+      ...(input.name ? { name: input.name } : {}),
+      createdAt: new Date().toISOString(),
+      status: "active",
+      limits: input.limits ?? defaultLimits(this.env),
+    };
+    // The object first: a record is listed only once its inbox exists.
+    if (!(await this.inbox(id).tenancyCreate(record, input.seed)))
+      throw new ApiError(409, "CONFLICT", `the object of inbox ${id} holds an inbox already; delete it first`);
+    await this.ctx.storage.put(PREFIX + id, record);
+    return { ...record, signIn: await this.signInLink(url, record) };
+  }
+
+  private async signInLink(url: URL, record: InboxRecord) {
+    const code = await this.inbox(record.id).tenancySignInCode(SIGN_IN_TTL_MS);
+    return {
+      url: `${url.origin}/oauth/login?code=${encodeURIComponent(code)}`,
+      expiresAt: new Date(Date.now() + SIGN_IN_TTL_MS).toISOString(),
+    };
+  }
+
+  private async show(record: InboxRecord): Promise<InboxRecord & { usage: InboxUsage }> {
+    return { ...record, usage: await this.inbox(record.id).tenancyUsage() };
+  }
+
+  private async update(record: InboxRecord, input: v.InferOutput<typeof UpdateBody>) {
+    const next: InboxRecord = {
+      ...record,
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.status ? { status: input.status } : {}),
+      ...(input.limits ? { limits: input.limits } : {}),
+    };
+    await this.inbox(record.id).tenancyUpdate(next);
+    await this.ctx.storage.put(PREFIX + record.id, next);
+    return next;
+  }
+
+  private async remove(record: InboxRecord) {
+    const deleted = await this.inbox(record.id).tenancyDelete();
+    await this.ctx.storage.delete(PREFIX + record.id);
+    return { id: record.id, deleted: true, ...deleted };
+  }
+}
+
+/** A success with a status other than 200 (created), thrown past the JSON answer of `fetch`. */
+class Answer {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}
+
+async function body<T extends v.GenericSchema>(request: Request, schema: T): Promise<v.InferOutput<T>> {
+  let json: unknown;
+  try {
+    const text = await request.text();
+    json = text ? JSON.parse(text) : {};
+  } catch {
+    throw badRequest("the body must be JSON", [{ code: "invalid_json", message: "not JSON", path: ["body"] }]);
+  }
+  const parsed = v.safeParse(schema, json);
+  if (!parsed.success)
+    throw badRequest(
+      parsed.issues
+        .map((i) => `${["body", ...(i.path ?? []).map((p) => String(p.key))].join(".")}: ${i.message}`)
+        .join("; "),
+      parsed.issues.map((i) => ({
+        code: "invalid_value",
+        message: i.message,
+        path: ["body", ...(i.path ?? []).map((p) => String(p.key))],
+      })),
+    );
+  return parsed.output;
+}
+
+function defaultLimits(env: RegistryEnv): InboxLimits {
+  if (!env.INBOXD_INBOX_LIMITS) return {};
+  const parsed = v.safeParse(Limits, JSON.parse(env.INBOXD_INBOX_LIMITS));
+  if (!parsed.success) throw new Error(`INBOXD_INBOX_LIMITS: ${parsed.issues.map((i) => i.message).join("; ")}`);
+  return parsed.output;
+}

@@ -1,0 +1,211 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startWorkerd, type WorkerdServer } from "../../test/harness/workerd.ts";
+import { approve, Browser, exchange, pkce, register } from "../../test/oauth/kit.ts";
+
+// Many inboxes in one Worker (INBOXD_TENANCY=multi), in workerd, over real loopback sockets: the operator's admin
+// API, a person's first sign-in from the link it gives, and what one inbox's credentials can reach.
+const operator = "operator-secret-for-the-tenancy-suite";
+let server: WorkerdServer;
+
+const admin = (path: string, init: { method?: string; json?: unknown; token?: string } = {}) =>
+  fetch(`${server.url}/admin/v1${path}`, {
+    method: init.method ?? (init.json ? "POST" : "GET"),
+    headers: {
+      authorization: `Bearer ${init.token ?? operator}`,
+      ...(init.json ? { "content-type": "application/json" } : {}),
+    },
+    body: init.json ? JSON.stringify(init.json) : undefined,
+  });
+
+const api = (token: string, path: string, init: RequestInit = {}) =>
+  fetch(`${server.url}${path}`, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(init.body ? { "content-type": "application/json" } : {}),
+    },
+  });
+
+/** What a person does with the link the operator sends: sign in, then let an app through the OAuth flow. */
+async function signIn(link: string): Promise<{ browser: Browser; token: string; refresh: string }> {
+  const browser = new Browser(server.url);
+  const landed = await browser.request(link);
+  if (landed.status !== 303) throw new Error(`sign-in link → ${landed.status}: ${landed.text.slice(0, 200)}`);
+  const client = await register(browser);
+  const { verifier, challenge } = await pkce();
+  const redirectURI = "http://127.0.0.1/callback";
+  const back = await approve(
+    browser,
+    { url: server.url, admin: "", stop: async () => {} },
+    {
+      clientID: client.client_id,
+      redirectURI,
+      challenge,
+    },
+  );
+  const answer = await exchange(browser, {
+    grant_type: "authorization_code",
+    code: back.searchParams.get("code")!,
+    code_verifier: verifier,
+    client_id: client.client_id,
+    redirect_uri: redirectURI,
+  });
+  if (answer.status !== 200) throw new Error(`token → ${answer.status}: ${answer.text}`);
+  return { browser, token: answer.json.access_token, refresh: answer.json.refresh_token };
+}
+
+async function create(body: Record<string, unknown>) {
+  const res = await admin("/inboxes", { json: body });
+  expect(res.status).toBe(201);
+  return (await res.json()) as { id: string; signIn: { url: string; expiresAt: string } };
+}
+
+const seed = { chats: 6, messages: 40, accounts: 1 };
+let alice: Awaited<ReturnType<typeof signIn>>;
+let bob: Awaited<ReturnType<typeof signIn>>;
+
+beforeAll(async () => {
+  server = await startWorkerd({ operatorToken: operator });
+  const a = await create({ id: "alice", name: "Alice", seed: { ...seed, seed: 1 } });
+  const b = await create({ id: "bob", seed: { ...seed, seed: 2 } });
+  [alice, bob] = await Promise.all([signIn(a.signIn.url), signIn(b.signIn.url)]);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe("many inboxes in one Worker", () => {
+  it("keeps the admin API behind the operator's token", async () => {
+    expect((await admin("/inboxes", { token: "wrong" })).status).toBe(401);
+    expect((await fetch(`${server.url}/admin/v1/inboxes`)).status).toBe(401);
+    // A person's token is no operator's.
+    expect((await admin("/inboxes", { token: alice.token })).status).toBe(401);
+    const list = (await (await admin("/inboxes")).json()) as { items: { id: string; name?: string }[] };
+    expect(list.items.map((i) => i.id).sort()).toEqual(["alice", "bob"]);
+  });
+
+  it("refuses a bad inbox ID, a taken one, and unknown fields, saying where", async () => {
+    const bad = await admin("/inboxes", { json: { id: "Not An ID" } });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("body.id");
+    expect((await admin("/inboxes", { json: { id: "alice" } })).status).toBe(409);
+    expect((await admin("/inboxes", { json: { id: "device" } })).status).toBe(400);
+    expect((await admin("/inboxes", { json: { colour: "red" } })).status).toBe(400);
+  });
+
+  it("mints secrets that name their inbox, and each inbox serves its own data", async () => {
+    expect(alice.token).toMatch(/^inbx_alice\./);
+    expect(alice.refresh).toMatch(/^inbr_alice\./);
+    expect(bob.token).toMatch(/^inbx_bob\./);
+    const names = async (token: string) =>
+      ((await (await api(token, "/v1/chats?limit=50")).json()) as { items: { title: string }[] }).items
+        .map((c) => c.title)
+        .sort();
+    const [a, b] = [await names(alice.token), await names(bob.token)];
+    expect(a).toHaveLength(6);
+    expect(b).toHaveLength(6);
+    expect(a).not.toEqual(b);
+  });
+
+  it("refuses one inbox's token with another inbox's name written into it, as any unknown token", async () => {
+    const forged = alice.token.replace(/^inbx_alice\./, "inbx_bob.");
+    const intoNowhere = alice.token.replace(/^inbx_alice\./, "inbx_nobody.");
+    const untagged = alice.token.replace(/^inbx_alice\./, "inbx_");
+    const answers = await Promise.all(
+      [forged, intoNowhere, untagged].map(async (t) => {
+        const res = await api(t, "/v1/chats");
+        return { status: res.status, body: await res.json() };
+      }),
+    );
+    for (const a of answers) expect(a).toEqual(answers[1]);
+    expect(answers[0].status).toBe(401);
+  });
+
+  it("signs a browser in to its own inbox only", async () => {
+    // Alice's session cookie reaches Alice's inbox: the consent flow there issued Alice's token (above). Bob's
+    // sign-in code is refused once used, and a made-up one for Alice is refused like any wrong code.
+    const again = await new Browser(server.url).request(`/oauth/login?code=signin_alice.${"A".repeat(43)}`);
+    expect(again.status).toBe(401);
+  });
+
+  it("refreshes and introspects a token at its own inbox", async () => {
+    const browser = new Browser(server.url);
+    const introspected = await browser.request("/oauth/introspect", { form: { token: alice.token } });
+    expect(introspected.json.active).toBe(true);
+    const foreign = await browser.request("/oauth/introspect", {
+      form: { token: alice.token.replace("inbx_alice.", "inbx_bob.") },
+    });
+    expect(foreign.json).toEqual({ active: false });
+  });
+
+  it("suspends and resumes an inbox without touching the other", async () => {
+    const suspended = await admin("/inboxes/bob", { method: "PATCH", json: { status: "suspended" } });
+    expect(suspended.status).toBe(200);
+    const refused = await api(bob.token, "/v1/accounts");
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { message: string }).message).toContain("suspended");
+    expect((await api(alice.token, "/v1/accounts")).status).toBe(200);
+    await admin("/inboxes/bob", { method: "PATCH", json: { status: "active" } });
+    expect((await api(bob.token, "/v1/accounts")).status).toBe(200);
+  });
+
+  it("counts each inbox's messages, storage and requests on the admin API", async () => {
+    const shown = (await (await admin("/inboxes/alice")).json()) as {
+      name: string;
+      usage: { accounts: number; chats: number; messages: number; storageBytes: number; requests: number };
+    };
+    expect(shown.name).toBe("Alice");
+    expect(shown.usage.accounts).toBe(1);
+    expect(shown.usage.chats).toBe(6);
+    expect(shown.usage.messages).toBeGreaterThanOrEqual(40);
+    expect(shown.usage.storageBytes).toBeGreaterThan(10_000);
+    expect(shown.usage.requests).toBeGreaterThan(3);
+  });
+
+  it("holds an inbox to its operator's limits, with errors that say which", async () => {
+    const limited = await create({ id: "carol", limits: { maxAccounts: 0 } });
+    const carol = await signIn(limited.signIn.url);
+    const login = await api(carol.token, "/v1/bridges/local-sandbox/login-sessions", { method: "POST", body: "{}" });
+    expect(login.status).toBe(409);
+    expect(((await login.json()) as { message: string }).message).toContain("this inbox may hold 0 account");
+
+    await admin("/inboxes/carol", { method: "PATCH", json: { limits: { maxStorageBytes: 1 } } });
+    const write = await api(carol.token, "/v1/labels", { method: "POST", body: JSON.stringify({ name: "x" }) });
+    expect(write.status).toBe(507);
+    expect(((await write.json()) as { code: string }).code).toBe("STORAGE_LIMIT_REACHED");
+    // Reads still work, and so would deletes, so the person can free space.
+    expect((await api(carol.token, "/v1/accounts")).status).toBe(200);
+
+    // A request budget of 1 a second (bursts of 4) for this inbox's tokens, while Alice's stay unlimited.
+    await admin("/inboxes/carol", { method: "PATCH", json: { limits: { requestsPerSecond: 1 } } });
+    const statuses = [];
+    for (let i = 0; i < 8; i++) statuses.push((await api(carol.token, "/v1/accounts")).status);
+    expect(statuses).toContain(429);
+    expect(statuses.slice(0, 4)).toEqual([200, 200, 200, 200]);
+    for (let i = 0; i < 8; i++) expect((await api(alice.token, "/v1/accounts")).status).toBe(200);
+  });
+
+  it("deletes an inbox with its storage and assets; its tokens then open nothing", async () => {
+    const dave = await signIn((await create({ id: "dave" })).signIn.url);
+    const form = new FormData();
+    form.set("file", new Blob([new Uint8Array(2048).fill(7)], { type: "image/png" }), "seven.png");
+    const upload = await fetch(`${server.url}/v1/assets/upload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${dave.token}` },
+      body: form,
+    });
+    expect(upload.status).toBeLessThan(300);
+    expect((await server.assetKeys()).some((k) => k.startsWith("inboxes:dave:"))).toBe(true);
+    const removed = await admin("/inboxes/dave", { method: "DELETE" });
+    expect(removed.status).toBe(200);
+    expect(((await removed.json()) as { assetsDeleted: number }).assetsDeleted).toBeGreaterThan(0);
+    expect((await server.assetKeys()).some((k) => k.startsWith("inboxes:dave:"))).toBe(false);
+    expect((await api(dave.token, "/v1/accounts")).status).toBe(401);
+    expect((await admin("/inboxes/dave")).status).toBe(404);
+    // The same ID again is a new, empty inbox: the old token stays worthless.
+    await create({ id: "dave" });
+    expect((await api(dave.token, "/v1/accounts")).status).toBe(401);
+    expect((await api(alice.token, "/v1/accounts")).status).toBe(200);
+  });
+});
