@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWorkerd, type WorkerdServer } from "../../test/harness/workerd.ts";
-import { approve, Browser, exchange, pkce, register } from "../../test/oauth/kit.ts";
+import { approvedApp, Browser } from "../../test/oauth/kit.ts";
 
 // Many inboxes in one Worker (INBOXD_TENANCY=multi), in workerd, over real loopback sockets: the operator's admin
 // API, a person's first sign-in from the link it gives, and what one inbox's credentials can reach.
@@ -31,27 +31,7 @@ async function signIn(link: string): Promise<{ browser: Browser; token: string; 
   const browser = new Browser(server.url);
   const landed = await browser.request(link);
   if (landed.status !== 303) throw new Error(`sign-in link → ${landed.status}: ${landed.text.slice(0, 200)}`);
-  const client = await register(browser);
-  const { verifier, challenge } = await pkce();
-  const redirectURI = "http://127.0.0.1/callback";
-  const back = await approve(
-    browser,
-    { url: server.url, admin: "", stop: async () => {} },
-    {
-      clientID: client.client_id,
-      redirectURI,
-      challenge,
-    },
-  );
-  const answer = await exchange(browser, {
-    grant_type: "authorization_code",
-    code: back.searchParams.get("code")!,
-    code_verifier: verifier,
-    client_id: client.client_id,
-    redirect_uri: redirectURI,
-  });
-  if (answer.status !== 200) throw new Error(`token → ${answer.status}: ${answer.text}`);
-  return { browser, token: answer.json.access_token, refresh: answer.json.refresh_token };
+  return { browser, ...(await approvedApp(browser)) };
 }
 
 async function create(body: Record<string, unknown>) {
@@ -208,4 +188,51 @@ describe("many inboxes in one Worker", () => {
     expect((await api(dave.token, "/v1/accounts")).status).toBe(401);
     expect((await api(alice.token, "/v1/accounts")).status).toBe(200);
   });
+});
+
+describe("a single-device deployment that goes to many inboxes", () => {
+  it("keeps its data, tokens and assets as the inbox named device, beside new inboxes", async () => {
+    const adminToken = "inbx_single-device-admin-secret";
+    const single = await startWorkerd({ token: adminToken, seed: { chats: 5, messages: 30, accounts: 1, seed: 9 } });
+    const at = (path: string, init: RequestInit = {}, token = adminToken) =>
+      fetch(`${single.url}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
+    try {
+      const form = new FormData();
+      form.set("file", new Blob(["bytes from before the move"], { type: "text/plain" }), "before.txt");
+      const upload = (await (await at("/v1/assets/upload", { method: "POST", body: form })).json()) as {
+        srcURL: string;
+      };
+      const chatsBefore = await (await at("/v1/chats")).text();
+      const keysBefore = await single.assetKeys();
+      expect(keysBefore.length).toBeGreaterThan(0);
+
+      // The redeploy: INBOXD_TENANCY=multi and an operator token; nothing is copied or converted.
+      await single.restart({ INBOXD_TENANCY: "multi", INBOXD_OPERATOR_TOKEN: operator });
+      expect(await (await at("/v1/chats")).text()).toBe(chatsBefore);
+      const served = await at(`/v1/assets/serve?url=${encodeURIComponent(upload.srcURL)}`);
+      expect(await served.text()).toBe("bytes from before the move");
+
+      const listed = await fetch(`${single.url}/admin/v1/inboxes`, {
+        headers: { authorization: `Bearer ${operator}` },
+      });
+      const items = ((await listed.json()) as { items: { id: string; adopted?: boolean }[] }).items;
+      expect(items).toEqual([expect.objectContaining({ id: "device", adopted: true })]);
+
+      // A new inbox beside it sees none of it, and deleting that one leaves the device's assets alone.
+      const made = await fetch(`${single.url}/admin/v1/inboxes`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+        body: JSON.stringify({ id: "newcomer" }),
+      });
+      expect(made.status).toBe(201);
+      await fetch(`${single.url}/admin/v1/inboxes/newcomer`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${operator}` },
+      });
+      expect(await single.assetKeys()).toEqual(keysBefore);
+      expect(await (await at("/v1/chats")).text()).toBe(chatsBefore);
+    } finally {
+      await single.stop();
+    }
+  }, 60_000);
 });

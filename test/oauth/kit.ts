@@ -177,6 +177,34 @@ export async function exchange(browser: Browser, fields: Record<string, string>)
   return browser.request("/oauth/token", { form: fields });
 }
 
+/**
+ * An app registered and approved in a browser that is signed in already (from a sign-in link): its client ID and
+ * its read+write access and refresh tokens.
+ */
+export async function approvedApp(browser: Browser, name = "Test App") {
+  const redirectURI = "http://127.0.0.1/callback";
+  const client = await register(browser, [redirectURI], name);
+  const { verifier, challenge } = await pkce();
+  const back = await approve(
+    browser,
+    { url: browser.base, admin: "", stop: async () => {} },
+    { clientID: client.client_id, redirectURI, challenge },
+  );
+  const answer = await exchange(browser, {
+    grant_type: "authorization_code",
+    code: back.searchParams.get("code") ?? "",
+    code_verifier: verifier,
+    client_id: client.client_id,
+    redirect_uri: redirectURI,
+  });
+  if (answer.status !== 200) throw new Error(`token → ${answer.status}: ${answer.text}`);
+  return {
+    clientID: client.client_id,
+    token: answer.json.access_token as string,
+    refresh: answer.json.refresh_token as string,
+  };
+}
+
 /** An OAuth client provider that keeps everything in memory and records where it was told to send the person. */
 export class MemoryProvider implements OAuthClientProvider {
   authorizationURL?: URL;

@@ -151,20 +151,20 @@ const DISCOVERY = ["/.well-known/oauth-authorization-server", "/.well-known/oaut
 // ---------------------------------------------------------------------------------------------------------------
 // Raw HTTP (node:http: it sends the Host header it is given, and an event stream can be dropped after its headers)
 
-interface Sent {
+export interface Sent {
   method: string;
   /** Path and query. */
   path: string;
   headers: Record<string, string>;
   body?: string;
 }
-interface Answer {
+export interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
   text: string;
 }
 
-function send(agent: Agent, base: string, req: Sent, from: ClientAddress = {}): Promise<Answer> {
+export function send(agent: Agent, base: string, req: Sent, from: ClientAddress = {}): Promise<Answer> {
   const url = new URL(base + req.path);
   const headers = {
     ...from.headers,
@@ -316,7 +316,7 @@ const multipart = (text: string) =>
   `--${MULTIPART_BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="sweep.txt"\r\nContent-Type: text/plain\r\n\r\n${text}\r\n--${MULTIPART_BOUNDARY}--\r\n`;
 
 /** One request per operation, with real or missing IDs; `problem` says why its input would not validate. */
-interface Planned {
+export interface Planned {
   path: string;
   /** Same, with every path parameter an ID that does not exist (undefined: the route has no parameter). */
   missingPath?: string;
@@ -325,7 +325,7 @@ interface Planned {
   problem?: string;
 }
 
-function plan(s: SweptOperation, ids: Ids): Planned {
+export function plan(s: SweptOperation, ids: Ids): Planned {
   const { op } = s;
   const fill = (values: (name: string) => string) => op.path.replace(/:(\w+)/g, (_, name: string) => enc(values(name)));
   const headers: Record<string, string> = { accept: "application/json" };
@@ -370,7 +370,7 @@ function plan(s: SweptOperation, ids: Ids): Planned {
 // ---------------------------------------------------------------------------------------------------------------
 // The device's data, to look for in refusals
 
-interface Device {
+export interface Device {
   ids: Ids;
   /** Distinctive strings of the device's data. */
   needles: string[];
@@ -379,7 +379,7 @@ interface Device {
 }
 
 /** The device's data in `text`, leaving out what the request itself carried (an ID in its path is not a leak). */
-function leaked(device: Device, req: Sent, a: Answer): string[] {
+export function leaked(device: Device, req: Sent, a: Answer): string[] {
   const asked = `${decodeURIComponent(req.path)} ${req.body ?? ""} ${JSON.stringify(req.headers)}`;
   const answered = `${a.text}\n${JSON.stringify(a.headers)}`;
   return device.needles.filter((n) => answered.includes(n) && !asked.includes(n));
@@ -420,7 +420,13 @@ export async function authorizeApp(
  * Seeds what the seed has not (an upload, a label, a login session, a reaction, a webhook, an authorized OAuth app)
  * and collects the data.
  */
-async function collect(ask: (req: Sent) => Promise<Answer>, rw: string, url: string): Promise<Device> {
+export async function collect(
+  ask: (req: Sent) => Promise<Answer>,
+  rw: string,
+  url: string,
+  /** How an app gets approved (default: the owner signs in with `rw`; an inbox of many signs in by its link). */
+  approveApp: (name: string) => Promise<{ clientID: string }> = (name) => authorizeApp(url, rw, name),
+): Promise<Device> {
   const call = async <T = any>(method: string, path: string, json?: unknown): Promise<T> => {
     const req: Sent = {
       method,
@@ -487,7 +493,7 @@ async function collect(ask: (req: Sent) => Promise<Answer>, rw: string, url: str
   const reactionKey = "👍";
   await call("POST", `/v1/chats/${enc(chatID)}/messages/${enc(messageID)}/reactions`, { reactionKey });
   const appName = `sweep app ${randomToken("a")}`;
-  const { clientID } = await authorizeApp(url, rw, appName);
+  const { clientID } = await approveApp(appName);
   const tokens = (await call<{ items: { id: string; current: boolean }[] }>("GET", "/v1/tokens")).items;
   kinds.app.push(appName, ...tokens.map((t) => t.id));
   // The web inbox's page names its assets (content-hashed, so only the page knows them).
