@@ -5,8 +5,9 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "adapters/**/*.test.ts", "test/**/*.test.ts"],
-    // Needs one installed checkout per Node runtime: `npm run test:runtimes`, run by .ci/run.
-    exclude: ["test/runtimes/**", "**/node_modules/**"],
+    // Needs one installed checkout per Node runtime: `npm run test:runtimes`, run by .ci/run. The inbox peer is
+    // started by test/scenario/inboxes.test.ts, against the deployment that file starts.
+    exclude: ["test/runtimes/**", "test/scenario/inbox-peer/**", "**/node_modules/**"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: "forks",

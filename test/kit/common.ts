@@ -11,7 +11,13 @@ export interface StartOptions {
   seed: { chats: number; messages: number; accounts?: number; seed?: number };
   tokens: { token: string; scopes: Scope[] }[];
 }
-export type Start = (options: StartOptions) => Promise<{ url: string; stop(): Promise<void> }>;
+/**
+ * Starts a server holding `options.seed` and accepting `options.tokens`. A server that mints its own tokens (an inbox
+ * of many, which a token reaches only if it names it) answers `tokens`: the token it gave for each one asked for.
+ */
+export type Start = (
+  options: StartOptions,
+) => Promise<{ url: string; stop(): Promise<void>; tokens?: Record<string, string> }>;
 
 export const randomToken = (prefix: string) => `${prefix}_${randomBytes(18).toString("base64url")}`;
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -181,14 +181,14 @@ export async function exchange(browser: Browser, fields: Record<string, string>)
  * An app registered and approved in a browser that is signed in already (from a sign-in link): its client ID and
  * its read+write access and refresh tokens.
  */
-export async function approvedApp(browser: Browser, name = "Test App") {
+export async function approvedApp(browser: Browser, name = "Test App", scope = "read write") {
   const redirectURI = "http://127.0.0.1/callback";
   const client = await register(browser, [redirectURI], name);
   const { verifier, challenge } = await pkce();
   const back = await approve(
     browser,
     { url: browser.base, admin: "", stop: async () => {} },
-    { clientID: client.client_id, redirectURI, challenge },
+    { clientID: client.client_id, redirectURI, challenge, scope },
   );
   const answer = await exchange(browser, {
     grant_type: "authorization_code",

@@ -151,6 +151,8 @@ export function bridgeScenarios(parent: Env, start: Start) {
       } as StartOptions;
       const server = await start(options);
       stop = () => server.stop();
+      env.rw = server.tokens?.[env.rw] ?? env.rw;
+      env.ro = server.tokens?.[env.ro] ?? env.ro;
       env.url = server.url.replace(/\/$/, "");
       env.spec = parent.spec; // answers are checked against the same document (matched by path, not host)
       makeClients(env);
@@ -648,6 +650,7 @@ export function bridgeScenarios(parent: Env, start: Start) {
           tuning: { sandboxQrDelayMs: QR_DELAY_MS },
         } as StartOptions);
         try {
+          scanning.rw = server.tokens?.[scanning.rw] ?? scanning.rw;
           scanning.url = server.url.replace(/\/$/, "");
           const at = (path: string, init: RawInit = {}) => raw<Session>(scanning, path, init);
           const started = Date.now();

@@ -48,6 +48,8 @@ export function scenarioSuite(name: string, start: Start, options: Partial<Suite
         ],
       });
       stop = () => server.stop();
+      env.rw = server.tokens?.[env.rw] ?? env.rw;
+      env.ro = server.tokens?.[env.ro] ?? env.ro;
       env.url = server.url.replace(/\/$/, "");
       env.spec = new ResponseChecker(await ok(env, "/v1/spec"));
       makeClients(env);
