@@ -52,3 +52,10 @@ export interface InboxLimits {
   /** Requests per second per token, in bursts of 4× (the rate limiter's budget; default the deployment's). */
   requestsPerSecond?: number;
 }
+
+/**
+ * On a daemon that relays through an inbox of a deployment of many (its pairing secret names the inbox): the key
+ * under which its store keeps that inbox's ID, so that what it mints from other processes too (`inboxd token
+ * create`, `inboxd open`) names the inbox, and reaches the daemon through the relay.
+ */
+export const RELAYED_INBOX_KEY = "relay:inbox";

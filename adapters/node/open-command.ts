@@ -2,11 +2,14 @@ import { spawn } from "node:child_process";
 import type { Storage } from "unstorage";
 import { OAuthStore, SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
 import { openDataDir } from "./data-dir.ts";
+import { RELAYED_INBOX_KEY } from "../../src/tenancy.ts";
 import { servingURL } from "./daemon-lock.ts";
 
 /** A one-time link that signs this browser in as the owner (to approve apps), valid for 10 minutes. */
 export async function signInLink(storage: Storage, base: string): Promise<string> {
-  const code = await new OAuthStore(storage, Date.now).createSignIn(SIGN_IN_TTL_MS);
+  // A daemon relaying through an inbox of many mints codes that name it (serve.ts, relayedInbox).
+  const inbox = (await storage.getItem<string>(RELAYED_INBOX_KEY)) ?? undefined;
+  const code = await new OAuthStore(storage, Date.now, inbox).createSignIn(SIGN_IN_TTL_MS);
   return `${base}/oauth/login?code=${code}`;
 }
 

@@ -26,6 +26,8 @@ import {
 import { attachWebSockets } from "./websocket.ts";
 import { dialRelay } from "./relay-client.ts";
 import { UsageError } from "./usage-error.ts";
+import { DEVICE_INBOX, inboxOf, RELAYED_INBOX_KEY, type Tenancy } from "../../src/tenancy.ts";
+import type { Storage } from "unstorage";
 import { badRequest } from "../../src/errors.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
 import type { IncomingMessage } from "node:http";
@@ -272,7 +274,9 @@ async function startApp(
   // Asset bytes: files under <data dir>/assets, never through a symlink (asset-storage.ts); local files that a
   // client names as a chat picture (local-files.ts).
   const assetDir = join(dirname(options.dbPath), "assets");
+  const tenancy = await relayedInbox(storage, options.relay?.secret);
   app = await createApp({
+    tenancy,
     schedule,
     assets: { storage: assetStorage(assetDir), dir: assetDir, localFiles },
     storage,
@@ -302,7 +306,7 @@ async function startApp(
   const relay = options.relay ? dialRelay(app, { ...options.relay, log: options.print }) : undefined;
   await app.wake(); // reminders that came due while the daemon was down
   if ((await listTokens(storage)).length === 0) {
-    const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"] });
+    const { token } = await createToken(storage, { name: "initial", scopes: ["read", "write"], inbox: tenancy?.inbox });
     options.print(`Created an access token (read, write). It is shown only once; store it now:\n${token}`);
   }
   // `inboxd webhook add` writes from another process: look for new webhooks every 2 s.
@@ -327,4 +331,24 @@ async function startApp(
       await closeStorage();
     },
   };
+}
+
+/**
+ * A pairing secret that names an inbox of a deployment of many (`relay_<inbox>.…`, src/tenancy.ts): the daemon then
+ * mints secrets that name it too, since the Worker routes a request by the inbox its credential names, and keeps the
+ * inbox's ID in its store for `inboxd token create` and `inboxd open`. A relay of its own (an untagged secret) ends that.
+ */
+async function relayedInbox(storage: Storage, secret: string | undefined): Promise<Tenancy | undefined> {
+  if (secret === undefined) {
+    // Serving without the relay: what was minted for it (and is minted now) still names the inbox, and works here.
+    const stored = await storage.getItem<string>(RELAYED_INBOX_KEY);
+    return stored ? { inbox: stored } : undefined;
+  }
+  const inbox = inboxOf(secret);
+  if (inbox === DEVICE_INBOX) {
+    await storage.removeItem(RELAYED_INBOX_KEY);
+    return undefined;
+  }
+  await storage.setItem(RELAYED_INBOX_KEY, inbox);
+  return { inbox };
 }

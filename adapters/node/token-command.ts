@@ -1,6 +1,7 @@
 import { createToken, listTokens, revokeToken, type Scope } from "../../src/services/tokens.ts";
 import { openDataDir } from "./data-dir.ts";
 import { printTable } from "./cli-table.ts";
+import { RELAYED_INBOX_KEY } from "../../src/tenancy.ts";
 import { UsageError } from "./usage-error.ts";
 import { pickByIdPrefix } from "./id-prefix.ts";
 
@@ -24,6 +25,8 @@ export async function runToken(
       const { token, record } = await createToken(storage, {
         name: values.name,
         scopes: (values.scope ?? ["read", "write"]) as Scope[],
+        // A daemon relaying through an inbox of many: its tokens name the inbox (serve.ts, relayedInbox).
+        inbox: (await storage.getItem<string>(RELAYED_INBOX_KEY)) ?? undefined,
       });
       console.error(`Created token "${record.name}" with scopes ${record.scopes.join(", ")}. It is shown only once:`);
       console.log(token);

@@ -13,6 +13,11 @@ export interface InboxRecord {
   limits: InboxLimits;
   /** The single-device deployment's inbox, adopted when the deployment went to many inboxes. */
   adopted?: boolean;
+  /**
+   * Set while the inbox fronts the person's own daemon instead of holding their data (docs/many-inboxes.md): the
+   * SHA-256 of the pairing secret it dials in with (`relay_<inbox>.…`, shown once by the admin API).
+   */
+  relay?: { secretHash: string; since: string };
 }
 
 /** What the registry asks of an inbox's object (RPC), where a deployment holds many. */

@@ -20,6 +20,8 @@ import { openUpstreamSocket } from "./upstream-socket.ts";
 import { ApiError } from "../../src/errors.ts";
 import { OAuthStore } from "../../src/oauth/index.ts";
 import { DEVICE_INBOX, type Tenancy } from "../../src/tenancy.ts";
+import { RELAY_PATH } from "../../src/relay/protocol.ts";
+import { sameSecret } from "../../src/util/encoding.ts";
 import { publicAnswer } from "./public-app.ts";
 import type { InboxControl, InboxRecord, InboxUsage } from "./inbox-control.ts";
 
@@ -70,6 +72,8 @@ export interface InboxEnv {
   INBOXD_TENANCY?: string;
   /** Where there are many inboxes: the registry, told when the single-device deployment's inbox is adopted. */
   REGISTRY?: DurableObjectNamespace;
+  /** Where there are many inboxes: the relays, one per inbox that fronts its person's daemon. */
+  RELAY?: DurableObjectNamespace;
 }
 
 /** Where the object keeps its inbox's record and request count (outside the app's keys, like `wssubs:`). */
@@ -119,6 +123,7 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
       await this.countRequest();
       const refused = this.refusal(record, request);
       if (refused) return toErrorResponse(refused);
+      if (record.relay) return this.relayed(record.id, record.relay.secretHash, request);
     }
     let app: App;
     try {
@@ -350,6 +355,24 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     return undefined;
   }
 
+  /**
+   * An inbox that fronts its person's daemon: everything goes to its relay object, which holds the daemon's
+   * connection (relay-object.ts). The daemon's dial-in is checked here, against the pairing secret the admin API
+   * gave; the relay object trusts what an inbox sends it, as the Worker routes nothing to it directly.
+   */
+  private async relayed(inbox: string, secretHash: string, request: Request): Promise<Response> {
+    if (new URL(request.url).pathname === RELAY_PATH) {
+      const offered = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
+      if (!sameSecret(await hashToken(offered), secretHash))
+        return toErrorResponse(
+          new ApiError(401, "UNAUTHORIZED", "wrong relay pairing secret: use the one the operator's admin API gave"),
+        );
+    }
+    const relays = this.env.RELAY;
+    if (!relays) return toErrorResponse(new ApiError(503, "RELAY_NOT_CONFIGURED", "no RELAY binding"));
+    return relays.get(relays.idFromName(inbox)).fetch(request as never) as unknown as Promise<Response>;
+  }
+
   /** Counted in memory, saved at most every 10 s (a row write per request would bill a row per request). */
   private async countRequest() {
     this.requests ??= { count: (await this.state.storage.get<number>(REQUESTS_KEY)) ?? 0, savedAt: Date.now() };
@@ -382,8 +405,9 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     await this.state.storage.put(RECORD_KEY, record);
     this.keepRecord(record);
     // A suspension lets go of the networks and the live sockets; a new request budget needs a new app.
-    if (record.status === "suspended" || record.limits.requestsPerSecond !== before.limits.requestsPerSecond)
-      await this.closeApp(record.status === "suspended" ? "inbox suspended" : undefined);
+    if (record.status === "suspended" || (record.relay && !before.relay))
+      await this.closeApp(record.status === "suspended" ? "inbox suspended" : "the inbox now relays to its daemon");
+    else if (record.limits.requestsPerSecond !== before.limits.requestsPerSecond) await this.closeApp();
   }
 
   async tenancySignInCode(ttlMs: number): Promise<string> {

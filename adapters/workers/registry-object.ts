@@ -7,7 +7,7 @@ import { RateLimiter } from "../../src/http/rate-limit.ts";
 import { SIGN_IN_TTL_MS } from "../../src/oauth/index.ts";
 import { hashToken } from "../../src/services/tokens.ts";
 import { DEVICE_INBOX, INBOX_ID_PATTERN, type InboxLimits } from "../../src/tenancy.ts";
-import { randomHex, sameSecret } from "../../src/util/encoding.ts";
+import { randomHex, randomSecret, sameSecret } from "../../src/util/encoding.ts";
 import type { InboxControl, InboxRecord, InboxUsage } from "./inbox-control.ts";
 
 export interface RegistryEnv {
@@ -105,13 +105,16 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
     const url = new URL(request.url);
     const [, id, sub] = /^\/admin\/v1\/inboxes(?:\/([^/]+)(?:\/([^/]+))?)?\/?$/.exec(url.pathname) ?? [];
     const method = request.method;
-    if (!url.pathname.startsWith(BASE) || (sub !== undefined && sub !== "sign-in-links"))
+    if (!url.pathname.startsWith(BASE) || (sub !== undefined && sub !== "sign-in-links" && sub !== "relay"))
       throw new ApiError(404, "NOT_FOUND", `no route for ${method} ${url.pathname}: the admin API is at ${BASE}`);
     if (id === undefined) {
       if (method === "GET") return { items: await this.list() };
       if (method === "POST") throw new Answer(201, await this.create(url, await body(request, CreateBody)));
     } else if (sub === "sign-in-links") {
       if (method === "POST") throw new Answer(201, await this.signInLink(url, await this.require(id)));
+    } else if (sub === "relay") {
+      if (method === "POST") throw new Answer(201, await this.pairRelay(await this.require(id)));
+      if (method === "DELETE") return this.update(await this.require(id), {}, { relay: undefined });
     } else {
       if (method === "GET") return this.show(await this.require(id));
       if (method === "PATCH") return this.update(await this.require(id), await body(request, UpdateBody));
@@ -120,8 +123,8 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
     throw new ApiError(405, "METHOD_NOT_ALLOWED", `${method} is not answered at ${url.pathname}`);
   }
 
-  private async list(): Promise<InboxRecord[]> {
-    return [...(await this.ctx.storage.list<InboxRecord>({ prefix: PREFIX })).values()];
+  private async list() {
+    return [...(await this.ctx.storage.list<InboxRecord>({ prefix: PREFIX })).values()].map(present);
   }
 
   private async require(id: string): Promise<InboxRecord> {
@@ -153,7 +156,7 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
     if (!(await this.inbox(id).tenancyCreate(record, input.seed)))
       throw new ApiError(409, "CONFLICT", `the object of inbox ${id} holds an inbox already; delete it first`);
     await this.ctx.storage.put(PREFIX + id, record);
-    return { ...record, signIn: await this.signInLink(url, record) };
+    return { ...present(record), signIn: await this.signInLink(url, record) };
   }
 
   private async signInLink(url: URL, record: InboxRecord) {
@@ -164,20 +167,42 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
     };
   }
 
-  private async show(record: InboxRecord): Promise<InboxRecord & { usage: InboxUsage }> {
-    return { ...record, usage: await this.inbox(record.id).tenancyUsage() };
+  private async show(record: InboxRecord) {
+    return { ...present(record), usage: (await this.inbox(record.id).tenancyUsage()) satisfies InboxUsage };
   }
 
-  private async update(record: InboxRecord, input: v.InferOutput<typeof UpdateBody>) {
+  private async update(
+    record: InboxRecord,
+    input: v.InferOutput<typeof UpdateBody>,
+    relay: Pick<InboxRecord, "relay"> | Record<never, never> = {},
+  ) {
     const next: InboxRecord = {
       ...record,
       ...(input.name !== undefined ? { name: input.name } : {}),
       ...(input.status ? { status: input.status } : {}),
       ...(input.limits ? { limits: input.limits } : {}),
+      ...relay,
     };
+    if ("relay" in relay && relay.relay === undefined) delete next.relay;
     await this.inbox(record.id).tenancyUpdate(next);
     await this.ctx.storage.put(PREFIX + record.id, next);
-    return next;
+    return present(next);
+  }
+
+  /**
+   * Makes the inbox a relay to the person's daemon (`inboxd serve --relay <this Worker>` with the secret answered
+   * here as INBOXD_RELAY_SECRET): a new secret each time, replacing the last; DELETE …/relay ends it.
+   */
+  private async pairRelay(record: InboxRecord) {
+    const secret = randomSecret("relay", record.id);
+    const next = await this.update(
+      record,
+      {},
+      {
+        relay: { secretHash: await hashToken(secret), since: new Date().toISOString() },
+      },
+    );
+    return { ...next, relaySecret: secret };
   }
 
   private async remove(record: InboxRecord) {
@@ -185,6 +210,11 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
     await this.ctx.storage.delete(PREFIX + record.id);
     return { id: record.id, deleted: true, ...deleted };
   }
+}
+
+/** A record as the operator sees it: a relay's secret hash stays inside. */
+function present({ relay, ...record }: InboxRecord) {
+  return { ...record, ...(relay ? { relay: { since: relay.since } } : {}) };
 }
 
 /** A success with a status other than 200 (created), thrown past the JSON answer of `fetch`. */
