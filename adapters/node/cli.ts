@@ -10,6 +10,7 @@ import { runSeed } from "./seed-command.ts";
 import { runToken } from "./token-command.ts";
 import { runOpen } from "./open-command.ts";
 import { runWebhook } from "./webhook-command.ts";
+import { type InboxFlags, runInbox } from "./inbox-command.ts";
 import { UsageError } from "./usage-error.ts";
 import { announceURL, lockDataDir } from "./daemon-lock.ts";
 import { stopSignal } from "./stop-signal.ts";
@@ -33,6 +34,7 @@ Commands:
   open             print (and open) a one-time link that signs your browser in: the web inbox, approving apps
   seed             fill the data directory with a deterministic sandbox dataset
   webhook          add, list and remove webhooks (signed POSTs of every live event)
+  inbox            an operator's inboxes on a Worker that holds many: create, list, limit, suspend, delete
 
 'inboxd <command> --help' (or 'inboxd help <command>') lists a command's options. Every command takes:
 ${COMMON}`,
@@ -116,6 +118,55 @@ A running daemon picks changes up within 2 seconds. list and remove never create
 without inboxd data they say so.
   --chat CHAT-ID     (add) send only the events of this chat; repeatable (default: every chat)
 ${COMMON}`,
+  inbox: `Usage: inboxd inbox create [ID] [--name NAME] [--max-accounts N] [--max-storage-bytes N]
+                           [--requests-per-second N]
+       inboxd inbox list
+       inboxd inbox show ID
+       inboxd inbox suspend ID
+       inboxd inbox resume ID
+       inboxd inbox limits ID [--max-accounts N|none] [--max-storage-bytes N|none]
+                              [--requests-per-second N|none]
+       inboxd inbox sign-in-link ID
+       inboxd inbox relay ID [--off]
+       inboxd inbox delete ID --yes
+Each takes --url URL and --json.
+
+The operator's side of a Worker that holds many inboxes (INBOXD_TENANCY=multi), through its admin API at
+URL/admin/v1/inboxes. The operator token is read from the environment variable INBOXD_OPERATOR_TOKEN only (the
+Worker's secret of that name), never from a flag: there it would land in shell history and the process list.
+create makes an inbox (ID: 1–32 lower-case letters, digits or inner hyphens; default a random one) and prints its
+one-time sign-in link alone on the last line of stdout: send it to the person the inbox is for; it signs their
+browser in as the inbox's owner, works once, and expires after 10 minutes (the time is printed).
+sign-in-link makes another such link (the last one may have expired or been used).
+relay makes the inbox front its person's own daemon (docs/many-inboxes.md) and prints the pairing secret, once: on
+their machine, INBOXD_RELAY_SECRET=<it> inboxd serve --relay URL. A new one replaces the last; --off ends the relay.
+list shows every inbox: its ID, name, status, creation time and limits. show adds what it holds and has served:
+accounts, chats, messages, storage and requests.
+suspend refuses every request to the inbox (403) and lets go of its networks and live connections; its data is
+kept. resume serves it again.
+limits sets the limits given and keeps the others: it reads the inbox's limits and sends back the whole set with
+the changes (the API replaces the set as a whole; a change made by someone else in between is lost). none removes
+a limit. With no limit option it prints the inbox's limits.
+delete deletes the inbox's storage (accounts, chats, messages, tokens) and its assets (files) for good; without
+--yes it only says what it would delete.
+  --url URL          the Worker's origin, e.g. https://inboxd.example.net (env INBOXD_OPERATOR_URL): https,
+                     or http only to a loopback address (wrangler dev)
+  --json             print the API's JSON answer as it came, instead of text
+  --name NAME        (create) a name for the inbox, shown by list and show
+  --max-accounts N   (create, limits) how many accounts the inbox may hold: a login past it is refused
+  --max-storage-bytes N
+                     (create, limits) how much the inbox may store, in bytes or with a unit (500MB, 2GiB): past it,
+                     requests that add data are refused (507)
+  --requests-per-second N
+                     (create, limits) requests per second each token may make, in bursts of 4×N; 0 turns rate
+                     limits off for this inbox, even the deployment's; without it (or none) the deployment's
+                     applies (INBOXD_RATE_LIMIT)
+  --yes              (delete) delete for good
+  -h, --help         print this help
+A create without limit options gives the deployment's default limits (the Worker's INBOXD_INBOX_LIMITS); with any,
+the inbox has only those (none: not that one).
+Exit status: 0 done, 2 a usage error (or a delete without --yes), 1 the Worker refused (its message and HTTP status
+are printed) or could not be reached.`,
   seed: `Usage: inboxd seed --chats N --messages M [--accounts K] [--seed S]
 
 Fills an empty data directory with a deterministic sandbox dataset (same options, same data). Refuses while a
@@ -283,6 +334,32 @@ export async function main(argv: string[]): Promise<number> {
           positionals,
           values as { chat?: string[] },
         );
+      }
+      case "inbox": {
+        const options = {
+          ...common,
+          url: { type: "string" },
+          json: { type: "boolean" },
+          name: { type: "string" },
+          "max-accounts": { type: "string" },
+          "max-storage-bytes": { type: "string" },
+          "requests-per-second": { type: "string" },
+          yes: { type: "boolean" },
+          off: { type: "boolean" },
+          // Only to refuse it with the reason (inbox-command.ts): the token is read from the environment.
+          token: { type: "string" },
+        } as const;
+        // Not --yes: `npx --yes inboxd inbox list` has npm_config_yes set, which is no mistake there. A --yes npm
+        // took for itself leaves a delete refused, which says so (inbox-command.ts).
+        swallowedByNpm(
+          Object.keys(options).filter((name) => name !== "yes"),
+          rest,
+        );
+        const { values, positionals } = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+        if (values.help) return help("inbox");
+        if (values["data-dir"] !== undefined)
+          throw new UsageError("inbox works on a Worker's inboxes (--url), not a data directory: drop --data-dir");
+        return await runInbox(positionals, values as InboxFlags);
       }
       case "seed": {
         const { values } = parse({

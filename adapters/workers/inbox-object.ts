@@ -307,14 +307,16 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
   // ---- Many inboxes per deployment (src/tenancy.ts, registry-object.ts) ----
 
   /**
-   * This object's inbox record, read once per wake. An object the registry never made holds nothing, so it is no
-   * inbox — except the single-device deployment's "device" object, the one object that holds data without a
-   * record: it is adopted as the inbox "device" the first time it serves a request in a deployment of many.
+   * This object's inbox record, read once per wake. An object the registry never made is no inbox — except the
+   * single-device deployment's object, named "device" (its ID's name, which the runtime gives the object), when it
+   * holds data: it is adopted as the inbox "device" the first time it serves a request in a deployment of many.
    */
   private async inboxRecord(): Promise<InboxRecord | null> {
     if (this.record !== undefined) return this.record;
     let record = (await this.state.storage.get<InboxRecord>(RECORD_KEY)) ?? null;
-    if (!record && (await this.state.storage.list({ limit: 1 })).size > 0) {
+    const name = (this.state.id as { name?: string }).name;
+    if (record && name !== undefined && record.id !== name) throw new Error(`object ${name} holds inbox ${record.id}`);
+    if (!record && name === DEVICE_INBOX && (await this.state.storage.list({ limit: 1 })).size > 0) {
       const registry = this.env.REGISTRY;
       record = registry
         ? await (registry.get(registry.idFromName("registry")) as unknown as { adopt(): Promise<InboxRecord> }).adopt()

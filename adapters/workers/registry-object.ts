@@ -18,10 +18,12 @@ export interface RegistryEnv {
   INBOXD_INBOX_LIMITS?: string;
 }
 
+/** 0 allows no account and no stored byte more; requestsPerSecond 0 turns the rate limiter off for the inbox. */
 const Limits = v.strictObject({
-  maxAccounts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-  maxStorageBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-  requestsPerSecond: v.optional(v.pipe(v.number(), v.minValue(0))),
+  maxAccounts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000))),
+  // Cloudflare's own limit on one object's storage is 10 GB.
+  maxStorageBytes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(1e12))),
+  requestsPerSecond: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(100_000))),
 });
 const Name = v.pipe(v.string(), v.trim(), v.maxLength(200));
 const Count = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(max));
@@ -63,8 +65,13 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
       await this.authenticate(request);
       return Response.json(await this.route(request), { headers: { "cache-control": "no-store" } });
     } catch (error) {
-      if (error instanceof Answer) return Response.json(error.body, { status: error.status });
-      return toErrorResponse(error);
+      // Every answer may hold a secret (a sign-in link, a relay's pairing secret): none is stored along the way.
+      if (error instanceof Answer)
+        return Response.json(error.body, { status: error.status, headers: { "cache-control": "no-store" } });
+      const response = toErrorResponse(error);
+      response.headers.set("cache-control", "no-store");
+      if (response.status === 401) response.headers.set("www-authenticate", 'Bearer realm="inboxd admin"');
+      return response;
     }
   }
 
@@ -103,15 +110,25 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
 
   private async route(request: Request): Promise<unknown> {
     const url = new URL(request.url);
-    const [, id, sub] = /^\/admin\/v1\/inboxes(?:\/([^/]+)(?:\/([^/]+))?)?\/?$/.exec(url.pathname) ?? [];
     const method = request.method;
-    if (!url.pathname.startsWith(BASE) || (sub !== undefined && sub !== "sign-in-links" && sub !== "relay"))
-      throw new ApiError(404, "NOT_FOUND", `no route for ${method} ${url.pathname}: the admin API is at ${BASE}`);
+    const match = /^\/admin\/v1\/inboxes(?:\/([a-z0-9-]+)(?:\/(sign-in-links|relay))?)?\/?$/.exec(url.pathname);
+    if (!match)
+      throw new ApiError(
+        404,
+        "NOT_FOUND",
+        `no route for ${method} ${url.pathname}: the admin API is ${BASE}, ${BASE}/{id}, ${BASE}/{id}/sign-in-links and ${BASE}/{id}/relay`,
+      );
+    const [, id, sub] = match;
     if (id === undefined) {
       if (method === "GET") return { items: await this.list() };
       if (method === "POST") throw new Answer(201, await this.create(url, await body(request, CreateBody)));
     } else if (sub === "sign-in-links") {
-      if (method === "POST") throw new Answer(201, await this.signInLink(url, await this.require(id)));
+      if (method === "POST") {
+        const record = await this.require(id);
+        if (record.status === "suspended")
+          throw new ApiError(409, "CONFLICT", `inbox ${id} is suspended: resume it first (PATCH status "active")`);
+        throw new Answer(201, await this.signInLink(url, record));
+      }
     } else if (sub === "relay") {
       if (method === "POST") throw new Answer(201, await this.pairRelay(await this.require(id)));
       if (method === "DELETE") return this.update(await this.require(id), {}, { relay: undefined });
@@ -128,8 +145,9 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
   }
 
   private async require(id: string): Promise<InboxRecord> {
-    const record = await this.ctx.storage.get<InboxRecord>(PREFIX + decodeURIComponent(id));
-    if (!record) throw notFound(`inbox ${decodeURIComponent(id)}`);
+    // The route's pattern only takes what an inbox ID may be, so there is nothing to decode.
+    const record = await this.ctx.storage.get<InboxRecord>(PREFIX + id);
+    if (!record) throw notFound(`inbox ${id}`);
     return record;
   }
 
@@ -178,12 +196,14 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
   ) {
     const next: InboxRecord = {
       ...record,
-      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.name ? { name: input.name } : {}),
       ...(input.status ? { status: input.status } : {}),
       ...(input.limits ? { limits: input.limits } : {}),
       ...relay,
     };
     if ("relay" in relay && relay.relay === undefined) delete next.relay;
+    // An empty name removes it.
+    if (input.name === "") delete next.name;
     await this.inbox(record.id).tenancyUpdate(next);
     await this.ctx.storage.put(PREFIX + record.id, next);
     return present(next);

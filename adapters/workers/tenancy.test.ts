@@ -72,6 +72,22 @@ describe("many inboxes in one Worker", () => {
     expect((await admin("/inboxes", { json: { id: "alice" } })).status).toBe(409);
     expect((await admin("/inboxes", { json: { id: "device" } })).status).toBe(400);
     expect((await admin("/inboxes", { json: { colour: "red" } })).status).toBe(400);
+    // Only its own paths: nothing near them falls through to the list or to creating an inbox.
+    expect((await admin("/inboxesXYZ")).status).toBe(404);
+    expect((await admin("/inboxes/alice/sign-in-links/x", { json: { id: "mallory" } })).status).toBe(404);
+    expect((await admin("/inboxes/%E0")).status).toBe(404);
+    expect((await admin("/inboxes/mallory")).status).toBe(404);
+  });
+
+  it("answers secrets uncached, and gives no sign-in link for a suspended inbox", async () => {
+    const link = await admin("/inboxes/alice/sign-in-links", { method: "POST" });
+    expect(link.status).toBe(201);
+    expect(link.headers.get("cache-control")).toBe("no-store");
+    await admin("/inboxes/bob", { method: "PATCH", json: { status: "suspended" } });
+    expect((await admin("/inboxes/bob/sign-in-links", { method: "POST" })).status).toBe(409);
+    await admin("/inboxes/bob", { method: "PATCH", json: { status: "active" } });
+    const refused = await admin("/inboxes", { token: "wrong" });
+    expect(refused.headers.get("www-authenticate")).toMatch(/^Bearer /);
   });
 
   it("mints secrets that name their inbox, and each inbox serves its own data", async () => {

@@ -6,6 +6,7 @@
  * a token — fails one of them. The peer's verdict is this file's last test.
  */
 import { spawn } from "node:child_process";
+import { stripVTControlCharacters } from "node:util";
 import { afterAll, expect, it } from "vitest";
 import { inboxStart, OPERATOR_TOKEN } from "../harness/inboxes.ts";
 import { startWorkerd } from "../harness/workerd.ts";
@@ -38,7 +39,7 @@ scenarioSuite(
 
 it("ran the same scenarios in the inbox bob at the same time, and they passed", async () => {
   const { code, output } = await peer;
-  const plain = output.replace(/\x1b\[[0-9;]*m/g, "");
+  const plain = stripVTControlCharacters(output);
   expect(code, plain.slice(-4000)).toBe(0);
   const passed = Number(/Tests\s+(\d+) passed/.exec(plain)?.[1] ?? 0);
   console.log(`the peer inbox's run: ${passed} tests passed`);
