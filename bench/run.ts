@@ -38,6 +38,7 @@ import { formatUpstream } from "./upstream-report.ts";
 import { runWebBench, webRows } from "./web.ts";
 import { formatEvents, runEventsBench } from "./events.ts";
 import { formatRelay, killRelay, runRelayBench } from "./relay.ts";
+import { formatInboxes, runInboxesBench } from "./inboxes.ts";
 import { parseSize } from "./scale-common.ts";
 import { cleanupScale, runScaleBench, SCALE_SECTIONS } from "./scale-mode.ts";
 import { formatScale } from "./scale-report.ts";
@@ -80,7 +81,11 @@ is measured again, up to 3 times in all; the quietest attempt is reported.)
                      sends/s at 16 clients with and without the log, alternating rounds; bytes stored per event),
                      relay (GET /v1/chats direct to a daemon and through the relay Worker in workerd it dials in to,
                      at 1 and --concurrency clients, alternating rounds; on its own data set, a tenth of
-                     --chats/--messages; target ≤ 2 ms added at p50)
+                     --chats/--messages; target ≤ 2 ms added at p50), inboxes (many inboxes in one Worker, in
+                     workerd: 16 clients sending to 16 inboxes beside the same 16 sending to one, alternating rounds,
+                     target ≥ 4× faster; GET /v1/chats and search in an inbox of many beside a single device with the
+                     same data)
+  --inbox-sends N    sends per client per round of the inboxes section (default 200; --quick: 50)
   --node V           run inboxd (seed, daemon) and the bare baseline server on Node V: 20, 22, 24 (installed by
                      .ci/with-node on first use) or system (default: the node running the bench)
   --binding-rounds N rounds of the bindings comparison, median reported (default 3; --quick: 1); it uses a tenth
@@ -159,6 +164,7 @@ const { values: opts } = parseArgs({
     "upstream-cpu-prof": { type: "string" },
     "web-loads": { type: "string" },
     "replay-events": { type: "string" },
+    "inbox-sends": { type: "string" },
     node: { type: "string" },
     "binding-rounds": { type: "string" },
     json: { type: "string" },
@@ -220,9 +226,10 @@ const SECTIONS = [
   "upstream",
   "events",
   "relay",
+  "inboxes",
 ];
 /** Sections that need neither the seeded data set nor its daemon. */
-const STANDALONE = ["bindings", "xmpp", "matrix", "matrix-e2ee", "upstream", "events", "relay"];
+const STANDALONE = ["bindings", "xmpp", "matrix", "matrix-e2ee", "upstream", "events", "relay", "inboxes"];
 const onlyList = opts.only?.split(",").map((s) => s.trim());
 /** Scale mode (--scale, or --only scale / worker-scale): its own run (bench/scale.ts), none of the sections above. */
 const scaleParts =
@@ -453,8 +460,21 @@ async function main() {
     relayReport = formatRelay(result);
     json.relay = result;
   }
+  let inboxesReport: string | undefined;
+  if (sections.has("inboxes")) {
+    const result = await runInboxesBench({
+      inboxes: 16,
+      sends: num(opts["inbox-sends"], opts.quick ? 50 : 200),
+      pairs: 3,
+      readRequests: opts.quick ? 100 : 400,
+      seed: { chats: 200, messages: 4000, accounts: 1, seed: 40 },
+      log,
+    });
+    inboxesReport = formatInboxes(result);
+    json.inboxes = result;
+  }
   if ([...sections].every((s) => STANDALONE.includes(s))) {
-    if (xmppReport || matrixReport || e2eeReport || upstreamReport || eventsReport || relayReport)
+    if (xmppReport || matrixReport || e2eeReport || upstreamReport || eventsReport || relayReport || inboxesReport)
       console.log(
         `\ninboxd benchmark: ${os.cpus().length} CPUs, node ${process.version} (inboxd on ${daemonNodeVersion()})`,
       );
@@ -464,6 +484,7 @@ async function main() {
     if (upstreamReport) console.log(`\n${upstreamReport}`);
     if (eventsReport) console.log(`\n${eventsReport}`);
     if (relayReport) console.log(`\n${relayReport}`);
+    if (inboxesReport) console.log(`\n${inboxesReport}`);
     if (bindingsReport) console.log(`\n${bindingsReport}`);
     if (opts.json) writeFileSync(opts.json, JSON.stringify(json, null, 2));
     return;
@@ -929,6 +950,7 @@ async function main() {
   if (upstreamReport) console.log(`\n${upstreamReport}`);
   if (eventsReport) console.log(`\n${eventsReport}`);
   if (relayReport) console.log(`\n${relayReport}`);
+  if (inboxesReport) console.log(`\n${inboxesReport}`);
   if (bindingsReport) console.log(`\n${bindingsReport}`);
 
   if (opts.json) {
