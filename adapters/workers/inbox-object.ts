@@ -6,7 +6,14 @@ import r2Driver from "unstorage/drivers/cloudflare-r2-binding";
 import { createApp, type App } from "../../src/app.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
 import { seedDataset, type SeedOptions } from "../../src/seed/dataset.ts";
-import { ensureToken, hashToken, listTokens, removeTokenByID, type Scope } from "../../src/services/tokens.ts";
+import {
+  ensureToken,
+  hashToken,
+  listTokens,
+  removeTokenByID,
+  verifyToken,
+  type Scope,
+} from "../../src/services/tokens.ts";
 import { durableObjectDriver } from "./durable-object-driver.ts";
 import { withFixedLength } from "./fixed-length.ts";
 import { parseToolSelection } from "../../src/mcp/index.ts";
@@ -19,7 +26,8 @@ import { loadMatrixCrypto } from "#worker-matrix-crypto";
 import { openUpstreamSocket } from "./upstream-socket.ts";
 import { ApiError } from "../../src/errors.ts";
 import { OAuthStore } from "../../src/oauth/index.ts";
-import { DEVICE_INBOX, type Tenancy } from "../../src/tenancy.ts";
+import { DEVICE_INBOX, inboxOf, type Tenancy } from "../../src/tenancy.ts";
+import { SESSION_COOKIE } from "../../src/oauth/authorize.ts";
 import { RELAY_PATH } from "../../src/relay/protocol.ts";
 import { sameSecret } from "../../src/util/encoding.ts";
 import { publicAnswer } from "./public-app.ts";
@@ -76,6 +84,12 @@ export interface InboxEnv {
   RELAY?: DurableObjectNamespace;
 }
 
+/** A relayed page's policy: scripts and forms run, but in an opaque origin (no `allow-same-origin`). */
+const RELAYED_PAGE_POLICY = "sandbox allow-scripts allow-forms allow-popups allow-downloads";
+
+/** Set by the Worker on every request it routes to an inbox (worker.ts): the inbox's name, whatever a client sent. */
+export const INBOX_HEADER = "x-inboxd-routed-inbox";
+
 /** Where the object keeps its inbox's record and request count (outside the app's keys, like `wssubs:`). */
 const RECORD_KEY = "tenancy:inbox";
 const REQUESTS_KEY = "tenancy:requests";
@@ -114,16 +128,32 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
   /** What the app reads its inbox's ID and limits from; changed in place when the operator changes them. */
   private tenancy?: Tenancy;
   private requests?: { count: number; savedAt: number };
+  /** The inbox the Worker routed this object's requests to (INBOX_HEADER). */
+  private routedName?: string;
+  /** Set while the inbox is being deleted: nothing boots, every request is answered as by no inbox. */
+  private closing = false;
 
   async fetch(request: Request): Promise<Response> {
     if (this.multi) {
-      const record = await this.inboxRecord();
+      this.routedName ??= request.headers.get(INBOX_HEADER) ?? undefined;
+      const record = this.closing ? null : await this.inboxRecord();
       // Answered as for a token no inbox knows: a request cannot tell a missing inbox from a wrong secret.
       if (!record) return publicAnswer(this.env, request);
       await this.countRequest();
-      const refused = this.refusal(record, request);
-      if (refused) return toErrorResponse(refused);
-      if (record.relay) return this.relayed(record.id, record.relay.secretHash, request);
+      // A relay's daemon checks its tokens itself (only its pairing is checked here), so a suspended relay, whose
+      // tokens cannot be told from others here, answers as no inbox does.
+      if (record.relay)
+        return record.status === "suspended"
+          ? publicAnswer(this.env, request)
+          : this.relayed(record.id, record.relay.secretHash, request);
+      // What the operator set is said only to a caller with one of the inbox's tokens: to anyone else the inbox
+      // answers as one that does not exist (a suspended inbox) or as usual (a token the app then refuses).
+      if (record.status === "suspended" || record.limits.maxStorageBytes !== undefined) {
+        const holder = await this.holdsToken(request);
+        if (record.status === "suspended" && !holder) return publicAnswer(this.env, request);
+        const refused = holder ? this.refusal(record, request) : undefined;
+        if (refused) return toErrorResponse(refused);
+      }
     }
     let app: App;
     try {
@@ -141,6 +171,8 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
 
   /** Memoised boot: concurrent first requests share one; a failed boot is retried by the next request. */
   private ready(): Promise<App> {
+    // An inbox being deleted boots nothing more (closeApp awaits, and other events may come in meanwhile).
+    if (this.closing) return Promise.reject(new ApiError(503, "UNAVAILABLE", "this inbox is being changed; retry"));
     this.app ??= this.boot().catch((error: unknown) => {
       this.app = undefined;
       throw error;
@@ -172,7 +204,10 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
   async alarm(): Promise<void> {
     this.alarmAt = undefined;
     // A deleted or suspended inbox has nothing to wake for (a suspension's networks were let go).
-    if (this.multi && (await this.inboxRecord())?.status !== "active") return;
+    if (this.multi) {
+      const record = await this.inboxRecord();
+      if (record?.status !== "active" || record.relay) return;
+    }
     const app = await this.ready();
     await app.wake();
     this.setAlarm(app);
@@ -207,6 +242,14 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
       await this.forget(ws);
       ws.close(1009, "message too big");
       return;
+    }
+    if (this.multi) {
+      const record = await this.inboxRecord();
+      if (!record || record.status !== "active" || this.closing) {
+        await this.forget(ws);
+        ws.close(1008, record ? "inbox suspended" : "inbox deleted");
+        return;
+      }
     }
     const app = await this.ready();
     const attachment = ws.deserializeAttachment() as SocketAttachment;
@@ -314,9 +357,13 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
   private async inboxRecord(): Promise<InboxRecord | null> {
     if (this.record !== undefined) return this.record;
     let record = (await this.state.storage.get<InboxRecord>(RECORD_KEY)) ?? null;
-    const name = (this.state.id as { name?: string }).name;
+    // The runtime gives an object its ID's name, but not always to one an alarm woke: the Worker says it too.
+    const name = (this.state.id as { name?: string }).name ?? this.routedName;
     if (record && name !== undefined && record.id !== name) throw new Error(`object ${name} holds inbox ${record.id}`);
-    if (!record && name === DEVICE_INBOX && (await this.state.storage.list({ limit: 1 })).size > 0) {
+    const holdsData = !record && (await this.state.storage.list({ limit: 1 })).size > 0;
+    // Not known yet which object this is (woken by an alarm): asked again at the next request.
+    if (holdsData && name === undefined) return null;
+    if (holdsData && name === DEVICE_INBOX) {
       const registry = this.env.REGISTRY;
       record = registry
         ? await (registry.get(registry.idFromName("registry")) as unknown as { adopt(): Promise<InboxRecord> }).adopt()
@@ -334,6 +381,19 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     else this.tenancy = { inbox: record.id, limits: record.limits };
   }
 
+  /** Whether the request's bearer token (header, or a WebSocket's `bearer.` subprotocol) is one of this inbox's. */
+  private async holdsToken(request: Request): Promise<boolean> {
+    const token =
+      /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1] ??
+      (request.headers.get("sec-websocket-protocol") ?? "")
+        .split(",")
+        .map((p) => p.trim())
+        .find((p) => p.startsWith("bearer."))
+        ?.slice("bearer.".length);
+    if (!token) return false;
+    return (await verifyToken(createStorage({ driver: durableObjectDriver(this.state.storage) }), token)) !== undefined;
+  }
+
   /** Why the inbox does not serve this request now: suspended, or a write past its storage limit. */
   private refusal(record: InboxRecord, request: Request): ApiError | undefined {
     if (record.status === "suspended")
@@ -344,6 +404,8 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
       max !== undefined &&
       ["POST", "PUT", "PATCH"].includes(request.method) &&
       /^\/v[01]\//.test(path) &&
+      // MCP's one endpoint carries reads as well as writes: it is not held back (docs/many-inboxes.md).
+      !/^\/v0\/(mcp|sse)/.test(path) &&
       this.state.storage.sql.databaseSize >= max
     )
       return new ApiError(
@@ -372,7 +434,22 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     }
     const relays = this.env.RELAY;
     if (!relays) return toErrorResponse(new ApiError(503, "RELAY_NOT_CONFIGURED", "no RELAY binding"));
-    return relays.get(relays.idFromName(inbox)).fetch(request as never) as unknown as Promise<Response>;
+    const answer = (await relays.get(relays.idFromName(inbox)).fetch(request as never)) as unknown as Response;
+    if (answer.status === 101) return answer;
+    // What the daemon answers is its person's code, served on the origin every inbox shares: a page of it runs
+    // sandboxed (an origin of its own: no reach into what other inboxes' pages keep there), and it may set no
+    // cookie but its own inbox's session.
+    const headers = new Headers(answer.headers);
+    headers.set("content-security-policy", RELAYED_PAGE_POLICY);
+    headers.set("x-content-type-options", "nosniff");
+    headers.delete("set-cookie");
+    for (const cookie of answer.headers.getSetCookie())
+      if (
+        cookie.startsWith(`${SESSION_COOKIE}=`) &&
+        inboxOf(cookie.slice(SESSION_COOKIE.length + 1).split(";")[0]) === inbox
+      )
+        headers.append("set-cookie", cookie);
+    return new Response(answer.body, { status: answer.status, statusText: answer.statusText, headers });
   }
 
   /** Counted in memory, saved at most every 10 s (a row write per request would bill a row per request). */
@@ -394,7 +471,10 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
   }
 
   async tenancyCreate(record: InboxRecord, seed?: SeedOptions): Promise<boolean> {
+    this.routedName ??= record.id;
     if (await this.inboxRecord()) return false;
+    // Whatever a request in flight during an earlier deletion wrote is not the new inbox's.
+    await this.state.storage.deleteAll();
     await this.state.storage.put(RECORD_KEY, record);
     this.keepRecord(record);
     if (seed) await this.seed(await this.ready(), seed);
@@ -410,6 +490,10 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     if (record.status === "suspended" || (record.relay && !before.relay))
       await this.closeApp(record.status === "suspended" ? "inbox suspended" : "the inbox now relays to its daemon");
     else if (record.limits.requestsPerSecond !== before.limits.requestsPerSecond) await this.closeApp();
+    if (record.relay && !before.relay) await this.state.storage.deleteAlarm();
+    // A new pairing secret, or none: the daemon that dialed in with the old one is let go at once.
+    if (before.relay && (record.relay?.secretHash !== before.relay.secretHash || record.status === "suspended"))
+      await this.dropRelay(record.id);
   }
 
   async tenancySignInCode(ttlMs: number): Promise<string> {
@@ -425,7 +509,8 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     await this.countRequest().then(() => this.requests!.count--);
     await this.saveRequests();
     // A suspended inbox is counted from what its store holds, without connecting its networks again.
-    const { db } = record.status === "active" ? (await this.ready()).context : await this.readOnlyDb();
+    // Counted from the running app, or from what the store holds, without connecting the networks for it.
+    const { db } = this.booted ? this.booted.context : await this.readOnlyDb();
     await db.loading;
     const chats = db.chats.all();
     return {
@@ -440,14 +525,28 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
   async tenancyDelete(): Promise<{ assetsDeleted: number }> {
     const record = await this.inboxRecord();
     if (!record) return { assetsDeleted: 0 };
-    await this.closeApp("inbox deleted");
-    await this.state.storage.deleteAlarm();
-    await this.state.storage.deleteAll();
-    this.keepRecord(null);
-    this.requests = undefined;
-    this.subscriptions.clear();
-    this.states.clear();
-    return { assetsDeleted: await this.deleteAssets(record.id) };
+    this.closing = true;
+    try {
+      await this.closeApp("inbox deleted");
+      if (record.relay) await this.dropRelay(record.id);
+      // The assets first: should that fail, the record is still there and a retry finds them.
+      const assetsDeleted = await this.deleteAssets(record.id);
+      await this.state.storage.deleteAlarm();
+      await this.state.storage.deleteAll();
+      this.keepRecord(null);
+      this.requests = undefined;
+      this.subscriptions.clear();
+      this.states.clear();
+      return { assetsDeleted };
+    } finally {
+      this.closing = false;
+    }
+  }
+
+  /** Lets go of the daemon connected to this inbox's relay object (relay-object.ts), if one is. */
+  private async dropRelay(inbox: string) {
+    const relays = this.env.RELAY;
+    if (relays) await (relays.get(relays.idFromName(inbox)) as unknown as { disconnect(): Promise<void> }).disconnect();
   }
 
   /** Ends the running app (its networks, timers, live sockets); the next request boots a new one. */

@@ -63,7 +63,10 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
   async fetch(request: Request): Promise<Response> {
     try {
       await this.authenticate(request);
-      return Response.json(await this.route(request), { headers: { "cache-control": "no-store" } });
+      // Changes one at a time: each reads a record, asks the inbox's object, then writes the record, and two
+      // interleaved (a retried PATCH beside a suspension) would leave the registry and the object disagreeing.
+      const answer = request.method === "GET" ? this.route(request) : this.serial(() => this.route(request));
+      return Response.json(await answer, { headers: { "cache-control": "no-store" } });
     } catch (error) {
       // Every answer may hold a secret (a sign-in link, a relay's pairing secret): none is stored along the way.
       if (error instanceof Answer)
@@ -73,6 +76,14 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
       if (response.status === 401) response.headers.set("www-authenticate", 'Bearer realm="inboxd admin"');
       return response;
     }
+  }
+
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work, work);
+    this.queue = next.catch(() => undefined);
+    return next;
   }
 
   /** Called by the single-device deployment's inbox when it first serves a request in a deployment of many. */
@@ -145,7 +156,7 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
   }
 
   private async require(id: string): Promise<InboxRecord> {
-    // The route's pattern only takes what an inbox ID may be, so there is nothing to decode.
+    // The route's pattern takes only letters, digits and hyphens, so there is nothing to decode.
     const record = await this.ctx.storage.get<InboxRecord>(PREFIX + id);
     if (!record) throw notFound(`inbox ${id}`);
     return record;
@@ -170,10 +181,18 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
       status: "active",
       limits: input.limits ?? defaultLimits(this.env),
     };
-    // The object first: a record is listed only once its inbox exists.
-    if (!(await this.inbox(id).tenancyCreate(record, input.seed)))
-      throw new ApiError(409, "CONFLICT", `the object of inbox ${id} holds an inbox already; delete it first`);
+    // The record first: should the object fail (a seed past its CPU limit), the inbox is listed, and DELETE or a
+    // PATCH reaches it. An object that holds the record already (from such a failure) is brought in line.
     await this.ctx.storage.put(PREFIX + id, record);
+    try {
+      if (!(await this.inbox(id).tenancyCreate(record, input.seed))) await this.inbox(id).tenancyUpdate(record);
+    } catch (error) {
+      throw new ApiError(
+        502,
+        "INBOX_NOT_READY",
+        `inbox ${id} is listed, but its object failed to start (${error instanceof Error ? error.message : String(error)}): delete it and create it again`,
+      );
+    }
     return { ...present(record), signIn: await this.signInLink(url, record) };
   }
 

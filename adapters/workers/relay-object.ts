@@ -1,3 +1,4 @@
+import { DurableObject } from "cloudflare:workers";
 import type { DurableObjectState } from "@cloudflare/workers-types/index.ts";
 import { ApiError } from "../../src/errors.ts";
 import { toErrorResponse } from "../../src/http/errors.ts";
@@ -82,7 +83,7 @@ const offline = () =>
  * and the daemon answers them. This object only rate-limits per client address, bounds bodies and messages, and
  * answers 503 at once while no daemon is connected.
  */
-export class RelayObject {
+export class RelayObject extends DurableObject<RelayEnv> {
   private tunnel?: AcceptedSocket;
   private lastHeard = 0;
   private watchdog?: ReturnType<typeof setInterval>;
@@ -94,10 +95,8 @@ export class RelayObject {
   private readonly dialIns = new RateLimiter();
   private readonly maxBody: number;
 
-  constructor(
-    _state: DurableObjectState,
-    private readonly env: RelayEnv,
-  ) {
+  constructor(state: DurableObjectState, env: RelayEnv) {
+    super(state, env);
     const rate = parseRateLimit(env.INBOXD_RELAY_RATE_LIMIT);
     if (rate !== false) this.limiter = new RateLimiter(rate ?? DEFAULT_RELAY_RATE);
     const max = Number(env.INBOXD_RELAY_MAX_BODY_BYTES);
@@ -129,7 +128,7 @@ export class RelayObject {
   private async dialIn(request: Request): Promise<Response> {
     // Where there are many inboxes, only an inbox's object sends requests here (the Worker routes none to a relay),
     // and it has checked its own pairing secret (inbox-object.ts).
-    const checked = this.env.INBOXD_TENANCY === "multi";
+    const checked = this.env.INBOXD_TENANCY === "multi" && this.env.INBOXD_MODE !== "relay";
     const secret = this.env.INBOXD_RELAY_SECRET;
     if (!checked && !secret) {
       console.error(
@@ -197,6 +196,14 @@ export class RelayObject {
       webSocket: pair[0],
       headers: { "sec-websocket-protocol": relay.RELAY_PROTOCOL },
     } as ResponseInit);
+  }
+
+  /**
+   * Where there are many inboxes, called by the inbox this relay serves when its pairing secret changes or ends, or
+   * the inbox is suspended or deleted: the daemon that dialed in with the old secret is let go at once.
+   */
+  async disconnect(): Promise<void> {
+    if (this.tunnel) this.drop(this.tunnel, "the pairing secret was changed or withdrawn by the operator", 1008);
   }
 
   /** Ends the daemon connection and everything it carried: waiting heads 502, bodies cut, WebSocket sessions closed. */

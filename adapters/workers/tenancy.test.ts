@@ -133,6 +133,21 @@ describe("many inboxes in one Worker", () => {
       form: { token: alice.token.replace("inbx_alice.", "inbx_bob.") },
     });
     expect(foreign.json).toEqual({ active: false });
+    // The refresh token names Alice's inbox too: the grant is rotated there, and the new access token opens it.
+    const refreshed = await browser.request("/oauth/token", {
+      form: { grant_type: "refresh_token", refresh_token: alice.refresh },
+    });
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.json.access_token).toMatch(/^inbx_alice\./);
+    expect(refreshed.json.refresh_token).toMatch(/^inbr_alice\./);
+    expect((await api(refreshed.json.access_token, "/v1/accounts")).status).toBe(200);
+    alice.refresh = refreshed.json.refresh_token;
+    // Alice's refresh token re-tagged for Bob's inbox is unknown there.
+    const crossed = await browser.request("/oauth/token", {
+      form: { grant_type: "refresh_token", refresh_token: alice.refresh.replace("inbr_alice.", "inbr_bob.") },
+    });
+    expect(crossed.status).toBe(400);
+    expect(crossed.json.error).toBe("invalid_grant");
   });
 
   it("suspends and resumes an inbox without touching the other", async () => {
@@ -142,6 +157,12 @@ describe("many inboxes in one Worker", () => {
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as { message: string }).message).toContain("suspended");
     expect((await api(alice.token, "/v1/accounts")).status).toBe(200);
+    // Only Bob's own tokens learn that his inbox is suspended: anyone else gets what a missing inbox answers.
+    const guess = async (token: string) => {
+      const res = await api(token, "/v1/accounts");
+      return { status: res.status, body: await res.json() };
+    };
+    expect(await guess(`inbx_bob.${"B".repeat(43)}`)).toEqual(await guess(`inbx_nobody.${"B".repeat(43)}`));
     await admin("/inboxes/bob", { method: "PATCH", json: { status: "active" } });
     expect((await api(bob.token, "/v1/accounts")).status).toBe(200);
   });
@@ -170,6 +191,12 @@ describe("many inboxes in one Worker", () => {
     const write = await api(carol.token, "/v1/labels", { method: "POST", body: JSON.stringify({ name: "x" }) });
     expect(write.status).toBe(507);
     expect(((await write.json()) as { code: string }).code).toBe("STORAGE_LIMIT_REACHED");
+    // A token that is not Carol's learns nothing of her limit: it is refused as unknown.
+    const guessed = await api(`inbx_carol.${"C".repeat(43)}`, "/v1/labels", {
+      method: "POST",
+      body: JSON.stringify({ name: "x" }),
+    });
+    expect(guessed.status).toBe(401);
     // Reads still work, and so would deletes, so the person can free space.
     expect((await api(carol.token, "/v1/accounts")).status).toBe(200);
 
@@ -241,6 +268,14 @@ describe("a single-device deployment that goes to many inboxes", () => {
         body: JSON.stringify({ id: "newcomer" }),
       });
       expect(made.status).toBe(201);
+      const newcomer = new Browser(single.url);
+      expect((await newcomer.request(((await made.json()) as { signIn: { url: string } }).signIn.url)).status).toBe(
+        303,
+      );
+      const theirs = (await approvedApp(newcomer)).token;
+      expect(theirs).toMatch(/^inbx_newcomer\./);
+      const seen = await at("/v1/chats", {}, theirs);
+      expect(((await seen.json()) as { items: unknown[] }).items).toEqual([]);
       await fetch(`${single.url}/admin/v1/inboxes/newcomer`, {
         method: "DELETE",
         headers: { authorization: `Bearer ${operator}` },
@@ -249,6 +284,22 @@ describe("a single-device deployment that goes to many inboxes", () => {
       expect(await (await at("/v1/chats")).text()).toBe(chatsBefore);
     } finally {
       await single.stop();
+    }
+  }, 60_000);
+});
+
+describe("a deployment set up both ways", () => {
+  it("refuses relay mode together with many inboxes, saying why", async () => {
+    const both = await startWorkerd({
+      operatorToken: operator,
+      vars: { INBOXD_MODE: "relay", INBOXD_RELAY_SECRET: "x".repeat(24) },
+    });
+    try {
+      const res = await fetch(`${both.url}/.inboxd/relay`);
+      expect(res.status).toBe(500);
+      expect(((await res.json()) as { message: string }).message).toContain("exclude each other");
+    } finally {
+      await both.stop();
     }
   }, 60_000);
 });

@@ -59,7 +59,7 @@ const Json = v.record(v.string(), v.unknown());
  * issues are entries of the API's one token store.
  */
 export function oauthRoutes(api: Api, options: OAuthOptions) {
-  const store = new OAuthStore(options.storage, options.now, options.tenancy?.inbox);
+  const store = new OAuthStore(options.storage, options.now, options.tenancy?.inbox, options.tenancy !== undefined);
   const grants: GrantOptions = {
     storage: options.storage,
     store,

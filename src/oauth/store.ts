@@ -80,7 +80,16 @@ function readSelfContained(id: string): ClientRecord | null {
       r: unknown;
       t: unknown;
     };
-    if (typeof n !== "string" || !Array.isArray(r) || !r.every((u) => typeof u === "string") || typeof t !== "string")
+    // What registration accepts (src/oauth/index.ts), so an ID made by hand is held to the same bounds.
+    if (
+      typeof n !== "string" ||
+      n.length > 100 ||
+      !Array.isArray(r) ||
+      r.length < 1 ||
+      r.length > 10 ||
+      !r.every((u) => typeof u === "string" && u.length <= 2000) ||
+      typeof t !== "string"
+    )
       return null;
     return { client_id: id, client_name: n, redirect_uris: r, createdAt: t };
   } catch {
@@ -89,18 +98,27 @@ function readSelfContained(id: string): ClientRecord | null {
 }
 
 export class OAuthStore {
-  /** `inbox`: the inbox the secrets minted here name, where a deployment holds many (src/tenancy.ts). */
+  /**
+   * `inbox`: the inbox the secrets minted here name, where a deployment holds many (src/tenancy.ts);
+   * `selfContainedClients`: whether client IDs that are their own registration are read (only there: a single
+   * device keeps registering clients, and answers invalid_client for one it does not know).
+   */
   constructor(
     private readonly storage: Storage,
     private readonly now: () => number,
     readonly inbox?: string,
+    private readonly selfContainedClients = false,
   ) {}
 
   /** A new secret of this kind (`code`, `inbr`…), naming this store's inbox where there is one. */
   secret = (kind: string) => randomSecret(kind, this.inbox);
 
   client = async (id: string) =>
-    id.startsWith(SELF_CONTAINED) ? readSelfContained(id) : this.storage.getItem<ClientRecord>(key.client(id));
+    id.startsWith(SELF_CONTAINED)
+      ? this.selfContainedClients
+        ? readSelfContained(id)
+        : null
+      : this.storage.getItem<ClientRecord>(key.client(id));
   saveClient = (client: ClientRecord) => this.storage.setItem(key.client(client.client_id), client);
 
   async saveCode(code: string, record: CodeRecord) {

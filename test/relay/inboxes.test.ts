@@ -90,9 +90,9 @@ afterAll(async () => {
 describe("the relay, for two inboxes of one deployment", () => {
   it("gives each inbox a pairing secret that names it, and lists it as relaying", async () => {
     expect(secrets.alice).toMatch(/^relay_alice\./);
-    const shown = await admin("/inboxes/alice", "GET").catch(() => undefined);
+    const shown = await admin("/inboxes/alice", "GET");
     // A relaying inbox's usage is its (empty) own store: its data lives on the daemon.
-    expect(shown?.relay).toEqual({ since: expect.any(String) });
+    expect(shown.relay).toEqual({ since: expect.any(String) });
     expect(JSON.stringify(shown)).not.toContain("secretHash");
   });
 
@@ -152,4 +152,36 @@ describe("the relay, for two inboxes of one deployment", () => {
     const res = await fetch(`${worker.url}/v1/accounts`, { headers: { authorization: `Bearer ${minted}` } });
     expect(res.status).toBe(200);
   });
+
+  it("serves what a daemon answers sandboxed, off the origin every inbox shares, with no cookie but its own", async () => {
+    const page = await fetch(`${worker.url}/`, { headers: { authorization: `Bearer ${tokens.alice}` } });
+    expect(page.status).toBe(200);
+    const policy = page.headers.get("content-security-policy") ?? "";
+    expect(policy).toMatch(/^sandbox /);
+    expect(policy).not.toContain("allow-same-origin");
+    expect(page.headers.get("x-content-type-options")).toBe("nosniff");
+    await page.arrayBuffer();
+  });
+
+  it("lets go of the daemon at once when the operator gives the inbox a new pairing secret", async () => {
+    const bobs = daemons[1];
+    const fresh = (await admin("/inboxes/bob/relay")).relaySecret as string;
+    expect(fresh).not.toBe(secrets.bob);
+    const deadline = Date.now() + 10_000;
+    let status = 200;
+    while (status === 200 && Date.now() < deadline) {
+      status = (await fetch(`${worker.url}/v1/accounts`, { headers: { authorization: `Bearer ${tokens.bob}` } }))
+        .status;
+      if (status === 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(status).toBe(503);
+    // Its daemon dials again with the old secret, and is refused.
+    while (!/refused the pairing secret \(401\)/.test(bobs.output()) && Date.now() < deadline + 10_000)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(bobs.output()).toMatch(/refused the pairing secret \(401\)/);
+    // Alice's relay is not touched.
+    expect(
+      (await fetch(`${worker.url}/v1/accounts`, { headers: { authorization: `Bearer ${tokens.alice}` } })).status,
+    ).toBe(200);
+  }, 30_000);
 });
