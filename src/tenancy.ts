@@ -41,6 +41,11 @@ export interface Tenancy {
   inbox?: string;
   /** What the operator allows this inbox; read on every use, so the runtime may change it in place. */
   limits?: InboxLimits;
+  /**
+   * Why requests that add data are refused now (the inbox is at its storage limit, which only the runtime can
+   * measure), or undefined. The runtime refuses REST writes itself; MCP's tools that write ask this.
+   */
+  writesRefused?: () => string | undefined;
 }
 
 /** An operator's limits on one inbox (absent: none beyond the runtime's own). */

@@ -378,7 +378,7 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     this.record = record;
     if (!record) this.tenancy = undefined;
     else if (this.tenancy) this.tenancy.limits = record.limits;
-    else this.tenancy = { inbox: record.id, limits: record.limits };
+    else this.tenancy = { inbox: record.id, limits: record.limits, writesRefused: () => this.storageFull() };
   }
 
   /** Whether the request's bearer token (header, or a WebSocket's `bearer.` subprotocol) is one of this inbox's. */
@@ -398,24 +398,17 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
   private refusal(record: InboxRecord, request: Request): ApiError | undefined {
     if (record.status === "suspended")
       return new ApiError(403, "FORBIDDEN", "this inbox is suspended by the operator of this deployment");
-    const max = record.limits.maxStorageBytes;
     const path = new URL(request.url).pathname;
+    const full = this.storageFull();
     if (
-      max !== undefined &&
+      full &&
       ["POST", "PUT", "PATCH"].includes(request.method) &&
       /^\/v[01]\//.test(path) &&
-      // MCP's one endpoint carries reads as well as writes: it is not held back (docs/many-inboxes.md).
-      !/^\/v0\/(mcp|sse)/.test(path) &&
-      this.state.storage.sql.databaseSize >= max
+      // MCP's one endpoint carries reads as well as writes: its tools that write are held back one by one
+      // (src/mcp/server.ts, through Tenancy.writesRefused).
+      !/^\/v0\/(mcp|sse)/.test(path)
     )
-      return new ApiError(
-        507,
-        "STORAGE_LIMIT_REACHED",
-        `this inbox holds ${this.state.storage.sql.databaseSize} bytes, at or past its limit of ${max}: ` +
-          "delete chats, messages or accounts to free space, or ask the operator to raise the limit",
-        undefined,
-        { "x-should-retry": "false" },
-      );
+      return new ApiError(507, "STORAGE_LIMIT_REACHED", full, undefined, { "x-should-retry": "false" });
     return undefined;
   }
 
@@ -450,6 +443,17 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
       )
         headers.append("set-cookie", cookie);
     return new Response(answer.body, { status: answer.status, statusText: answer.statusText, headers });
+  }
+
+  /** Why writes are refused now: the inbox holds as much as its storage limit allows (undefined: they are not). */
+  private storageFull(): string | undefined {
+    const max = this.record?.limits.maxStorageBytes;
+    const size = this.state.storage.sql.databaseSize;
+    if (max === undefined || size < max) return undefined;
+    return (
+      `this inbox holds ${size} bytes, at or past its limit of ${max}: ` +
+      "delete chats, messages or accounts to free space, or ask the operator to raise the limit"
+    );
   }
 
   /** Counted in memory, saved at most every 10 s (a row write per request would bill a row per request). */

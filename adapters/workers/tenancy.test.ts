@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWorkerd, type WorkerdServer } from "../../test/harness/workerd.ts";
-import { approvedApp, Browser } from "../../test/oauth/kit.ts";
+import { approvedApp, authorizeQuery, Browser, pkce, register } from "../../test/oauth/kit.ts";
 
 // Many inboxes in one Worker (INBOXD_TENANCY=multi), in workerd, over real loopback sockets: the operator's admin
 // API, a person's first sign-in from the link it gives, and what one inbox's credentials can reach.
@@ -23,6 +23,7 @@ const api = (token: string, path: string, init: RequestInit = {}) =>
     headers: {
       authorization: `Bearer ${token}`,
       ...(init.body ? { "content-type": "application/json" } : {}),
+      ...(init.headers as Record<string, string> | undefined),
     },
   });
 
@@ -123,6 +124,19 @@ describe("many inboxes in one Worker", () => {
     // sign-in code is refused once used, and a made-up one for Alice is refused like any wrong code.
     const again = await new Browser(server.url).request(`/oauth/login?code=signin_alice.${"A".repeat(43)}`);
     expect(again.status).toBe(401);
+    // The consent page names the inbox the browser is signed in to.
+    const client = await register(alice.browser);
+    const { challenge } = await pkce();
+    const consent = await alice.browser.request(
+      authorizeQuery({
+        response_type: "code",
+        client_id: client.client_id,
+        redirect_uri: "http://127.0.0.1/callback",
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+      }),
+    );
+    expect(consent.text).toContain("wants to use the inbox <strong>alice</strong>");
   });
 
   it("refreshes and introspects a token at its own inbox", async () => {
@@ -199,6 +213,25 @@ describe("many inboxes in one Worker", () => {
     expect(guessed.status).toBe(401);
     // Reads still work, and so would deletes, so the person can free space.
     expect((await api(carol.token, "/v1/accounts")).status).toBe(200);
+    // Through MCP: its tools that write are refused with the same reason, its reads answer.
+    const rpc = async (id: number, method: string, params: unknown) => {
+      const res = await api(carol.token, "/v0/mcp", {
+        method: "POST",
+        body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+        headers: { accept: "application/json, text/event-stream" },
+      });
+      return res.text();
+    };
+    await rpc(1, "initialize", {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "limits", version: "1" },
+    });
+    const sent = await rpc(2, "tools/call", { name: "send_message", arguments: { chatID: "x", text: "hi" } });
+    expect(sent).toContain("cannot run now: this inbox holds");
+    const searched = await rpc(3, "tools/call", { name: "search_chats", arguments: {} });
+    expect(searched).not.toContain("cannot run now");
+    expect(searched).toContain('"result"');
 
     // A request budget of 1 a second (bursts of 4) for this inbox's tokens, while Alice's stay unlimited.
     await admin("/inboxes/carol", { method: "PATCH", json: { limits: { requestsPerSecond: 1 } } });

@@ -86,6 +86,8 @@ export function createMcpServer(env: ServerEnv, era: "legacy" | "modern" = "lega
       );
     const why = refusal(tool, env.options.tools, scopes(extra));
     if (why) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${tool.name} is not available: ${why}`);
+    const full = tool.readOnly ? undefined : env.app.tenancy?.writesRefused?.();
+    if (full) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${tool.name} cannot run now: ${full}`);
     return callTool(tool, request.params.arguments, toolContext(env, extra), env.options.log);
   });
   server.setRequestHandler("resources/list", (_request, extra) => ({

@@ -102,7 +102,8 @@ export function redirectTo(uri: string, params: Record<string, string | undefine
   });
 }
 
-export function consentPage(request: AuthorizeRequest, csrf: string): Response {
+/** `inbox`: where a deployment holds many inboxes, the one the browser is signed in to (named on the page). */
+export function consentPage(request: AuthorizeRequest, csrf: string, inbox?: string): Response {
   const host = new URL(request.redirectURI).host;
   const can = request.scopes.map((s) =>
     s === "read"
@@ -111,7 +112,7 @@ export function consentPage(request: AuthorizeRequest, csrf: string): Response {
   );
   return page(
     `Allow ${request.client.client_name}?`,
-    `<p><strong>${escapeHtml(request.client.client_name)}</strong> wants to use your inboxd. It will be able to:</p>
+    `<p><strong>${escapeHtml(request.client.client_name)}</strong> wants to use ${inbox ? `the inbox <strong>${escapeHtml(inbox)}</strong>` : "your inboxd"}. It will be able to:</p>
 <ul>${can.join("")}</ul>
 <p class="muted">After you decide, your browser goes back to <code>${escapeHtml(host)}</code>.</p>
 <form method="post" action="/oauth/authorize">

@@ -16,7 +16,7 @@ import {
 } from "./authorize.ts";
 import { oauthError, readForm } from "./form.ts";
 import { exchangeCode, introspect, OWNER, refreshGrant, revoke, type GrantOptions } from "./grants.ts";
-import { page } from "./pages.ts";
+import { escapeHtml, page } from "./pages.ts";
 import { OAuthStore, selfContainedClientID } from "./store.ts";
 import type { Tenancy } from "../tenancy.ts";
 import {
@@ -192,7 +192,7 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
         if (!("ok" in read)) return "page" in read ? read.page : read.redirect;
         const session = await store.session(cookie(req as unknown as Request, SESSION_COOKIE));
         if (!session) return signInPage(rc.url.pathname + rc.url.search);
-        return consentPage(read.ok, session.csrf);
+        return consentPage(read.ok, session.csrf, store.inbox);
       },
     )
     .add(
@@ -270,7 +270,7 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
       () =>
         page(
           "Signed in",
-          "<p>You are signed in to inboxd in this browser. Apps that ask for access will show you a page to approve them.</p>",
+          `<p>You are signed in to ${options.tenancy?.inbox ? `the inbox <strong>${escapeHtml(options.tenancy.inbox)}</strong>` : "inboxd"} in this browser. Apps that ask for access will show you a page to approve them.</p>`,
         ),
     )
     .add(
