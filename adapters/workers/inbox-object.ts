@@ -245,7 +245,7 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
     }
     if (this.multi) {
       const record = await this.inboxRecord();
-      if (!record || record.status !== "active" || this.closing) {
+      if (record?.status !== "active" || this.closing) {
         await this.forget(ws);
         ws.close(1008, record ? "inbox suspended" : "inbox deleted");
         return;
