@@ -615,7 +615,9 @@ export class InboxObject extends DurableObject<InboxEnv> implements InboxControl
       mcp: { tools: parseToolSelection(this.env.INBOXD_MCP_TOOLS) },
       // The budgets live in this object's memory: one object serves the inbox, so it sees every request to it.
       // An inbox's own budget (its operator's limit) replaces the deployment's, even one turned off.
-      rateLimit: perSecond === undefined ? rateLimit : perSecond > 0 && { perSecond, burst: perSecond * 4 },
+      // (A budget under one request in 4 s still lets one through at a time: the limiter's bursts are at least 1.)
+      rateLimit:
+        perSecond === undefined ? rateLimit : perSecond > 0 && { perSecond, burst: Math.max(1, perSecond * 4) },
       tenancy: this.tenancy,
       clientAddress: connectingIP,
       loginSessionTtlMs: optionalNumber(this.env.INBOXD_LOGIN_SESSION_TTL_MS),

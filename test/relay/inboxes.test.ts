@@ -11,7 +11,8 @@ import { rmSync } from "node:fs";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareDataDir } from "../harness/node.ts";
-import { killAll, startServing, type ServingProcess } from "../harness/process.ts";
+import { killAll, type ServingProcess } from "../harness/process.ts";
+import { connected, serveRelayed } from "./kit.ts";
 import { startWorkerd, type WorkerdServer } from "../harness/workerd.ts";
 import { liveEvents, mcpOAuth, sdkRoundTrip } from "../remote/kit.ts";
 
@@ -33,31 +34,7 @@ const admin = async (path: string, method = "POST") => {
   return body;
 };
 
-const serve = (dataDir: string, secret: string) =>
-  startServing(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      "adapters/node/cli.ts",
-      "serve",
-      "--data-dir",
-      dataDir,
-      "--port",
-      "0",
-      "--rate-limit",
-      "off",
-    ].concat(["--relay", worker.url]),
-    { env: { ...process.env, INBOXD_RELAY_SECRET: secret } },
-  );
-
-async function connected(daemon: ServingProcess) {
-  const deadline = Date.now() + 15_000;
-  while (!daemon.output().includes("relay: connected to")) {
-    if (Date.now() > deadline) throw new Error(`the daemon did not dial in within 15 s:\n${daemon.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const serve = (dataDir: string, secret: string) => serveRelayed(secret, { relay: worker.url, dataDir });
 
 beforeAll(async () => {
   worker = await startWorkerd({ operatorToken: operator });

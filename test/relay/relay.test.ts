@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareDataDir } from "../harness/node.ts";
-import { killAll, startServing, type ServingProcess } from "../harness/process.ts";
+import { killAll, type ServingProcess } from "../harness/process.ts";
+import { connected, serveRelayed } from "./kit.ts";
 import { startWorkerd, type WorkerdServer } from "../harness/workerd.ts";
 import { connect } from "../events/kit.ts";
 import { HEARTBEAT_TIMEOUT_MS } from "../../src/relay/protocol.ts";
@@ -26,36 +27,7 @@ let dataDir: string;
 let daemon: ServingProcess | undefined;
 const relayLogs: { level: string; message: string }[] = [];
 
-/** `inboxd serve --relay` on a prepared data dir, as a person runs it (the secret from the environment). */
-const serve = (secret = SECRET, to = { relay: relay.url, dataDir }) =>
-  startServing(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      "adapters/node/cli.ts",
-      "serve",
-      "--data-dir",
-      to.dataDir,
-      "--port",
-      "0",
-      "--rate-limit",
-      "off",
-      "--relay",
-      to.relay,
-    ],
-    {
-      env: { ...process.env, INBOXD_RELAY_SECRET: secret },
-    },
-  );
-/** Resolves once the daemon says it dialed in (also outside a test: expect.poll is not allowed in beforeAll). */
-async function connected(process: ServingProcess) {
-  const deadline = Date.now() + 15_000;
-  while (!process.output().includes("relay: connected to")) {
-    if (Date.now() > deadline) throw new Error(`the daemon did not dial in within 15 s:\n${process.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const serve = (secret = SECRET, to = { relay: relay.url, dataDir }) => serveRelayed(secret, to);
 const get = (path: string, headers: Record<string, string> = {}) =>
   fetch(`${relay.url}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
 
