@@ -200,19 +200,44 @@ describe("the daemon dialed in to the relay", () => {
     await expect(connect(relay.url, "inbx_wrong")).rejects.toMatchObject({ status: 401 });
   });
 
-  it("streams a response as it is produced: an SSE event arrives while the stream stays open", async () => {
-    const stream = await get("/v1/events?since=0", { accept: "text/event-stream" });
+  it("streams a response as it is produced: an event sent after the stream opened arrives while it stays open", async () => {
+    // From now (no `after`): nothing is replayed, so the event read below can only be the message sent once the
+    // stream is open, carried to the client while the daemon's answer is still being produced.
+    const stream = await get("/v1/events", { accept: "text/event-stream" });
     expect(stream.status).toBe(200);
     expect(stream.headers.get("content-type")).toContain("text/event-stream");
     const reader = stream.body!.getReader();
+    const decoder = new TextDecoder();
     let text = "";
-    while (!/\nid: \d+/.test(`\n${text}`)) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
+    /** Reads until a whole SSE event (or comment block) passes `found`; returns it. */
+    const readUntil = async (found: (block: string) => boolean) => {
+      for (;;) {
+        const blocks = text.split("\n\n");
+        const block = blocks.slice(0, -1).find(found);
+        if (block !== undefined) return block;
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended; it said: ${text}`);
+        text += decoder.decode(value, { stream: true });
+      }
+    };
+    try {
+      await readUntil((block) => /^: inboxd events after \d+$/m.test(block));
+      const chats = (await (await get("/v1/chats?limit=1")).json()) as { items: { id: string }[] };
+      const sent = await fetch(`${relay.url}/v1/chats/${encodeURIComponent(chats.items[0].id)}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ text: "streamed through the relay" }),
+      });
+      const { pendingMessageID } = (await sent.json()) as { pendingMessageID: string };
+      const event = await readUntil((block) => {
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        const parsed = data ? (JSON.parse(data) as { type: string; ids: string[] }) : undefined;
+        return parsed?.type === "message.upserted" && parsed.ids.includes(pendingMessageID);
+      });
+      expect(event).toMatch(/^id: \d+$/m);
+    } finally {
+      await reader.cancel();
     }
-    expect(text).toMatch(/^id: \d+$/m);
-    await reader.cancel();
   });
 
   it("an MCP client runs the whole OAuth flow through the relay (discovery, registration, PKCE, token) and lists the tools", async () => {
