@@ -120,7 +120,7 @@ without inboxd data they say so.
 ${COMMON}`,
   inbox: `Usage: inboxd inbox create [ID] [--name NAME] [--max-accounts N] [--max-storage-bytes N]
                            [--requests-per-second N]
-       inboxd inbox list
+       inboxd inbox list [--limit N] [--after ID]
        inboxd inbox show ID
        inboxd inbox suspend ID
        inboxd inbox resume ID
@@ -140,7 +140,8 @@ browser in as the inbox's owner, works once, and expires after 10 minutes (the t
 sign-in-link makes another such link (the last one may have expired or been used).
 relay makes the inbox front its person's own daemon (docs/many-inboxes.md) and prints the pairing secret, once: on
 their machine, INBOXD_RELAY_SECRET=<it> inboxd serve --relay URL. A new one replaces the last; --off ends the relay.
-list shows every inbox: its ID, name, status, creation time and limits. show adds what it holds and has served:
+list shows every inbox in ID order (or --limit N of them, from the one after --after ID): its ID, name, status,
+creation time and limits; a listing cut short by --limit ends by saying where the next begins. show adds what it holds and has served:
 accounts, chats, messages, storage and requests.
 suspend refuses every request to the inbox (403) and lets go of its networks and live connections; its data is
 kept. resume serves it again.
@@ -151,7 +152,8 @@ delete deletes the inbox's storage (accounts, chats, messages, tokens) and its a
 --yes it only says what it would delete.
   --url URL          the Worker's origin, e.g. https://inboxd.example.net (env INBOXD_OPERATOR_URL): https,
                      or http only to a loopback address (wrangler dev)
-  --json             print the API's JSON answer as it came, instead of text
+  --json             print the API's JSON answer as it came, instead of text (list: its pages joined, as
+                     {items, hasMore, nextAfter})
   --name NAME        (create) a name for the inbox, shown by list and show
   --max-accounts N   (create, limits) how many accounts the inbox may hold: a login past it is refused
   --max-storage-bytes N
@@ -344,6 +346,8 @@ export async function main(argv: string[]): Promise<number> {
           "max-accounts": { type: "string" },
           "max-storage-bytes": { type: "string" },
           "requests-per-second": { type: "string" },
+          limit: { type: "string" },
+          after: { type: "string" },
           yes: { type: "boolean" },
           off: { type: "boolean" },
           // Only to refuse it with the reason (inbox-command.ts): the token is read from the environment.

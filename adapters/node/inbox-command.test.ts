@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWorkerd, type WorkerdServer } from "../../test/harness/workerd.ts";
-import { type InboxFlags, runInbox } from "./inbox-command.ts";
+import { type InboxFlags, listInboxes, runInbox } from "./inbox-command.ts";
 import { UsageError } from "./usage-error.ts";
 
 // `inboxd inbox …` as an operator runs it: the real CLI in a child process against a real Worker in workerd that
@@ -124,6 +124,34 @@ describe("inboxd inbox", () => {
     expect(JSON.parse(json.stdout)).toEqual((await admin("GET", "")).body);
   });
 
+  it("list reads the inboxes page by page in ID order; --limit stops short and says where the rest begins, --after goes on from there", async () => {
+    for (const id of ["cli-page-a", "cli-page-b", "cli-page-c"]) await admin("POST", "", { id });
+    const all = (await inbox(["list", "--json"])).stdout;
+    const ids = (JSON.parse(all) as { items: { id: string }[] }).items.map((i) => i.id);
+    expect(ids).toEqual([...ids].sort());
+    expect(ids).toEqual(expect.arrayContaining(["cli-page-a", "cli-page-b", "cli-page-c"]));
+    // The same inboxes when every page holds one, read through the admin API as the command reads it.
+    const api = async <T>(method: string, path: string) => {
+      const res = await fetch(server.url + path, { method, headers: { authorization: `Bearer ${OPERATOR}` } });
+      const text = await res.text();
+      return { body: JSON.parse(text) as T, text };
+    };
+    const paged = await listInboxes(api, { pageSize: 1 });
+    expect(paged).toEqual({ items: JSON.parse(all).items, hasMore: false });
+
+    const first = await inbox(["list", "--after", "cli-page-a", "--limit", "1"]);
+    expect(first.code).toBe(0);
+    const rows = first.stdout.trim().split("\n");
+    expect(rows).toHaveLength(2);
+    expect(rows[1]).toMatch(/^cli-page-b\s/);
+    expect(first.stderr).toContain("more inboxes follow: inboxd inbox list --after cli-page-b");
+    const rest = JSON.parse((await inbox(["list", "--after", "cli-page-b", "--json"])).stdout);
+    expect(rest.items.map((i: { id: string }) => i.id)).toEqual(ids.slice(ids.indexOf("cli-page-b") + 1));
+    expect(rest.hasMore).toBe(false);
+    const last = ids[ids.length - 1];
+    expect((await inbox(["list", "--after", last])).stdout.trim()).toBe(`no inboxes after ${last}`);
+  });
+
   it("sign-in-link prints a new one-time link", async () => {
     await admin("POST", "", { id: "cli-relink" });
     const asked = await inbox(["sign-in-link", "cli-relink"]);
@@ -233,7 +261,7 @@ describe("inboxd inbox", () => {
     expect(noToken.code).toBe(2);
     expect(noToken.stderr).toContain("inboxd: set INBOXD_OPERATOR_TOKEN to the Worker's operator token");
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toContain(`could not reach http://127.0.0.1:${port} (GET /admin/v1/inboxes)`);
+    expect(unreachable.stderr).toContain(`could not reach http://127.0.0.1:${port} (GET /admin/v1/inboxes?limit=1000)`);
   });
 
   // Refused before anything is sent (cli.ts makes a UsageError exit 2, as the child processes above show).
@@ -249,6 +277,9 @@ describe("inboxd inbox", () => {
     expect(await refusal(["show", "a", "b"])).toBe('inbox show takes one inbox ID, got "a" "b"');
     expect(await refusal(["show", "Not_An_ID"])).toContain("1–32 lower-case letters");
     expect(await refusal(["list"], { yes: true })).toBe("--yes is for inbox delete, not inbox list");
+    expect(await refusal(["show", "x"], { after: "a" })).toBe("--after is for inbox list, not inbox show");
+    expect(await refusal(["list"], { limit: "0" })).toContain("--limit is how many inboxes to list");
+    expect(await refusal(["list"], { after: "Not_An_ID" })).toContain("--after takes an inbox ID");
     expect(await refusal(["show", "x"], { name: "n" })).toBe("--name is for inbox create, not inbox show");
     expect(await refusal(["limits", "x"], { "max-accounts": "-1" })).toBe(
       "--max-accounts must be a whole number ≥ 0, or none, got -1",

@@ -14,6 +14,8 @@ export interface InboxFlags {
   "requests-per-second"?: string;
   yes?: boolean;
   off?: boolean;
+  limit?: string;
+  after?: string;
   /** Accepted by the parser only to be refused with the reason: the token comes from the environment. */
   token?: string;
 }
@@ -37,6 +39,8 @@ const FLAG_ACTIONS: Record<string, Action[]> = {
   "requests-per-second": ["create", "limits"],
   yes: ["delete"],
   off: ["relay"],
+  limit: ["list"],
+  after: ["list"],
 };
 
 /** How long one request to the Worker may take before the command gives up. */
@@ -45,6 +49,11 @@ const TIMEOUT_MS = 60_000;
 const BASE = "/admin/v1/inboxes";
 
 type Answer<T> = { body: T; text: string };
+type Api = <T>(method: string, path: string, body?: unknown) => Promise<Answer<T>>;
+/** The admin API's list answer: one page, in ID order. */
+type Page = { items: InboxRecord[]; hasMore: boolean; nextAfter?: string };
+/** The most the admin API answers in one page. */
+const PAGE_MOST = 1000;
 type Link = { url: string; expiresAt: string };
 
 /** The Worker refused, or could not be reached: exit 1 with what happened (never the token). */
@@ -80,6 +89,7 @@ export async function runInbox(
   if (id !== undefined && !INBOX_ID_PATTERN.test(id))
     throw new UsageError(`an inbox ID is 1–32 lower-case letters, digits or inner hyphens, got ${JSON.stringify(id)}`);
   const limits = parseLimits(values);
+  const slice = parseSlice(values);
   const api = connect(values, env);
   const print = (answer: Answer<unknown>, readable: () => void) => {
     if (values.json) console.log(answer.text);
@@ -104,16 +114,16 @@ export async function runInbox(
         return 0;
       }
       case "list": {
-        const answer = await api<{ items: InboxRecord[] }>("GET", BASE);
-        print(answer, () => {
-          const items = answer.body.items;
-          if (items.length === 0) console.log("no inboxes");
-          else
-            printTable(
-              ["ID", "NAME", "STATUS", "CREATED", "LIMITS"],
-              items.map((r) => [r.id, r.name || "-", r.status, r.createdAt, shortLimits(r.limits)]),
-            );
-        });
+        const listed = await listInboxes(api, slice);
+        if (values.json) console.log(JSON.stringify(listed));
+        else if (listed.items.length === 0) console.log(slice.after ? `no inboxes after ${slice.after}` : "no inboxes");
+        else
+          printTable(
+            ["ID", "NAME", "STATUS", "CREATED", "LIMITS"],
+            listed.items.map((r) => [r.id, r.name || "-", r.status, r.createdAt, shortLimits(r.limits)]),
+          );
+        if (!values.json && listed.nextAfter)
+          console.error(`more inboxes follow: inboxd inbox list --after ${listed.nextAfter}`);
         return 0;
       }
       case "show": {
@@ -197,6 +207,51 @@ export async function runInbox(
 }
 
 const isAction = (name: string | undefined): name is Action => ACTIONS.includes(name as Action);
+
+/**
+ * The inboxes after `after` (from the first), at most `limit` of them (all by default), read page by page as the
+ * admin API answers them; `nextAfter` says where the rest begins when `limit` stopped short of them.
+ */
+export async function listInboxes(
+  api: Api,
+  {
+    limit = Number.POSITIVE_INFINITY,
+    after,
+    pageSize = PAGE_MOST,
+  }: { limit?: number; after?: string; pageSize?: number },
+): Promise<Page> {
+  const items: InboxRecord[] = [];
+  let cursor = after;
+  for (;;) {
+    const want = Math.min(pageSize, limit - items.length);
+    const query = new URLSearchParams({ limit: String(want), ...(cursor ? { after: cursor } : {}) });
+    const page = (await api<Page>("GET", `${BASE}?${query}`)).body;
+    items.push(...page.items);
+    if (!page.hasMore || !page.nextAfter) return { items, hasMore: false };
+    cursor = page.nextAfter;
+    if (items.length >= limit) return { items, hasMore: true, nextAfter: cursor };
+  }
+}
+
+/** `list --limit N --after ID`, checked. */
+function parseSlice(values: InboxFlags): { limit?: number; after?: string } {
+  const slice: { limit?: number; after?: string } = {};
+  if (values.limit !== undefined) {
+    if (!/^\d{1,9}$/.test(values.limit) || Number(values.limit) < 1)
+      throw new UsageError(
+        `--limit is how many inboxes to list, a whole number from 1, got ${JSON.stringify(values.limit)}`,
+      );
+    slice.limit = Number(values.limit);
+  }
+  if (values.after !== undefined) {
+    if (!INBOX_ID_PATTERN.test(values.after))
+      throw new UsageError(
+        `--after takes an inbox ID (list from the inbox after it), got ${JSON.stringify(values.after)}`,
+      );
+    slice.after = values.after;
+  }
+  return slice;
+}
 
 /**
  * Where the Worker is and what proves the operator: --url (or INBOXD_OPERATOR_URL) and INBOXD_OPERATOR_TOKEN. The

@@ -47,6 +47,21 @@ const UpdateBody = v.strictObject({
   limits: v.optional(Limits),
 });
 
+/** `GET /admin/v1/inboxes`: a page of inboxes in ID order, after the ID `after` (the last page's `nextAfter`). */
+const ListQuery = v.strictObject({
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,4}$/, "a whole number from 1 to 1000"),
+      v.transform(Number),
+      v.minValue(1, "a whole number from 1 to 1000"),
+      v.maxValue(1000, "a whole number from 1 to 1000"),
+    ),
+    "100",
+  ),
+  after: v.optional(v.pipe(v.string(), v.regex(INBOX_ID_PATTERN, "an inbox ID (the last page's nextAfter)"))),
+});
+
 const PREFIX = "inbox:";
 const BASE = "/admin/v1/inboxes";
 
@@ -131,7 +146,7 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
       );
     const [, id, sub] = match;
     if (id === undefined) {
-      if (method === "GET") return { items: await this.list() };
+      if (method === "GET") return this.list(query(url, ListQuery));
       if (method === "POST") throw new Answer(201, await this.create(url, await body(request, CreateBody)));
     } else if (sub === "sign-in-links") {
       if (method === "POST") {
@@ -151,8 +166,16 @@ export class RegistryObject extends DurableObject<RegistryEnv> {
     throw new ApiError(405, "METHOD_NOT_ALLOWED", `${method} is not answered at ${url.pathname}`);
   }
 
-  private async list() {
-    return [...(await this.ctx.storage.list<InboxRecord>({ prefix: PREFIX })).values()].map(present);
+  /** One page: a deployment of 10,000 inboxes is not read, nor answered, in one piece. */
+  private async list({ limit, after }: v.InferOutput<typeof ListQuery>) {
+    const found = await this.ctx.storage.list<InboxRecord>({
+      prefix: PREFIX,
+      ...(after === undefined ? {} : { startAfter: PREFIX + after }),
+      limit: limit + 1,
+    });
+    const items = [...found.values()].slice(0, limit).map(present);
+    const hasMore = found.size > limit;
+    return { items, hasMore, ...(hasMore ? { nextAfter: items[items.length - 1].id } : {}) };
   }
 
   private async require(id: string): Promise<InboxRecord> {
@@ -264,6 +287,11 @@ class Answer {
   ) {}
 }
 
+/** The URL's query, checked like a body: an unknown parameter or a bad value is a 400 naming it. */
+function query<T extends v.GenericSchema>(url: URL, schema: T): v.InferOutput<T> {
+  return checked(Object.fromEntries(url.searchParams), schema, "query");
+}
+
 async function body<T extends v.GenericSchema>(request: Request, schema: T): Promise<v.InferOutput<T>> {
   let json: unknown;
   try {
@@ -272,16 +300,20 @@ async function body<T extends v.GenericSchema>(request: Request, schema: T): Pro
   } catch {
     throw badRequest("the body must be JSON", [{ code: "invalid_json", message: "not JSON", path: ["body"] }]);
   }
-  const parsed = v.safeParse(schema, json);
+  return checked(json, schema, "body");
+}
+
+function checked<T extends v.GenericSchema>(input: unknown, schema: T, where: "body" | "query"): v.InferOutput<T> {
+  const parsed = v.safeParse(schema, input);
   if (!parsed.success)
     throw badRequest(
       parsed.issues
-        .map((i) => `${["body", ...(i.path ?? []).map((p) => String(p.key))].join(".")}: ${i.message}`)
+        .map((i) => `${[where, ...(i.path ?? []).map((p) => String(p.key))].join(".")}: ${i.message}`)
         .join("; "),
       parsed.issues.map((i) => ({
         code: "invalid_value",
         message: i.message,
-        path: ["body", ...(i.path ?? []).map((p) => String(p.key))],
+        path: [where, ...(i.path ?? []).map((p) => String(p.key))],
       })),
     );
   return parsed.output;

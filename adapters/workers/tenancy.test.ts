@@ -66,6 +66,32 @@ describe("many inboxes in one Worker", () => {
     expect(list.items.map((i) => i.id).sort()).toEqual(["alice", "bob"]);
   });
 
+  it("lists inboxes a page at a time, in ID order, and refuses a bad page", async () => {
+    const page = async (query: string) => {
+      const res = await admin(`/inboxes${query}`);
+      expect(res.status).toBe(200);
+      return (await res.json()) as { items: { id: string }[]; hasMore: boolean; nextAfter?: string };
+    };
+    const first = await page("?limit=1");
+    expect(first).toMatchObject({ items: [{ id: "alice" }], hasMore: true, nextAfter: "alice" });
+    const second = await page(`?limit=1&after=${first.nextAfter}`);
+    expect(second.items.map((i) => i.id)).toEqual(["bob"]);
+    expect(second.hasMore).toBe(false);
+    expect(second.nextAfter).toBeUndefined();
+    expect((await page("?after=bob")).items).toEqual([]);
+    for (const [query, where] of [
+      ["?limit=0", "query.limit"],
+      ["?limit=1001", "query.limit"],
+      ["?limit=ten", "query.limit"],
+      ["?after=Not_An_ID", "query.after"],
+      ["?cursor=alice", "query.cursor"],
+    ]) {
+      const refused = await admin(`/inboxes${query}`);
+      expect(refused.status, query).toBe(400);
+      expect(await refused.text(), query).toContain(where);
+    }
+  });
+
   it("refuses a bad inbox ID, a taken one, and unknown fields, saying where", async () => {
     const bad = await admin("/inboxes", { json: { id: "Not An ID" } });
     expect(bad.status).toBe(400);
