@@ -81,6 +81,12 @@ export function eventRoutes(api: Api, hub: EventHub) {
         throw badRequest("Last-Event-ID must be an eventID", [
           { code: "invalid_format", message: "expected a non-negative integer", path: ["header", "last-event-id"] },
         ]);
+      // /v1/ws and webhook replay say `since`; here it would be ignored, and the stream would start from now
+      // without a word, so the name that works is given instead.
+      if (new URL(request.url).searchParams.has("since"))
+        throw badRequest("GET /v1/events continues after an eventID with `after` (or Last-Event-ID), not `since`", [
+          { code: "unrecognized_keys", message: "use after=<eventID>", path: ["query", "since"] },
+        ]);
       const after = lastEventID !== null ? Number(lastEventID) : query.after;
       if (request.headers.get("accept")?.includes("text/event-stream"))
         return eventStream(hub, { after, chatIDs: query.chatIDs }, { signal: request.signal });

@@ -192,6 +192,10 @@ export function resumeSuite(name: string, start: StartResume) {
       expect(empty.items).toEqual([]);
       expect((await api.raw("GET", "/v1/events?after=soon")).status).toBe(400);
       expect((await api.raw("GET", "/v1/events?wait=600")).status).toBe(400);
+      // /v1/ws's name for the cursor is refused with the one that works, not ignored (a stream from now).
+      const since = await api.raw("GET", "/v1/events?since=0");
+      expect(since.status).toBe(400);
+      expect(since.text).toContain("with `after`");
     });
 
     it("GET /v1/events as Server-Sent Events resumes from Last-Event-ID and then streams live events", async () => {
