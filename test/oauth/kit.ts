@@ -178,16 +178,21 @@ export async function exchange(browser: Browser, fields: Record<string, string>)
 }
 
 /**
- * An app registered and approved in a browser that is signed in already (from a sign-in link): its client ID and
- * its read+write access and refresh tokens.
+ * An app registered and approved in `browser`, which is signed in already (from a sign-in link) or signs in with
+ * `signIn` (an admin token) when the consent page asks: its client ID and its access and refresh tokens, granted
+ * the scope it asked for.
  */
-export async function approvedApp(browser: Browser, name = "Test App", scope = "read write") {
-  const redirectURI = "http://127.0.0.1/callback";
+export async function approvedApp(
+  browser: Browser,
+  name = "Test App",
+  scope = "read write",
+  { signIn = "", redirectURI = "http://127.0.0.1/callback" }: { signIn?: string; redirectURI?: string } = {},
+) {
   const client = await register(browser, [redirectURI], name);
   const { verifier, challenge } = await pkce();
   const back = await approve(
     browser,
-    { url: browser.base, admin: "", stop: async () => {} },
+    { url: browser.base, admin: signIn, stop: async () => {} },
     { clientID: client.client_id, redirectURI, challenge, scope },
   );
   const answer = await exchange(browser, {
@@ -197,7 +202,8 @@ export async function approvedApp(browser: Browser, name = "Test App", scope = "
     client_id: client.client_id,
     redirect_uri: redirectURI,
   });
-  if (answer.status !== 200) throw new Error(`token → ${answer.status}: ${answer.text}`);
+  if (answer.status !== 200 || answer.json?.scope !== scope)
+    throw new Error(`token → ${answer.status}: ${answer.text}`);
   return {
     clientID: client.client_id,
     token: answer.json.access_token as string,

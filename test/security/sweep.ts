@@ -39,7 +39,7 @@ import type { Operation } from "../../src/http/route-kit.ts";
 import { parseQuery, validate } from "../../src/http/validate.ts";
 import { enc, randomToken, sleep } from "../kit/common.ts";
 import { connect, refusal, type ConnectOptions } from "../events/kit.ts";
-import { approve, Browser, exchange, pkce, register } from "../oauth/kit.ts";
+import { approvedApp, Browser } from "../oauth/kit.ts";
 
 /** Fewer operations than this means the route table was not read (a broken import), not that the app shrank. */
 export const MIN_OPERATIONS = 70;
@@ -395,25 +395,11 @@ export async function authorizeApp(
   rw: string,
   name: string,
 ): Promise<{ clientID: string; token: string }> {
-  const browser = new Browser(url);
-  const redirectURI = "http://127.0.0.1:9/sweep-callback";
-  const client = await register(browser, [redirectURI], name);
-  const { verifier, challenge } = await pkce();
-  const back = await approve(
-    browser,
-    { url, admin: rw, stop: async () => undefined },
-    { clientID: client.client_id, redirectURI, challenge },
-  );
-  const tokens = await exchange(browser, {
-    grant_type: "authorization_code",
-    code: back.searchParams.get("code") ?? "",
-    code_verifier: verifier,
-    client_id: client.client_id,
-    redirect_uri: redirectURI,
+  const { clientID, token } = await approvedApp(new Browser(url), name, "read write", {
+    signIn: rw,
+    redirectURI: "http://127.0.0.1:9/sweep-callback",
   });
-  if (tokens.status !== 200 || tokens.json?.scope !== "read write")
-    throw new Error(`setup: the OAuth code exchange → ${tokens.status}: ${tokens.text}`);
-  return { clientID: client.client_id, token: tokens.json.access_token as string };
+  return { clientID, token };
 }
 
 /**
