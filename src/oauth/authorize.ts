@@ -159,7 +159,12 @@ export function safeNext(next: string | null): string {
   return next?.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
 }
 
-/** Signs the owner in with a one-time code, or with a read+write token made by the CLI or set as the Worker's secret. */
+/**
+ * Signs the owner in with a one-time code, or with a read+write token made by the CLI or set as the Worker's secret.
+ * `via`: a token counts only from the sign-in page's form (which takes posts from this origin only), never from a
+ * link: a link puts it in browser history and server logs, and anyone holding a token could send a link that signs
+ * another person's browser in to the token's inbox (in a deployment of many, their own).
+ */
 export async function signIn(
   store: OAuthStore,
   storage: Storage,
@@ -167,11 +172,18 @@ export async function signIn(
   url: URL,
   code: string,
   next: string,
+  via: "link" | "form",
 ): Promise<Response> {
   let ok = await store.useSignIn(code);
   if (!ok) {
     const token = await verifyToken(storage, code);
     ok = token !== undefined && token.clientID === undefined && token.scopes.includes("write");
+    if (ok && via === "link")
+      return signInPage(
+        next,
+        "A token signs in only when pasted here, never from a link (links land in browser history and logs).",
+        401,
+      );
   }
   if (!ok) return signInPage(next, "That code is not valid (each code works once, for 10 minutes).", 401);
   const session = await store.createSession(SESSION_TTL_MS);

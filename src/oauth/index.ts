@@ -227,7 +227,9 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
       ({ rc, req }) => {
         const code = rc.url.searchParams.get("code");
         const next = safeNext(rc.url.searchParams.get("next"));
-        return code ? signIn(store, options.storage, req as unknown as Request, rc.url, code, next) : signInPage(next);
+        return code
+          ? signIn(store, options.storage, req as unknown as Request, rc.url, code, next, "link")
+          : signInPage(next);
       },
     )
     .add(
@@ -253,6 +255,7 @@ export function oauthRoutes(api: Api, options: OAuthOptions) {
           rc.url,
           fields.get("code") ?? "",
           safeNext(fields.get("next")),
+          "form",
         );
       },
     )

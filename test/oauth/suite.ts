@@ -475,6 +475,16 @@ export function oauthSuite(name: string, start: () => Promise<Server>) {
         expect(back.searchParams.get("code")).toBeNull();
       });
 
+      it("signs in with a token only from the sign-in page's form, never from a link", async () => {
+        const link = await new Browser(server.url).request(`/oauth/login?code=${encodeURIComponent(server.admin)}`);
+        expect(link.status).toBe(401);
+        expect(link.headers.get("set-cookie")).toBeNull();
+        expect(link.text).toContain("never from a link");
+        const form = await new Browser(server.url).request("/oauth/login", { form: { code: server.admin } });
+        expect(form.status).toBe(303);
+        expect(form.headers.get("set-cookie")).toContain("inboxd_session=");
+      });
+
       it("does not sign in through a link whose next is another site", async () => {
         const r = await new Browser(server.url).request("/oauth/login", {
           form: { code: server.admin, next: "//evil.example/x" },
