@@ -20,9 +20,12 @@ export const isInboxID = (id: string) => INBOX_ID_PATTERN.test(id);
 /** The kind of secret (`inbx`, `inbr`, `code`, `signin`, `session`), the inbox ID, then the random part. */
 const TAGGED = /^([a-z]+)_([a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?)\.([A-Za-z0-9_-]{16,})$/;
 
+/** The inbox a tagged secret names; undefined for a secret without a tag (a single device's). */
+export const namedInbox = (secret: string): string | undefined => TAGGED.exec(secret)?.[2];
+
 /** The inbox a secret belongs to: the one it names, or "device" for a secret without a tag. */
 export function inboxOf(secret: string): string {
-  return TAGGED.exec(secret)?.[2] ?? DEVICE_INBOX;
+  return namedInbox(secret) ?? DEVICE_INBOX;
 }
 
 /** What tells a token apart in lists: its first 9 characters, or for a tagged one its tag and 4 more. */

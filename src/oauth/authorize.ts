@@ -187,9 +187,13 @@ export async function signIn(
   }
   if (!ok) return signInPage(next, "That code is not valid (each code works once, for 10 minutes).", 401);
   const session = await store.createSession(SESSION_TTL_MS);
+  // Where a deployment holds many inboxes, the web inbox is told which one this browser now speaks for: it may hold
+  // an app token of another inbox, from an earlier sign-in on the same origin (web/src/main.tsx).
+  const to = safeNext(next);
+  const location = store.inbox && to === "/" ? `/?${new URLSearchParams({ "signed-in": store.inbox })}` : to;
   return new Response(null, {
     status: 303,
-    headers: { location: safeNext(next), "set-cookie": sessionCookie(session.id, url), "cache-control": "no-store" },
+    headers: { location, "set-cookie": sessionCookie(session.id, url), "cache-control": "no-store" },
   });
 }
 

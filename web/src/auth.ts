@@ -5,6 +5,8 @@
  * sees it.
  */
 
+import { inboxOf, namedInbox } from "../../src/tenancy.ts";
+
 const AUTH_KEY = "inboxd:auth";
 const PENDING_KEY = "inboxd:pending-sign-in";
 const CLIENT_NAME = "inboxd web inbox";
@@ -24,6 +26,12 @@ export function loadCredentials(): Credentials | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The inbox the page's token names, in a deployment of many inboxes (src/tenancy.ts); undefined on a single one. */
+export function signedInInbox(): string | undefined {
+  const held = loadCredentials();
+  return held ? namedInbox(held.accessToken) : undefined;
 }
 
 const saveCredentials = (credentials: Credentials) => localStorage.setItem(AUTH_KEY, JSON.stringify(credentials));
@@ -165,4 +173,22 @@ export async function signOut(): Promise<void> {
   forgetCredentials();
   const token = current?.refreshToken ?? current?.accessToken;
   if (token) await post("/oauth/revoke", new URLSearchParams({ token })).catch(() => undefined);
+}
+
+/**
+ * A sign-in link's landing where a deployment holds many inboxes (`/?signed-in=<inbox>`): the browser's session now
+ * speaks for that inbox. Takes the parameter out of the address, and ends a grant the page holds for another inbox
+ * (an earlier sign-in on this origin) so that the page is approved anew, for this one. Answers the inbox, or
+ * undefined.
+ */
+export async function arrivedFromSignIn(): Promise<string | undefined> {
+  const params = new URLSearchParams(location.search);
+  const inbox = params.get("signed-in");
+  if (inbox === null) return undefined;
+  params.delete("signed-in");
+  const rest = params.toString();
+  history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
+  const held = loadCredentials();
+  if (held && inboxOf(held.accessToken) !== inbox) await signOut();
+  return inbox;
 }

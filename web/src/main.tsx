@@ -1,20 +1,24 @@
 import { render } from "preact";
 import "./styles.css";
 import { setSignedOutHandler } from "./api.ts";
-import { finishSignIn, forgetCredentials, loadCredentials } from "./auth.ts";
+import { arrivedFromSignIn, finishSignIn, forgetCredentials, loadCredentials, startSignIn } from "./auth.ts";
 import { App } from "./components/App.tsx";
 import { SignIn } from "./components/SignIn.tsx";
 import { stopLive } from "./live.ts";
 
 /**
  * Boot: a return from the consent page is finished first (code → tokens); with credentials the inbox renders,
- * without them the sign-in screen, which starts the OAuth flow.
+ * without them the sign-in screen, which starts the OAuth flow. A sign-in link's landing in a deployment of many
+ * inboxes goes straight on to the consent page, unless the page holds a token of that inbox already.
  */
 async function boot() {
   const root = document.getElementById("app")!;
   let error: string | undefined;
+  let arrived: string | undefined;
   try {
+    arrived = await arrivedFromSignIn();
     error = (await finishSignIn())?.error;
+    if (arrived && !loadCredentials()) return await startSignIn();
   } catch (failure) {
     error = failure instanceof Error ? failure.message : String(failure);
   }

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { get, type Account } from "../api.ts";
-import { signOut } from "../auth.ts";
+import { signedInInbox, signOut } from "../auth.ts";
 import { keepFocusDraft, onLive, onLiveStatus, startLive, stopLive, connected as liveConnected } from "../live.ts";
 import { chatHref, navigate, useRoute } from "../router.ts";
 import { Accounts } from "./Accounts.tsx";
@@ -46,6 +46,12 @@ export function App({ onSignOut }: { onSignOut: () => void }) {
     };
   }, []);
 
+  // Where a deployment holds many inboxes, which one this is: in the rail and the tab's title.
+  const inbox = signedInInbox();
+  useEffect(() => {
+    if (inbox) document.title = `${inbox} · inboxd`;
+  }, [inbox]);
+
   const session: Session = { accounts, reloadAccounts };
   const link = (href: string, label: string, active: boolean) => (
     <a href={href} aria-current={active ? "page" : undefined}>
@@ -58,6 +64,11 @@ export function App({ onSignOut }: { onSignOut: () => void }) {
         <span class="brand" aria-hidden="true">
           inboxd
         </span>
+        {inbox && (
+          <span class="inbox-name" role="note" aria-label={`Inbox ${inbox}`} title="The inbox this page shows">
+            inbox <strong>{inbox}</strong>
+          </span>
+        )}
         {link("#/", "Inbox", route.view === "inbox")}
         {link("#/accounts", "Accounts", route.view === "accounts")}
         {link("#/settings", "Settings", route.view === "settings")}
