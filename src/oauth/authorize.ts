@@ -155,8 +155,15 @@ export function cookie(request: Request, name: string): string | undefined {
 }
 
 /** Only a path on this server: never an absolute or protocol-relative URL (an open redirect). Default: the web inbox. */
+/**
+ * Where to go after signing in: a path of this origin, or "/". Read as a browser reads it (which drops tabs and
+ * newlines and takes "\\" for "/"), so that "/\t/evil.example" cannot slip past as a path and land elsewhere.
+ */
 export function safeNext(next: string | null): string {
-  return next?.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
+  if (!next?.startsWith("/")) return "/";
+  const here = "http://next.invalid";
+  const parsed = new URL(next, here);
+  return parsed.origin === here ? parsed.pathname + parsed.search + parsed.hash : "/";
 }
 
 /**

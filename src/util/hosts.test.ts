@@ -24,6 +24,22 @@ describe("hosts", () => {
       expect(isPrivateHost(host), host).toBe(false);
   });
 
+  it("reads an address as a URL's hostname gives it (IPv4 mapped into IPv6 comes out in hex)", () => {
+    const hostname = (url: string) => new URL(url).hostname;
+    for (const url of [
+      "http://[::ffff:10.0.0.1]/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://[::ffff:169.254.169.254]/latest",
+      "http://[::ffff:192.168.0.1]:8080/",
+      "http://[0:0:0:0:0:ffff:ac10:1]/",
+      "http://0x7f.1/",
+      "http://2130706433/",
+    ])
+      expect(isPrivateHost(hostname(url)), `${url} → ${hostname(url)}`).toBe(true);
+    for (const url of ["http://[::ffff:8.8.8.8]/", "http://[::ffff:ac20:1]/", "https://example.org/"])
+      expect(isPrivateHost(hostname(url)), `${url} → ${hostname(url)}`).toBe(false);
+  });
+
   it("tells loopback names and addresses from the rest", () => {
     for (const host of ["localhost", "LOCALHOST", "app.localhost", "127.0.0.1", "127.255.0.9", "[::1]"])
       expect(isLoopbackHost(host), host).toBe(true);

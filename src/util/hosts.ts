@@ -8,9 +8,9 @@ export function isPrivateHost(hostname: string): boolean {
   if (isLoopbackHost(hostname)) return true;
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
   if (host === "0.0.0.0" || host === "::" || host === "::1") return true;
-  const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host.replace(/^::ffff:/, ""));
+  const v4 = firstOctets(host);
   if (v4) {
-    const [a, b] = [Number(v4[1]), Number(v4[2])];
+    const [a, b] = v4;
     return (
       a === 127 ||
       a === 10 ||
@@ -22,4 +22,17 @@ export function isPrivateHost(hostname: string): boolean {
     );
   }
   return /^(fc|fd|fe8|fe9|fea|feb)/.test(host) && host.includes(":");
+}
+
+/**
+ * The first two octets of an IPv4 address, also one mapped into IPv6 — written dotted (`::ffff:10.0.0.1`) or as
+ * the URL parser writes it (`[::ffff:10.0.0.1]` becomes `[::ffff:a00:1]`); undefined for anything else.
+ */
+function firstOctets(host: string): [number, number] | undefined {
+  const dotted = /^(?:::ffff:)?(\d+)\.(\d+)\.\d+\.\d+$/.exec(host);
+  if (dotted) return [Number(dotted[1]), Number(dotted[2])];
+  const mapped = /^::ffff:([0-9a-f]{1,4}):[0-9a-f]{1,4}$/.exec(host);
+  if (!mapped) return undefined;
+  const high = Number.parseInt(mapped[1], 16);
+  return [high >> 8, high & 0xff];
 }
