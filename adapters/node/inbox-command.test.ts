@@ -138,6 +138,9 @@ describe("inboxd inbox", () => {
     };
     const paged = await listInboxes(api, { pageSize: 1 });
     expect(paged).toEqual({ items: JSON.parse(all).items, hasMore: false });
+    // A limit reached across pages: two inboxes from pages of one, and where the rest begins.
+    const two = await listInboxes(api, { pageSize: 1, limit: 2 });
+    expect(two).toEqual({ items: JSON.parse(all).items.slice(0, 2), hasMore: true, nextAfter: ids[1] });
 
     const first = await inbox(["list", "--after", "cli-page-a", "--limit", "1"]);
     expect(first.code).toBe(0);

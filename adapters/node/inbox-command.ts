@@ -226,8 +226,17 @@ export async function listInboxes(
     const want = Math.min(pageSize, limit - items.length);
     const query = new URLSearchParams({ limit: String(want), ...(cursor ? { after: cursor } : {}) });
     const page = (await api<Page>("GET", `${BASE}?${query}`)).body;
-    items.push(...page.items);
-    if (!page.hasMore || !page.nextAfter) return { items, hasMore: false };
+    if (typeof page.hasMore !== "boolean" || !Array.isArray(page.items))
+      throw new Failure(
+        "the Worker answered the list without pages (no hasMore): it runs an older inboxd, so deploy this version to it",
+      );
+    items.push(...page.items.slice(0, want));
+    if (!page.hasMore) return { items, hasMore: false };
+    // IDs come in order: a page that does not move past the last one would be read again and again.
+    if (!page.nextAfter || (cursor !== undefined && page.nextAfter <= cursor))
+      throw new Failure(
+        `the Worker's list did not move on after ${cursor ?? "the start"} (nextAfter ${page.nextAfter})`,
+      );
     cursor = page.nextAfter;
     if (items.length >= limit) return { items, hasMore: true, nextAfter: cursor };
   }

@@ -289,6 +289,11 @@ class Answer {
 
 /** The URL's query, checked like a body: an unknown parameter or a bad value is a 400 naming it. */
 function query<T extends v.GenericSchema>(url: URL, schema: T): v.InferOutput<T> {
+  for (const name of new Set(url.searchParams.keys()))
+    if (url.searchParams.getAll(name).length > 1)
+      throw badRequest(`query.${name}: given more than once`, [
+        { code: "invalid_value", message: "given more than once", path: ["query", name] },
+      ]);
   return checked(Object.fromEntries(url.searchParams), schema, "query");
 }
 

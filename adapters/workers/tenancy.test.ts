@@ -85,6 +85,7 @@ describe("many inboxes in one Worker", () => {
       ["?limit=ten", "query.limit"],
       ["?after=Not_An_ID", "query.after"],
       ["?cursor=alice", "query.cursor"],
+      ["?limit=0&limit=5", "query.limit"],
     ]) {
       const refused = await admin(`/inboxes${query}`);
       expect(refused.status, query).toBe(400);
