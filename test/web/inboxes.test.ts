@@ -87,7 +87,7 @@ describe("the web inbox where a deployment holds many inboxes", () => {
   it("a sign-in link leads to the consent page for its inbox, then to the web inbox, which names the inbox", async () => {
     await signInAndApprove("alice");
     expect(page.url()).toBe(`${worker.url}/`); // the landing's parameter, the code and the state left the address
-    expect(await page.title()).toBe("alice · inboxd");
+    await expect.poll(() => page.title()).toBe("alice · inboxd");
     const { shown, held } = await shownAndHeld("alice");
     expect(shown).toEqual(held);
     await page.screenshot({ path: shot("web-inbox-many.png") });
@@ -99,7 +99,7 @@ describe("the web inbox where a deployment holds many inboxes", () => {
     );
     expect(before.accessToken).toMatch(/^inbx_alice\./);
     await signInAndApprove("bob");
-    expect(await page.title()).toBe("bob · inboxd");
+    await expect.poll(() => page.title()).toBe("bob · inboxd");
     const { shown, held } = await shownAndHeld("bob");
     expect(shown).toEqual(held);
     expect(shown).not.toEqual((await shownAndHeld("alice")).held);
@@ -113,6 +113,31 @@ describe("the web inbox where a deployment holds many inboxes", () => {
     // And alice's own token still works: only the page's grant went.
     const alice = new BeeperDesktop({ baseURL: worker.url, accessToken: tokens.alice, maxRetries: 0, logLevel: "off" });
     expect((await alice.accounts.list()).length).toBeGreaterThan(0);
+  });
+
+  it("an address that claims a sign-in (anyone can write one) changes nothing while the page holds that inbox's grant", async () => {
+    const held = () => page.evaluate(() => localStorage.getItem("inboxd:auth"));
+    const before = await held();
+    for (const claim of ["bob", "Not_An_Inbox"]) {
+      await page.goto(`${worker.url}/?signed-in=${claim}`);
+      await page.getByRole("note", { name: "Inbox bob" }).waitFor();
+      expect(page.url()).toBe(`${worker.url}/`);
+      expect(await held()).toBe(before);
+    }
+    // Another inbox's name only leads to the consent page, where the person may say no: the grant is kept then.
+    await page.goto(`${worker.url}/?signed-in=alice`);
+    await page.waitForURL(/\/oauth\/authorize\?/);
+    await page.getByRole("button", { name: "Deny" }).click();
+    await page.getByText("Access was denied on the consent page.").waitFor();
+    expect(await held()).toBe(before);
+  });
+
+  it("signing out ends the grant and gives the tab its plain title back", async () => {
+    await page.goto(`${worker.url}/`);
+    await page.getByRole("note", { name: "Inbox bob" }).waitFor();
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    await expect.poll(() => page.title()).toBe("inboxd");
   });
 
   it("raised no page errors", () => {

@@ -5,7 +5,7 @@
  * sees it.
  */
 
-import { inboxOf, namedInbox } from "../../src/tenancy.ts";
+import { inboxOf, isInboxID, namedInbox } from "../../src/tenancy.ts";
 
 const AUTH_KEY = "inboxd:auth";
 const PENDING_KEY = "inboxd:pending-sign-in";
@@ -118,7 +118,12 @@ export async function finishSignIn(): Promise<{ error?: string } | undefined> {
       redirect_uri: redirectURI(),
     }),
   );
-  saveCredentials(fromTokenAnswer(tokens, pending.clientID));
+  const previous = loadCredentials();
+  const next = fromTokenAnswer(tokens, pending.clientID);
+  saveCredentials(next);
+  // The page holds one grant: one it held before (another inbox's, where a deployment holds many) is ended.
+  const old = previous && previous.accessToken !== next.accessToken && (previous.refreshToken ?? previous.accessToken);
+  if (old) await post("/oauth/revoke", new URLSearchParams({ token: old })).catch(() => undefined);
   return {};
 }
 
@@ -177,11 +182,11 @@ export async function signOut(): Promise<void> {
 
 /**
  * A sign-in link's landing where a deployment holds many inboxes (`/?signed-in=<inbox>`): the browser's session now
- * speaks for that inbox. Takes the parameter out of the address, and ends a grant the page holds for another inbox
- * (an earlier sign-in on this origin) so that the page is approved anew, for this one. Answers the inbox, or
- * undefined.
+ * speaks for that inbox. Takes the parameter out of the address, and answers the inbox when the page holds no token
+ * of it (none, or one of another inbox from an earlier sign-in on this origin): the page is then to be approved for
+ * it. Anyone can write such an address, so it only ever leads to the consent page; nothing is dropped on its word.
  */
-export async function arrivedFromSignIn(): Promise<string | undefined> {
+export function arrivedFromSignIn(): string | undefined {
   const params = new URLSearchParams(location.search);
   const inbox = params.get("signed-in");
   if (inbox === null) return undefined;
@@ -189,6 +194,5 @@ export async function arrivedFromSignIn(): Promise<string | undefined> {
   const rest = params.toString();
   history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
   const held = loadCredentials();
-  if (held && inboxOf(held.accessToken) !== inbox) await signOut();
-  return inbox;
+  return isInboxID(inbox) && (!held || inboxOf(held.accessToken) !== inbox) ? inbox : undefined;
 }

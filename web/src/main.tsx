@@ -9,16 +9,16 @@ import { stopLive } from "./live.ts";
 /**
  * Boot: a return from the consent page is finished first (code → tokens); with credentials the inbox renders,
  * without them the sign-in screen, which starts the OAuth flow. A sign-in link's landing in a deployment of many
- * inboxes goes straight on to the consent page, unless the page holds a token of that inbox already.
+ * inboxes goes straight on to the consent page, unless the page holds a token of that inbox already (a grant it
+ * holds for another inbox is ended once the new one is given, in finishSignIn).
  */
 async function boot() {
   const root = document.getElementById("app")!;
   let error: string | undefined;
-  let arrived: string | undefined;
   try {
-    arrived = await arrivedFromSignIn();
+    const arrived = arrivedFromSignIn();
     error = (await finishSignIn())?.error;
-    if (arrived && !loadCredentials()) return await startSignIn();
+    if (arrived && !error) return await startSignIn();
   } catch (failure) {
     error = failure instanceof Error ? failure.message : String(failure);
   }

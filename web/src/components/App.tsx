@@ -49,7 +49,10 @@ export function App({ onSignOut }: { onSignOut: () => void }) {
   // Where a deployment holds many inboxes, which one this is: in the rail and the tab's title.
   const inbox = signedInInbox();
   useEffect(() => {
-    if (inbox) document.title = `${inbox} · inboxd`;
+    if (!inbox) return;
+    const before = document.title;
+    document.title = `${inbox} · inboxd`;
+    return () => void (document.title = before);
   }, [inbox]);
 
   const session: Session = { accounts, reloadAccounts };
