@@ -154,10 +154,10 @@ export function cookie(request: Request, name: string): string | undefined {
   return undefined;
 }
 
-/** Only a path on this server: never an absolute or protocol-relative URL (an open redirect). Default: the web inbox. */
 /**
- * Where to go after signing in: a path of this origin, or "/". Read as a browser reads it (which drops tabs and
- * newlines and takes "\\" for "/"), so that "/\t/evil.example" cannot slip past as a path and land elsewhere.
+ * Where to go after signing in: a path of this origin, never another site (an open redirect); default "/", the web
+ * inbox. Read as a browser reads it (which drops tabs and newlines and takes "\\" for "/"), so that
+ * "/\t/evil.example" cannot slip past as a path and land elsewhere.
  */
 export function safeNext(next: string | null): string {
   if (!next?.startsWith("/")) return "/";
